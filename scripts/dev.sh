@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# README command 1: sets up what is missing, applies the D1 migrations to the local
+# database, and runs the worker with `wrangler dev` on 127.0.0.1 (PORT, default 8787).
+#
+# Local data persists in .wrangler/state across restarts. Without .dev.vars the worker
+# starts from .dev.vars.example: the `demo` model, no credentials needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bootstrap.sh
+
+port="${PORT:-8787}"
+state=.wrangler/state
+
+if [ ! -f .dev.vars ]; then
+  cp .dev.vars.example .dev.vars
+  echo "[dev] created .dev.vars from .dev.vars.example (edit it to set a token or an LLM)"
+fi
+
+bash scripts/build.sh
+wrangler d1 migrations apply DB --local --persist-to "$state"
+echo "[dev] http://127.0.0.1:$port  (try: curl http://127.0.0.1:$port/healthz)"
+exec wrangler dev --ip 127.0.0.1 --port "$port" --persist-to "$state" "$@"

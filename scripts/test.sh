@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# README command 2: sets up what is missing, then runs every check in order:
+# formatting, clippy (native and wasm32), native tests, wasm tests under Node, and the
+# end-to-end suite against the real worker in `wrangler dev`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bootstrap.sh
+
+step() { printf '\n==> %s\n' "$*"; }
+
+for component in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+    rustup component add "$component"
+  fi
+done
+
+step "cargo fmt --check"
+cargo fmt --check
+
+step "cargo clippy (native)"
+cargo clippy --all-targets --locked -- -D warnings
+
+step "cargo clippy (wasm32-unknown-unknown)"
+cargo clippy --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
+
+step "cargo test (native)"
+cargo test --locked
+
+step "wasm-bindgen tests (wasm32, under Node)"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test --locked --target wasm32-unknown-unknown --lib
+
+step "build the worker"
+bash scripts/build.sh
+
+step "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
+node --test --test-concurrency=1 tests/e2e/

@@ -1,0 +1,132 @@
+// End-to-end harness: runs the real worker in `wrangler dev` (local D1 and Durable
+// Objects) on a free loopback port, with a persist directory of its own and the D1
+// migrations applied, and always stops what it started, by process group.
+//
+// The worker bundle must already be built (scripts/test.sh builds it once); wrangler's
+// [build] step then finds it up to date and starts in seconds.
+
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WRANGLER = process.env.WRANGLER ?? join(ROOT, 'node_modules', '.bin', 'wrangler');
+const E2E_DIR = join(ROOT, '.e2e');
+const START_TIMEOUT_MS = 90_000;
+
+/** Every vars key of SPEC §6, so that a developer's .dev.vars never leaks into a test. */
+const DEFAULT_VARS = {
+  API_TOKEN: 'e2e-api-token',
+  ALLOW_UNAUTHENTICATED: 'false',
+  LLM_PROVIDER: 'demo',
+  LLM_BASE_URL: '',
+  LLM_MODEL: '',
+  LLM_API_KEY: '',
+};
+
+const running = new Set();
+process.on('exit', () => {
+  for (const child of running) killGroup(child, 'SIGKILL');
+});
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function killGroup(child, signal) {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+function wrangler(args, opts = {}) {
+  return spawnSync(WRANGLER, args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
+    ...opts,
+  });
+}
+
+/**
+ * Starts a worker. `persistDir` defaults to a fresh directory; pass the same one to a
+ * second `startWorker` (after `stop()`) to prove that state survives a restart.
+ */
+export async function startWorker({ persistDir, vars = {} } = {}) {
+  mkdirSync(E2E_DIR, { recursive: true });
+  persistDir ??= mkdtempSync(join(E2E_DIR, 'state-'));
+  const migrate = wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir]);
+  if (migrate.status !== 0) {
+    throw new Error(`d1 migrations apply failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  }
+
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const allVars = { ...DEFAULT_VARS, ...vars };
+  const args = [
+    'dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspectorPort),
+    '--persist-to', persistDir, '--show-interactive-dev-session=false',
+    ...Object.entries(allVars).flatMap(([k, v]) => ['--var', `${k}:${v}`]),
+  ];
+  const logPath = join(persistDir, `wrangler-${port}.log`);
+  const log = openSync(logPath, 'a');
+  const child = spawn(WRANGLER, args, {
+    cwd: ROOT,
+    detached: true, // its own process group, so stop() reaches workerd too
+    stdio: ['ignore', log, log],
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+  });
+  running.add(child);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const worker = {
+    baseUrl,
+    persistDir,
+    logPath,
+    /** fetch relative to the worker. */
+    fetch: (path, init) => fetch(baseUrl + path, init),
+    /** Stops wrangler and workerd: SIGTERM, then SIGKILL after 5 s. */
+    async stop() {
+      if (!running.has(child)) return;
+      killGroup(child, 'SIGTERM');
+      const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+      killGroup(child, 'SIGKILL'); // workerd children that outlived wrangler
+      running.delete(child);
+    },
+    /** Deletes the persist directory (after stop). */
+    cleanup() {
+      rmSync(persistDir, { recursive: true, force: true });
+    },
+  };
+
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let early = false;
+  exited.then(() => { early = true; });
+  while (Date.now() < deadline && !early) {
+    try {
+      const res = await fetch(`${baseUrl}/healthz`);
+      if (res.ok) return worker;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await worker.stop();
+  throw new Error(`wrangler dev did not answer /healthz; log ${logPath}:\n${readFileSync(logPath, 'utf8').slice(-4000)}`);
+}
