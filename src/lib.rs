@@ -10,7 +10,22 @@
 //! Everything outside `platform` is a pure core: no IO, no clock, no randomness. Time
 //! and ids are passed in, so the core is tested natively with plain `cargo test`.
 
+pub mod agent;
+pub mod agents;
 pub mod api;
+pub mod chunk;
+pub mod demo;
+pub mod error;
+pub mod host;
+pub mod journal;
+pub mod message;
+pub mod model;
+pub mod runner;
+pub mod schema;
+pub mod scripted;
+pub mod state;
+pub mod store;
+pub mod tool;
 
 #[cfg(target_arch = "wasm32")]
 mod platform;

@@ -1,0 +1,407 @@
+//! Agent definitions: what users write against. An agent has a name, a description, a
+//! system prompt (static or computed from the state), tools, an initial state, an
+//! optional output schema, model settings, a step limit and optional hooks. Definitions
+//! are validated when built, with errors that name the offending tool.
+
+use crate::error::DefinitionError;
+use crate::message::{Message, ToolCall};
+use crate::model::{ModelSettings, ToolSpec};
+use crate::state::PatchOp;
+use crate::tool::{RESERVED_TOOL_NAMES, Tool, valid_name};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::rc::Rc;
+
+/// Name of the tool injected when an agent has an output schema.
+pub const FINISH_TOOL: &str = "__finish__";
+
+/// Default cap on model steps per run.
+pub const DEFAULT_MAX_STEPS: u32 = 20;
+
+/// The system prompt: fixed, or computed from the current state.
+#[derive(Clone)]
+pub enum SystemPrompt {
+    /// The same text every step.
+    Static(String),
+    /// Computed from the state before every step.
+    Dynamic(Rc<dyn Fn(&Value) -> String>),
+}
+
+/// Callbacks around tool calls and suspension, in the canonical order
+/// `before_tool → execute → on_state_change → on_message → after_tool`.
+/// All have empty defaults; they observe and must not fail.
+pub trait Hooks {
+    /// Before a server tool executes.
+    fn before_tool(&self, _call: &ToolCall) {}
+    /// After a tool call's writes are known (only when it wrote something).
+    fn on_state_change(&self, _call: &ToolCall, _writes: &[PatchOp]) {}
+    /// For each message the run adds to the transcript.
+    fn on_message(&self, _message: &Message) {}
+    /// After a tool call's result is known.
+    fn after_tool(&self, _call: &ToolCall, _result: &Message) {}
+    /// When the run suspends at a human-in-the-loop boundary.
+    fn on_agent_suspended(&self, _tool_call_ids: &[String]) {}
+    /// When a suspended run resumes.
+    fn on_agent_resumed(&self) {}
+}
+
+/// A validated agent definition.
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) system_prompt: SystemPrompt,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) initial_state: Value,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) model: ModelSettings,
+    pub(crate) max_steps: u32,
+    pub(crate) hooks: Option<Rc<dyn Hooks>>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.name)
+            .field("tools", &self.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Starts a definition.
+    pub fn builder(name: impl Into<String>) -> AgentBuilder {
+        AgentBuilder {
+            agent: Agent {
+                name: name.into(),
+                description: String::new(),
+                system_prompt: SystemPrompt::Static(String::new()),
+                tools: Vec::new(),
+                initial_state: json!({}),
+                output_schema: None,
+                model: ModelSettings::default(),
+                max_steps: DEFAULT_MAX_STEPS,
+                hooks: None,
+            },
+        }
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What it does.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Its tools (without the injected `__finish__`).
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The state a new session starts from.
+    pub fn initial_state(&self) -> &Value {
+        &self.initial_state
+    }
+
+    /// The output schema, if the agent must produce structured output.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
+    /// Model settings.
+    pub fn model(&self) -> &ModelSettings {
+        &self.model
+    }
+
+    /// Cap on model steps per run.
+    pub fn max_steps(&self) -> u32 {
+        self.max_steps
+    }
+
+    /// The tool called `name`.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The system prompt for `state`.
+    pub fn system_prompt(&self, state: &Value) -> String {
+        match &self.system_prompt {
+            SystemPrompt::Static(text) => text.clone(),
+            SystemPrompt::Dynamic(f) => f(state),
+        }
+    }
+
+    /// The tools as the model sees them, with `__finish__` when an output is required.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self
+            .tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect();
+        if let Some(schema) = &self.output_schema {
+            specs.push(ToolSpec {
+                name: FINISH_TOOL.into(),
+                description: "Call this exactly once, when you are done, with the final structured output as \
+                              its arguments."
+                    .into(),
+                input_schema: schema.clone(),
+            });
+        }
+        specs
+    }
+
+    pub(crate) fn hooks(&self) -> Option<&dyn Hooks> {
+        self.hooks.as_deref()
+    }
+}
+
+/// Builds an [`Agent`]; [`build`](AgentBuilder::build) validates it.
+pub struct AgentBuilder {
+    agent: Agent,
+}
+
+impl AgentBuilder {
+    /// What the agent does (shown in `GET /v1/agents`).
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.agent.description = text.into();
+        self
+    }
+
+    /// A fixed system prompt.
+    pub fn system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.agent.system_prompt = SystemPrompt::Static(text.into());
+        self
+    }
+
+    /// A system prompt computed from the state before every step.
+    pub fn system_prompt_fn(mut self, f: impl Fn(&Value) -> String + 'static) -> Self {
+        self.agent.system_prompt = SystemPrompt::Dynamic(Rc::new(f));
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.agent.tools.push(tool);
+        self
+    }
+
+    /// The state new sessions start from (a JSON object).
+    pub fn initial_state(mut self, state: Value) -> Self {
+        self.agent.initial_state = state;
+        self
+    }
+
+    /// Requires structured output matching `schema`, delivered through `__finish__`.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.agent.output_schema = Some(schema);
+        self
+    }
+
+    /// Model settings.
+    pub fn model(mut self, settings: ModelSettings) -> Self {
+        self.agent.model = settings;
+        self
+    }
+
+    /// Cap on model steps per run (default 20).
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.agent.max_steps = steps;
+        self
+    }
+
+    /// Callbacks around tool calls.
+    pub fn hooks(mut self, hooks: impl Hooks + 'static) -> Self {
+        self.agent.hooks = Some(Rc::new(hooks));
+        self
+    }
+
+    /// Validates and returns the agent.
+    pub fn build(self) -> Result<Agent, DefinitionError> {
+        let agent = self.agent;
+        if !valid_name(&agent.name) {
+            return Err(DefinitionError::InvalidAgentName(agent.name));
+        }
+        if !agent.initial_state.is_object() {
+            return Err(DefinitionError::StateNotAnObject(agent.name));
+        }
+        if agent.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
+            return Err(DefinitionError::InvalidSchema(format!(
+                "{} output",
+                agent.name
+            )));
+        }
+        let mut seen = HashSet::new();
+        for tool in &agent.tools {
+            validate_tool(tool)?;
+            if !seen.insert(tool.name.as_str()) {
+                return Err(DefinitionError::DuplicateTool(tool.name.clone()));
+            }
+        }
+        Ok(agent)
+    }
+}
+
+fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
+    let name = &tool.name;
+    if RESERVED_TOOL_NAMES.contains(&name.as_str()) {
+        return Err(DefinitionError::ReservedToolName(name.clone()));
+    }
+    if !valid_name(name) {
+        return Err(DefinitionError::InvalidToolName(name.clone()));
+    }
+    if !tool.input_schema.is_object() {
+        return Err(DefinitionError::InvalidSchema(name.clone()));
+    }
+    if !tool.has_execution() {
+        return Err(DefinitionError::MissingExecute(name.clone()));
+    }
+    let approval = !matches!(tool.approval, crate::tool::Approval::Never);
+    let clash = |what| {
+        Err(DefinitionError::InvalidCombination {
+            tool: name.clone(),
+            what,
+        })
+    };
+    match (tool.is_client(), approval, tool.finish_with) {
+        (true, true, _) => clash("client execution with approval"),
+        (true, _, true) => clash("client execution with finish_with"),
+        (_, true, true) => clash("approval with finish_with"),
+        _ => Ok(()),
+    }
+}
+
+/// The agents a deployment serves, by name.
+#[derive(Clone, Default)]
+pub struct Agents {
+    agents: Vec<Rc<Agent>>,
+}
+
+impl Agents {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an agent (replacing one of the same name).
+    pub fn with(mut self, agent: Agent) -> Self {
+        self.agents.retain(|a| a.name != agent.name);
+        self.agents.push(Rc::new(agent));
+        self
+    }
+
+    /// The agent called `name`.
+    pub fn get(&self, name: &str) -> Option<Rc<Agent>> {
+        self.agents.iter().find(|a| a.name == name).cloned()
+    }
+
+    /// All agents, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.iter().map(|a| a.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ToolError;
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Path {
+        #[allow(dead_code)]
+        path: String,
+    }
+
+    fn server(name: &str) -> Tool {
+        Tool::new(name, "d", |_: Path, _| async {
+            Ok::<_, ToolError>(json!({}))
+        })
+    }
+
+    fn build_with(tool: Tool) -> Result<Agent, DefinitionError> {
+        Agent::builder("a").tool(tool).build()
+    }
+
+    #[test]
+    fn invalid_tool_combinations_are_rejected_naming_the_tool() {
+        let err = build_with(Tool::client::<Path>("ask", "d").approval_always()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Tool 'ask' cannot combine client execution with approval"
+        );
+        assert!(build_with(Tool::client::<Path>("c", "d").finish_with()).is_err());
+        assert!(build_with(server("f").approval_always().finish_with()).is_err());
+        let dup = Agent::builder("a")
+            .tool(server("x"))
+            .tool(server("x"))
+            .build()
+            .unwrap_err();
+        assert_eq!(dup, DefinitionError::DuplicateTool("x".into()));
+    }
+
+    #[test]
+    fn reserved_and_malformed_names_are_refused() {
+        assert_eq!(
+            build_with(server("__finish__")).unwrap_err(),
+            DefinitionError::ReservedToolName("__finish__".into())
+        );
+        assert!(matches!(
+            build_with(server("has space")),
+            Err(DefinitionError::InvalidToolName(_))
+        ));
+        assert!(matches!(
+            build_with(server("")),
+            Err(DefinitionError::InvalidToolName(_))
+        ));
+        assert!(Agent::builder("bad name").build().is_err());
+        assert!(
+            Agent::builder("a")
+                .initial_state(json!([]))
+                .build()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn an_output_schema_injects_the_finish_tool() {
+        let schema = json!({"type": "object", "properties": {"summary": {"type": "string"}}});
+        let agent = Agent::builder("r")
+            .output_schema(schema.clone())
+            .tool(server("t"))
+            .build()
+            .unwrap();
+        let specs = agent.tool_specs();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[1].name, FINISH_TOOL);
+        assert_eq!(specs[1].input_schema, schema);
+        assert_eq!(specs[0].input_schema["required"], json!(["path"]));
+    }
+
+    #[test]
+    fn a_predicate_that_errors_or_panics_requires_approval() {
+        #[derive(Deserialize)]
+        struct To {
+            to: Vec<String>,
+        }
+        let tool = server("send").approval_when(|i: &To, _| i.to.len() > 3);
+        assert!(!tool.needs_approval(&json!({"to": ["a"]}), &json!({})));
+        assert!(tool.needs_approval(&json!({"to": ["a", "b", "c", "d"]}), &json!({})));
+        assert!(
+            tool.needs_approval(&json!({"to": "not a list"}), &json!({})),
+            "error fails closed"
+        );
+        let panicking = server("p").approval_when(|_: &Value, _| panic!("boom"));
+        assert!(
+            panicking.needs_approval(&json!({}), &json!({})),
+            "panic fails closed"
+        );
+    }
+}

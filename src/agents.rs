@@ -1,0 +1,123 @@
+//! The reference agents of SPEC §6, used by the demo, the tests and the benchmarks.
+//! `assistant` starts from `{"notes": []}` with five tools covering every kind of call:
+//! plain server tools, an always-approved one, a conditionally approved one and a
+//! client-executed one with a deadline.
+
+use crate::agent::{Agent, Agents};
+use crate::error::{DefinitionError, ToolError};
+use crate::host::rfc3339;
+use crate::tool::{Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The default deadline of `ask_user`, in milliseconds (300 s).
+pub const ASK_USER_DEADLINE_MS: u64 = 300_000;
+
+/// Input of `add_note`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddNote {
+    /// The note's text.
+    pub text: String,
+}
+
+/// Input of `get_time`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetTime {}
+
+/// Input of `delete_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteFile {
+    /// The file to delete.
+    pub path: String,
+}
+
+/// Input of `send_email`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendEmail {
+    /// Recipients.
+    pub to: Vec<String>,
+    /// Subject line.
+    pub subject: String,
+    /// Body text.
+    pub body: String,
+}
+
+/// Input of `ask_user`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskUser {
+    /// The question to put to the user.
+    pub question: String,
+}
+
+async fn add_note(input: AddNote, ctx: ToolContext) -> Result<Value, ToolError> {
+    ctx.append("/notes", json!({ "text": input.text }))?;
+    let count = ctx
+        .read(|s| s["notes"].as_array().map_or(0, Vec::len))
+        .unwrap_or_default();
+    Ok(json!({ "count": count }))
+}
+
+/// `add_note`: appends `{"text"}` to `/notes`; answers `{"count": n}`.
+pub fn add_note_tool() -> Tool {
+    Tool::new(
+        "add_note",
+        "Add a note to the session's list of notes.",
+        add_note,
+    )
+}
+
+/// `delete_file`: approval always; answers `{"deleted": path}`.
+pub fn delete_file_tool() -> Tool {
+    Tool::new(
+        "delete_file",
+        "Delete a file. A human must approve every call.",
+        |input: DeleteFile, _| async move { Ok::<_, ToolError>(json!({ "deleted": input.path })) },
+    )
+    .approval_always()
+}
+
+/// The `assistant` agent with `ask_user`'s deadline set to `ask_deadline_ms`.
+pub fn assistant_with_deadline(ask_deadline_ms: u64) -> Result<Agent, DefinitionError> {
+    Agent::builder("assistant")
+        .description("A helpful assistant that keeps notes, tells the time, deletes files, sends email and asks questions.")
+        .system_prompt(
+            "You are a helpful assistant. Use the tools when they help: add_note to remember things, get_time for \
+             the current time, delete_file to delete files (a human approves), send_email to send email (a human \
+             approves when there are more than 3 recipients), and ask_user when you need the user's input.",
+        )
+        .initial_state(json!({ "notes": [] }))
+        .tool(add_note_tool())
+        .tool(Tool::new("get_time", "Get the current time (RFC 3339, UTC).", |_: GetTime, ctx: ToolContext| async move {
+            Ok::<_, ToolError>(json!({ "now": rfc3339(ctx.now_ms()) }))
+        }))
+        .tool(delete_file_tool())
+        .tool(
+            Tool::new(
+                "send_email",
+                "Send an email. A human approves emails to more than 3 recipients.",
+                |input: SendEmail, _| async move { Ok::<_, ToolError>(json!({ "sent": input.to.len() })) },
+            )
+            .approval_when(|input: &SendEmail, _| input.to.len() > 3),
+        )
+        .tool(
+            Tool::client::<AskUser>("ask_user", "Ask the user a question; the client answers.")
+                .deadline_ms(ask_deadline_ms),
+        )
+        .build()
+}
+
+/// The `assistant` agent of SPEC §6.
+pub fn assistant() -> Result<Agent, DefinitionError> {
+    assistant_with_deadline(ASK_USER_DEADLINE_MS)
+}
+
+/// Every reference agent.
+pub fn reference_agents(ask_deadline_ms: u64) -> Result<Agents, DefinitionError> {
+    Ok(Agents::new().with(assistant_with_deadline(ask_deadline_ms)?))
+}

@@ -1,0 +1,195 @@
+//! The `demo` model (SPEC §6): deterministic and offline, so the default agent works
+//! with no key. It reads simple intents from the latest user message and calls the
+//! reference agents' tools, then answers in text once the tool results are in.
+//!
+//! Intents (case-insensitive; several can be joined with `;`):
+//! `delete <path>`, `note <text>`, `what time is it`, `email a,b,c[ about <subject>]`,
+//! `ask me something`, `research <topic>`. Anything else gets a short help text.
+
+use crate::agent::FINISH_TOOL;
+use crate::error::ProviderError;
+use crate::message::{Message, ToolCall};
+use crate::model::{Delta, Model, ModelRequest, ModelTurn, StopReason, ToolSpec, Usage};
+use futures::future::LocalBoxFuture;
+use serde_json::{Value, json};
+
+/// The built-in deterministic model.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DemoModel;
+
+const HELP: &str = "I am the helix-edge demo model. Try: \"note buy milk\", \"what time is it\", \
+                    \"delete /tmp/x\" (needs approval), \"email a@x,b@x,c@x,d@x about lunch\" (needs approval), \
+                    or \"ask me something\".";
+
+fn has(tools: &[ToolSpec], name: &str) -> bool {
+    tools.iter().any(|t| t.name == name)
+}
+
+/// The calls one clause of the user's message asks for.
+fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
+    let text = clause.trim();
+    let lower = text.to_lowercase();
+    let rest = |prefix: &str| text[prefix.len()..].trim().to_string();
+    if let Some(prefix) = ["delete ", "remove "]
+        .iter()
+        .find(|p| lower.starts_with(*p))
+    {
+        return has(tools, "delete_file").then(|| ("delete_file", json!({ "path": rest(prefix) })));
+    }
+    if let Some(prefix) = ["add note ", "note ", "remember "]
+        .iter()
+        .find(|p| lower.starts_with(*p))
+    {
+        return has(tools, "add_note").then(|| ("add_note", json!({ "text": rest(prefix) })));
+    }
+    if lower.starts_with("email ") || lower.starts_with("send email ") {
+        let body = lower
+            .trim_start_matches("send ")
+            .trim_start_matches("email ")
+            .to_string();
+        let (to, subject) = match body.split_once(" about ") {
+            Some((to, subject)) => (to.to_string(), subject.trim().to_string()),
+            None => (body, "Hello".to_string()),
+        };
+        let to: Vec<String> = to
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let args = json!({ "to": to, "subject": subject, "body": format!("Sent by the helix-edge demo: {subject}.") });
+        return has(tools, "send_email").then_some(("send_email", args));
+    }
+    if lower.contains("time") {
+        return has(tools, "get_time").then(|| ("get_time", json!({})));
+    }
+    if lower.starts_with("ask ") {
+        let question = "What would you like me to do next?";
+        return has(tools, "ask_user").then(|| ("ask_user", json!({ "question": question })));
+    }
+    if let Some(prefix) = ["research "].iter().find(|p| lower.starts_with(*p)) {
+        return has(tools, "research").then(|| ("research", json!({ "topic": rest(prefix) })));
+    }
+    None
+}
+
+/// Text describing the tool results after the last assistant message.
+fn summarize(messages: &[Message]) -> String {
+    let results: Vec<String> = messages
+        .iter()
+        .rev()
+        .take_while(|m| matches!(m, Message::Tool { .. }))
+        .filter_map(|m| match m {
+            Message::Tool {
+                tool_name,
+                content,
+                is_error: false,
+                ..
+            } if tool_name != FINISH_TOOL => Some(format!("{tool_name} returned {content}")),
+            Message::Tool {
+                tool_name, content, ..
+            } if tool_name != FINISH_TOOL => {
+                let error = content
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("an error");
+                Some(format!("{tool_name} failed: {error}"))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut results = results;
+    results.reverse();
+    format!("Done. {}.", results.join("; "))
+}
+
+fn stream(text: &str, on_delta: &mut dyn FnMut(Delta)) {
+    if text.is_empty() {
+        return;
+    }
+    for (i, word) in text.split(' ').enumerate() {
+        on_delta(Delta::Text(if i == 0 {
+            word.to_string()
+        } else {
+            format!(" {word}")
+        }));
+    }
+}
+
+impl DemoModel {
+    fn answer(&self, request: &ModelRequest<'_>) -> ModelTurn {
+        let wants_output = has(&request.tools, FINISH_TOOL);
+        let last_user = request.messages.iter().rev().find_map(|m| match m {
+            Message::User {
+                content,
+                metadata: None,
+            } => Some(content.as_str()),
+            _ => None,
+        });
+        let after_tools = matches!(request.messages.last(), Some(Message::Tool { .. }));
+        let mut turn = ModelTurn {
+            usage: Usage {
+                input_tokens: 1,
+                output_tokens: 1,
+                ..Usage::default()
+            },
+            ..ModelTurn::default()
+        };
+        if after_tools
+            || wants_output
+                && !matches!(
+                    request.messages.last(),
+                    Some(Message::User { metadata: None, .. })
+                )
+        {
+            let summary = summarize(request.messages);
+            if wants_output {
+                let topic = last_user.unwrap_or_default();
+                turn.tool_calls = vec![ToolCall {
+                    id: format!("demo-{}", request.messages.len()),
+                    name: FINISH_TOOL.into(),
+                    arguments: json!({ "summary": format!("Findings on {topic}: {summary}") }),
+                }];
+                turn.stop = StopReason::ToolUse;
+            } else {
+                turn.text = summary;
+            }
+            return turn;
+        }
+        let clauses = last_user.unwrap_or_default().split(';');
+        turn.tool_calls = clauses
+            .filter_map(|c| intent(c, &request.tools))
+            .enumerate()
+            .map(|(i, (name, arguments))| ToolCall {
+                id: format!("demo-{}-{i}", request.messages.len()),
+                name: name.into(),
+                arguments,
+            })
+            .collect();
+        if !turn.tool_calls.is_empty() {
+            turn.stop = StopReason::ToolUse;
+        } else if wants_output {
+            let topic = last_user.unwrap_or_default();
+            turn.tool_calls = vec![ToolCall {
+                id: format!("demo-{}", request.messages.len()),
+                name: FINISH_TOOL.into(),
+                arguments: json!({ "summary": format!("Findings on {topic}: nothing further to report.") }),
+            }];
+            turn.stop = StopReason::ToolUse;
+        } else {
+            turn.text = HELP.into();
+        }
+        turn
+    }
+}
+
+impl Model for DemoModel {
+    fn generate<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_delta: &'a mut dyn FnMut(Delta),
+    ) -> LocalBoxFuture<'a, Result<ModelTurn, ProviderError>> {
+        let turn = self.answer(&request);
+        stream(&turn.text, on_delta);
+        Box::pin(async move { Ok(turn) })
+    }
+}

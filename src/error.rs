@@ -1,0 +1,289 @@
+//! Error types of the core, one enum per layer. Each error has a stable snake_case
+//! [`code`](Coded::code) used in HTTP bodies and `error` chunks, a [`Category`] and a
+//! `retryable` flag. Mapping errors to HTTP statuses is the API layer's job, not this one.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The family an error code belongs to (its code prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    /// The model provider (`provider_*`).
+    Provider,
+    /// A tool call (`tool_*`).
+    Tool,
+    /// Session state and its persistence (`state_*`).
+    State,
+    /// Input that breaks the API's rules (`validation_error` and friends).
+    Validation,
+    /// The runtime itself (`framework_*`).
+    Framework,
+}
+
+/// What every error of the crate tells about itself.
+pub trait Coded {
+    /// Stable snake_case code.
+    fn code(&self) -> &'static str;
+    /// The family of the code.
+    fn category(&self) -> Category;
+    /// Whether trying the same thing again later may succeed.
+    fn retryable(&self) -> bool;
+}
+
+/// An error as it is recorded in a session, a run or an `error` chunk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    /// Stable code.
+    pub code: String,
+    /// Human sentence, safe to show.
+    pub message: String,
+    /// Whether retrying may help.
+    pub retryable: bool,
+}
+
+impl ErrorInfo {
+    /// Captures any coded error.
+    pub fn of(err: &(impl Coded + fmt::Display)) -> Self {
+        Self {
+            code: err.code().into(),
+            message: err.to_string(),
+            retryable: err.retryable(),
+        }
+    }
+}
+
+/// A tool call that did not produce a result. The model sees these as tool errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The model called a tool the agent does not have.
+    #[error("Tool '{0}' does not exist")]
+    NotFound(String),
+    /// The arguments do not match the tool's input schema.
+    #[error("Invalid input for tool '{tool}': {reason}")]
+    InputInvalid {
+        /// The tool.
+        tool: String,
+        /// What is wrong, for the model to fix.
+        reason: String,
+    },
+    /// The tool ran and failed.
+    #[error("{0}")]
+    Failed(String),
+    /// The user denied the approval.
+    #[error("Tool call was not approved by the user")]
+    Denied,
+    /// A client tool's deadline passed without an answer.
+    #[error("Tool call timed out waiting for the client")]
+    TimedOut,
+    /// The client reported an error instead of a result.
+    #[error("{0}")]
+    Client(String),
+    /// An approved call was claimed by a process that died before committing; it is not
+    /// run again, so that it runs at most once.
+    #[error("Tool execution was interrupted by a restart and was not retried")]
+    Interrupted,
+    /// The call was not executed because the run ended first.
+    #[error("Tool call was not executed: {0}")]
+    Skipped(String),
+    /// The state write the tool attempted is invalid.
+    #[error("{0}")]
+    State(#[from] StateError),
+}
+
+impl Coded for ToolError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) => "tool_not_found",
+            Self::InputInvalid { .. } => "tool_input_invalid",
+            Self::Failed(_) => "tool_execution_failed",
+            Self::Denied => "tool_denied",
+            Self::TimedOut => "tool_timeout",
+            Self::Client(_) => "tool_client_error",
+            Self::Interrupted => "tool_interrupted",
+            Self::Skipped(_) => "tool_skipped",
+            Self::State(e) => e.code(),
+        }
+    }
+    fn category(&self) -> Category {
+        match self {
+            Self::State(_) => Category::State,
+            _ => Category::Tool,
+        }
+    }
+    fn retryable(&self) -> bool {
+        matches!(self, Self::Failed(_) | Self::TimedOut | Self::Interrupted)
+    }
+}
+
+/// A state write that cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// The path is not a valid JSON Pointer or does not lead where the operation needs.
+    #[error("Invalid state path '{path}': {reason}")]
+    InvalidPath {
+        /// The JSON Pointer.
+        path: String,
+        /// Why it does not apply.
+        reason: String,
+    },
+    /// The state must stay a JSON object.
+    #[error("The state must be a JSON object")]
+    NotAnObject,
+    /// A patch operation did not apply.
+    #[error("Patch operation on '{path}' did not apply: {reason}")]
+    PatchFailed {
+        /// The operation's path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Coded for StateError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidPath { .. } => "state_invalid_path",
+            Self::NotAnObject => "state_not_an_object",
+            Self::PatchFailed { .. } => "state_patch_failed",
+        }
+    }
+    fn category(&self) -> Category {
+        Category::State
+    }
+    fn retryable(&self) -> bool {
+        false
+    }
+}
+
+/// A model call that failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// 429 from the provider.
+    #[error("The model provider is rate limiting requests")]
+    RateLimited {
+        /// Milliseconds the provider asked to wait, if it said.
+        retry_after_ms: Option<u64>,
+    },
+    /// 5xx or an overloaded provider.
+    #[error("The model provider is unavailable (status {status})")]
+    Unavailable {
+        /// HTTP status.
+        status: u16,
+    },
+    /// The provider refused the credentials.
+    #[error("The model provider rejected the credentials (status {status})")]
+    Auth {
+        /// HTTP status.
+        status: u16,
+    },
+    /// The provider rejected the request as malformed.
+    #[error("The model provider rejected the request: {message}")]
+    BadRequest {
+        /// The provider's own words, with secrets removed.
+        message: String,
+    },
+    /// No answer in time.
+    #[error("The model provider did not answer in time")]
+    Timeout,
+    /// The connection failed.
+    #[error("Could not reach the model provider: {0}")]
+    Network(String),
+    /// The stream ended without its terminal event.
+    #[error("The model stream ended before it was complete")]
+    Truncated,
+    /// The stream or body could not be decoded.
+    #[error("The model sent a malformed response: {0}")]
+    Corrupt(String),
+    /// The provider reported an error inside the stream.
+    #[error("The model provider reported an error: {message}")]
+    Stream {
+        /// The provider's message.
+        message: String,
+        /// Whether the provider says it is transient.
+        retryable: bool,
+    },
+    /// No provider is configured the way the agent needs.
+    #[error("The model is not configured: {0}")]
+    NotConfigured(String),
+    /// A scripted or demo model has nothing more to say.
+    #[error("The model has no answer: {0}")]
+    Exhausted(String),
+}
+
+impl Coded for ProviderError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::RateLimited { .. } => "provider_rate_limited",
+            Self::Unavailable { .. } => "provider_unavailable",
+            Self::Auth { .. } => "provider_auth",
+            Self::BadRequest { .. } => "provider_bad_request",
+            Self::Timeout => "provider_timeout",
+            Self::Network(_) => "provider_network",
+            Self::Truncated => "provider_truncated",
+            Self::Corrupt(_) => "provider_corrupt_response",
+            Self::Stream { .. } => "provider_stream_error",
+            Self::NotConfigured(_) => "provider_not_configured",
+            Self::Exhausted(_) => "provider_exhausted",
+        }
+    }
+    fn category(&self) -> Category {
+        Category::Provider
+    }
+    fn retryable(&self) -> bool {
+        match self {
+            Self::RateLimited { .. }
+            | Self::Unavailable { .. }
+            | Self::Timeout
+            | Self::Network(_)
+            | Self::Truncated => true,
+            Self::Stream { retryable, .. } => *retryable,
+            _ => false,
+        }
+    }
+}
+
+/// An agent or tool definition that cannot be used. Raised when the agent is defined.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DefinitionError {
+    /// Names are 1–64 characters of `[A-Za-z0-9_-]`.
+    #[error("Invalid tool name '{0}': use 1-64 characters of A-Z, a-z, 0-9, _ and -")]
+    InvalidToolName(String),
+    /// Names the runtime uses itself.
+    #[error("Tool name '{0}' is reserved")]
+    ReservedToolName(String),
+    /// Two tools with one name.
+    #[error("Tool '{0}' is defined twice")]
+    DuplicateTool(String),
+    /// Options that cannot go together.
+    #[error("Tool '{tool}' cannot combine {what}")]
+    InvalidCombination {
+        /// The tool.
+        tool: String,
+        /// The clashing options.
+        what: &'static str,
+    },
+    /// A server tool needs an execute function.
+    #[error("Tool '{0}' has no execute function")]
+    MissingExecute(String),
+    /// Agents need a name of the same form as tools.
+    #[error("Invalid agent name '{0}'")]
+    InvalidAgentName(String),
+    /// The initial state must be a JSON object.
+    #[error("Agent '{0}': the initial state must be a JSON object")]
+    StateNotAnObject(String),
+    /// Schemas must be JSON objects.
+    #[error("'{0}': the schema must be a JSON object")]
+    InvalidSchema(String),
+}
+
+impl Coded for DefinitionError {
+    fn code(&self) -> &'static str {
+        "framework_invalid_definition"
+    }
+    fn category(&self) -> Category {
+        Category::Framework
+    }
+    fn retryable(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,93 @@
+//! What the core needs from its environment but must not reach for itself: the clock
+//! and fresh ids. The platform passes the Workers clock and CSPRNG; tests pass
+//! [`ManualHost`], so every run is deterministic.
+
+use std::cell::Cell;
+
+/// The clock and id source of a runner.
+pub trait Host {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+    /// A fresh, unique id; `kind` is a short prefix such as `run` or `ckpt`.
+    fn new_id(&self, kind: &str) -> String;
+}
+
+/// A host with a hand-moved clock and counting ids, for tests.
+#[derive(Debug)]
+pub struct ManualHost {
+    now: Cell<u64>,
+    next: Cell<u64>,
+    tag: String,
+}
+
+impl ManualHost {
+    /// A host whose clock starts at `now_ms`. `tag` keeps ids of two hosts apart.
+    pub fn new(now_ms: u64, tag: &str) -> Self {
+        Self {
+            now: Cell::new(now_ms),
+            next: Cell::new(1),
+            tag: tag.into(),
+        }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, ms: u64) {
+        self.now.set(self.now.get() + ms);
+    }
+}
+
+impl Host for ManualHost {
+    fn now_ms(&self) -> u64 {
+        self.now.get()
+    }
+
+    fn new_id(&self, kind: &str) -> String {
+        let n = self.next.get();
+        self.next.set(n + 1);
+        format!("{kind}_{}{n}", self.tag)
+    }
+}
+
+/// Formats milliseconds since the Unix epoch as RFC 3339 UTC (`2026-11-22T02:31:00.000Z`).
+pub fn rfc3339(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_795_314_660_123), "2026-11-22T02:31:00.123Z");
+    }
+
+    #[test]
+    fn manual_host_ids_are_unique_and_tagged() {
+        let host = ManualHost::new(5, "a");
+        assert_eq!(host.new_id("run"), "run_a1");
+        assert_eq!(host.new_id("run"), "run_a2");
+        host.advance(10);
+        assert_eq!(host.now_ms(), 15);
+    }
+}

@@ -1,0 +1,115 @@
+//! The session's stream journal as the runner sees it: the ordered events of the SSE
+//! stream, plus the bookkeeping that keeps the stream consistent with committed state
+//! across crashes. The platform keeps it in the Durable Object's own storage; tests use
+//! [`MemoryJournal`].
+//!
+//! # Protocol
+//! - Live chunks (text deltas, tool starts and ends) are [`emit`](Journal::emit)ted as
+//!   they happen; until the step commits they are *unconfirmed*.
+//! - Chunks that must only be seen once the commit is durable (state patches,
+//!   suspension, `end`) are [`stage`](Journal::stage)d for the version the commit will
+//!   create, then [`release`](Journal::release)d after the commit succeeds. Release also
+//!   confirms everything emitted before.
+//! - After a restart, [`recover`](Journal::recover) compares the journal with the
+//!   durable version: a staged batch whose commit landed is released (nothing lost); one
+//!   whose commit did not is dropped (nothing invented); unconfirmed live chunks are
+//!   reported so the runner can send `stream_resync`.
+
+use crate::chunk::StreamEvent;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+/// What [`Journal::recover`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recovery {
+    /// The first sequence number of live chunks from a step that never committed.
+    pub torn_from: Option<u64>,
+}
+
+/// A session's stream buffer and step bookkeeping.
+pub trait Journal {
+    /// Appends a live event; returns its sequence number (gap-free from 1).
+    fn emit(&self, event: StreamEvent) -> u64;
+    /// Holds `events` back until the commit creating `version` lands (replaces any
+    /// earlier staged batch).
+    fn stage(&self, version: u64, events: Vec<StreamEvent>);
+    /// The commit creating `version` landed: appends the staged batch and confirms all.
+    fn release(&self, version: u64);
+    /// Brings the journal in line with the durable `version` after a restart.
+    fn recover(&self, version: u64) -> Recovery;
+    /// Marks every event so far as confirmed at `version` (after a resync).
+    fn confirm(&self, version: u64);
+    /// Records that `step` of `run_id` begins; returns how many times it has begun.
+    fn begin_step(&self, run_id: &str, step: u32) -> u32;
+}
+
+/// A journal in memory, for tests. Survives "restarts" of runners that share it.
+#[derive(Debug, Default)]
+pub struct MemoryJournal {
+    events: RefCell<Vec<StreamEvent>>,
+    /// Events up to this count are confirmed.
+    confirmed: Cell<usize>,
+    staged: RefCell<Option<(u64, Vec<StreamEvent>)>>,
+    attempts: RefCell<HashMap<(String, u32), u32>>,
+}
+
+impl MemoryJournal {
+    /// An empty journal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every event so far, in sequence order (sequence = index + 1).
+    pub fn events(&self) -> Vec<StreamEvent> {
+        self.events.borrow().clone()
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn emit(&self, event: StreamEvent) -> u64 {
+        let mut events = self.events.borrow_mut();
+        events.push(event);
+        events.len() as u64
+    }
+
+    fn stage(&self, version: u64, events: Vec<StreamEvent>) {
+        *self.staged.borrow_mut() = Some((version, events));
+    }
+
+    fn release(&self, version: u64) {
+        let staged = self.staged.borrow_mut().take();
+        let mut events = self.events.borrow_mut();
+        if let Some((v, batch)) = staged
+            && v == version
+        {
+            events.extend(batch);
+        }
+        self.confirmed.set(events.len());
+    }
+
+    fn recover(&self, version: u64) -> Recovery {
+        let landed = matches!(&*self.staged.borrow(), Some((v, _)) if *v <= version);
+        if landed {
+            let v = self.staged.borrow().as_ref().map_or(version, |(v, _)| *v);
+            self.release(v);
+            return Recovery { torn_from: None };
+        }
+        self.staged.borrow_mut().take();
+        let len = self.events.borrow().len();
+        let confirmed = self.confirmed.get();
+        Recovery {
+            torn_from: (len > confirmed).then_some(confirmed as u64 + 1),
+        }
+    }
+
+    fn confirm(&self, _version: u64) {
+        self.confirmed.set(self.events.borrow().len());
+    }
+
+    fn begin_step(&self, run_id: &str, step: u32) -> u32 {
+        let mut attempts = self.attempts.borrow_mut();
+        let n = attempts.entry((run_id.into(), step)).or_insert(0);
+        *n += 1;
+        *n
+    }
+}

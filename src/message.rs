@@ -1,0 +1,155 @@
+//! The transcript: messages exchanged between the user, the model and the tools, in the
+//! JSON form they are stored in and served by `GET /v1/sessions/{id}/messages`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One message of a session's transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions; agents usually give them through the system prompt instead.
+    System {
+        /// The text.
+        content: String,
+        /// Free-form annotations (never sent to the model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+    /// What the user said, exactly as submitted.
+    User {
+        /// The text.
+        content: String,
+        /// Free-form annotations (never sent to the model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+    /// What the model answered.
+    Assistant {
+        /// Text of the answer (may be empty when it only calls tools).
+        #[serde(default)]
+        content: String,
+        /// Tool calls, in the model's order.
+        #[serde(default, rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// Reasoning the provider returned, kept so it can be sent back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thinking: Option<Thinking>,
+        /// Free-form annotations (never sent to the model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+    /// The outcome of one tool call.
+    Tool {
+        /// The call this answers.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+        /// The tool's name.
+        #[serde(rename = "toolName")]
+        tool_name: String,
+        /// The result, or `{"error": message}` when `is_error`.
+        content: Value,
+        /// Whether the call failed.
+        #[serde(default, rename = "isError")]
+        is_error: bool,
+        /// Free-form annotations (never sent to the model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+            metadata: None,
+        }
+    }
+
+    /// An assistant message with only text.
+    pub fn assistant_text(content: impl Into<String>) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls: vec![],
+            thinking: None,
+            metadata: None,
+        }
+    }
+
+    /// A successful tool result.
+    pub fn tool_result(call: &ToolCall, result: Value) -> Self {
+        Self::Tool {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: result,
+            is_error: false,
+            metadata: None,
+        }
+    }
+
+    /// A failed tool call, as the model sees it.
+    pub fn tool_error(call: &ToolCall, code: &str, message: &str) -> Self {
+        Self::Tool {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            content: serde_json::json!({ "error": message, "code": code }),
+            is_error: true,
+            metadata: None,
+        }
+    }
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call (unique within the session).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, always a JSON object once normalised.
+    pub arguments: Value,
+}
+
+/// Reasoning returned by the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thinking {
+    /// The reasoning text.
+    pub content: String,
+    /// Provider signature (Anthropic requires it back verbatim on the next turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_serialise_with_a_role_tag_and_camel_case_fields() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "add_note".into(),
+            arguments: json!({"text": "x"}),
+        };
+        let msg = Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![call.clone()],
+            thinking: None,
+            metadata: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&msg).unwrap(),
+            json!({"role": "assistant", "content": "", "toolCalls": [
+                {"id": "c1", "name": "add_note", "arguments": {"text": "x"}}
+            ]})
+        );
+        let res = Message::tool_result(&call, json!({"count": 1}));
+        let v = serde_json::to_value(&res).unwrap();
+        assert_eq!(v["toolCallId"], "c1");
+        assert_eq!(v["isError"], false);
+        let back: Message = serde_json::from_value(v).unwrap();
+        assert_eq!(back, res);
+    }
+}

@@ -1,0 +1,149 @@
+//! The model interface the step machine calls: a request (system prompt, transcript,
+//! tool specs, settings), streamed deltas while it runs, and one finished turn. Provider
+//! adapters, the demo model and the scripted test model implement [`Model`].
+
+use crate::agent::Agent;
+use crate::error::ProviderError;
+use crate::message::{Message, Thinking, ToolCall};
+use futures::future::LocalBoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::rc::Rc;
+
+/// Per-agent model settings. `None` means "the deployment's default".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    /// `openai`, `anthropic`, `workers-ai` or `demo`.
+    pub provider: Option<String>,
+    /// The provider's model name.
+    pub model: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Cap on output tokens per call.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// A tool as the model is told about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Name to call it by.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// One model call.
+#[derive(Debug, Clone)]
+pub struct ModelRequest<'a> {
+    /// The system prompt.
+    pub system: String,
+    /// The transcript so far.
+    pub messages: &'a [Message],
+    /// The tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Settings of the agent.
+    pub settings: &'a ModelSettings,
+}
+
+/// A piece of the answer, delivered while the model streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delta {
+    /// Answer text.
+    Text(String),
+    /// Reasoning text; `is_complete` marks the end of a reasoning block.
+    Thinking {
+        /// The text.
+        content: String,
+        /// Last piece of the block.
+        is_complete: bool,
+    },
+}
+
+/// Why the model stopped, normalised across providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its answer.
+    #[default]
+    EndTurn,
+    /// It wants tool results.
+    ToolUse,
+    /// It hit the output token cap.
+    MaxTokens,
+    /// The provider filtered the content.
+    ContentFilter,
+    /// The model refused.
+    Refusal,
+    /// The provider reported an error.
+    Error,
+    /// Something the provider did not explain.
+    Unknown,
+}
+
+/// Tokens used by one call (or summed over several).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+/// The finished answer of one model call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelTurn {
+    /// All answer text.
+    pub text: String,
+    /// Reasoning, if the provider returned it.
+    pub thinking: Option<Thinking>,
+    /// Tool calls in the model's order. Arguments may be any JSON value here; the step
+    /// machine normalises them to objects.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// A language model. Implementations stream deltas through `on_delta` as they arrive
+/// and return the whole turn at the end.
+pub trait Model {
+    /// Runs one call.
+    fn generate<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_delta: &'a mut dyn FnMut(Delta),
+    ) -> LocalBoxFuture<'a, Result<ModelTurn, ProviderError>>;
+}
+
+/// Picks the model for an agent (from its settings and the deployment's configuration).
+pub trait Models {
+    /// The model `agent` runs on.
+    fn model_for(&self, agent: &Agent) -> Result<Rc<dyn Model>, ProviderError>;
+}
+
+/// Every agent runs on the same model.
+pub struct OneModel(pub Rc<dyn Model>);
+
+impl Models for OneModel {
+    fn model_for(&self, _agent: &Agent) -> Result<Rc<dyn Model>, ProviderError> {
+        Ok(self.0.clone())
+    }
+}

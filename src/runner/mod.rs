@@ -1,0 +1,428 @@
+//! The durable run loop. A [`Runner`] owns nothing that matters only in memory: every
+//! operation loads the session from the [`Store`], changes it with one compare-and-set
+//! commit, and streams through the [`Journal`]. At a human-in-the-loop boundary the run
+//! commits its pending calls and returns; a fresh runner built from the store alone
+//! resumes it.
+//!
+//! Inputs are the `handle`-style operations ([`create`](Runner::create),
+//! [`submit`](Runner::submit), [`send_message`](Runner::send_message),
+//! [`interrupt`](Runner::interrupt), [`resume`](Runner::resume),
+//! [`abort`](Runner::abort), [`retry`](Runner::retry)); work happens in
+//! [`drive`](Runner::drive), in bounded slices of steps.
+//!
+//! Execution guarantees:
+//! - An approved call is claimed durably (a commit naming this runner's instance) before
+//!   it runs. A claim left by an instance that is gone is never run again: the call
+//!   resolves as `tool_interrupted`. So an approved tool runs at most once.
+//! - A step that did not commit is redone from the last commit; nothing committed is
+//!   redone, and the stream is told with `stream_resync`.
+//! - A step that keeps failing to commit (crashes) fails the run after
+//!   [`RunnerConfig::max_step_attempts`] attempts instead of spending model calls forever.
+
+mod emit;
+mod exec;
+mod ops;
+mod resolve;
+mod step;
+
+pub use ops::{CreateSession, Created, Submission};
+
+use crate::agent::{Agent, Agents};
+use crate::chunk::RunStatus;
+use crate::error::{Category, Coded, ErrorInfo, ProviderError};
+use crate::host::Host;
+use crate::journal::Journal;
+use crate::message::Message;
+use crate::model::Models;
+use crate::store::{
+    Answer, Commit, InterruptRequest, SessionHead, SessionStatus, Store, StoreError,
+};
+use crate::tool::AbortSignal;
+use emit::Emitter;
+use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// Tunables of a runner.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Identifies this runner's process. Claims by any other instance are from a process
+    /// that is gone (one live owner per session is the platform's guarantee).
+    pub instance: String,
+    /// How many times one step may begin before the run fails (crash loops).
+    pub max_step_attempts: u32,
+    /// Corrective nudges when a required output is missing, before the run fails.
+    pub max_output_nudges: u32,
+}
+
+impl RunnerConfig {
+    /// Defaults for an instance id: 3 step attempts, 2 output nudges.
+    pub fn new(instance: impl Into<String>) -> Self {
+        Self {
+            instance: instance.into(),
+            max_step_attempts: 3,
+            max_output_nudges: 2,
+        }
+    }
+}
+
+/// What a [`Runner::drive`] call left behind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// Nothing to do: the session is in this status.
+    Idle(SessionStatus),
+    /// Waiting on answers; drive again when one arrives or at `next_deadline` (ms).
+    Suspended {
+        /// The earliest client deadline among the unanswered calls.
+        next_deadline: Option<u64>,
+    },
+    /// The step budget ran out with work left: drive again.
+    Yielded,
+    /// Another drive of this runner is in progress.
+    Busy,
+}
+
+/// Why an operation was refused or failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// Storage failed or the session does not exist.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No agent of that name.
+    #[error("Agent '{0}' does not exist")]
+    AgentNotFound(String),
+    /// A run is active or calls are pending.
+    #[error("The session is busy: {0}")]
+    Busy(&'static str),
+    /// The session was aborted; nothing more can happen in it.
+    #[error("The session was aborted")]
+    Aborted,
+    /// The session's status does not allow the operation.
+    #[error("A {0} session cannot be resumed")]
+    NotResumable(&'static str),
+    /// No pending call with that id.
+    #[error("Tool call '{0}' is not pending")]
+    ToolCallNotFound(String),
+    /// The call was already answered; the first answer stands.
+    #[error("Tool call '{0}' was already resolved")]
+    AlreadyResolved(String),
+    /// An approval for a client tool, or a result for an approval.
+    #[error("Tool call '{call}' expects {expected}")]
+    KindMismatch {
+        /// The call.
+        call: String,
+        /// What it expects.
+        expected: &'static str,
+    },
+    /// No checkpoint with that id.
+    #[error("Checkpoint '{0}' does not exist")]
+    CheckpointNotFound(String),
+    /// The checkpoint has unanswered calls in its transcript.
+    #[error("Checkpoint '{0}' was taken while calls were pending and cannot be restored")]
+    CheckpointNotRestorable(String),
+    /// The request is malformed in a way the API layer could not see.
+    #[error("{0}")]
+    Invalid(String),
+    /// The model could not be set up for the agent.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}
+
+impl Coded for RunError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Store(e) => e.code(),
+            Self::AgentNotFound(_) => "agent_not_found",
+            Self::Busy(_) => "session_busy",
+            Self::Aborted => "session_aborted",
+            Self::NotResumable(_) => "session_not_resumable",
+            Self::ToolCallNotFound(_) => "tool_call_not_found",
+            Self::AlreadyResolved(_) => "tool_call_already_resolved",
+            Self::KindMismatch { .. } => "kind_mismatch",
+            Self::CheckpointNotFound(_) => "checkpoint_not_found",
+            Self::CheckpointNotRestorable(_) => "checkpoint_not_restorable",
+            Self::Invalid(_) => "validation_error",
+            Self::Provider(e) => e.code(),
+        }
+    }
+    fn category(&self) -> Category {
+        match self {
+            Self::Store(e) => e.category(),
+            Self::Provider(_) => Category::Provider,
+            _ => Category::Validation,
+        }
+    }
+    fn retryable(&self) -> bool {
+        match self {
+            Self::Store(e) => e.retryable(),
+            Self::Provider(e) => e.retryable(),
+            Self::Busy(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A session loaded for work: the durable head and state, the transcript, the answers
+/// to its pending calls and any requested interrupt.
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    pub head: SessionHead,
+    pub state: Value,
+    pub transcript: Vec<Message>,
+    pub answers: Vec<(String, Answer)>,
+    pub interrupt: Option<InterruptRequest>,
+}
+
+impl Live {
+    pub fn answer(&self, call_id: &str) -> Option<&Answer> {
+        self.answers
+            .iter()
+            .find(|(id, _)| id == call_id)
+            .map(|(_, a)| a)
+    }
+}
+
+/// Drives the sessions of one deployment (or, on the platform, of one Durable Object).
+pub struct Runner<S: Store> {
+    store: S,
+    agents: Agents,
+    models: Rc<dyn Models>,
+    journal: Rc<dyn Journal>,
+    host: Rc<dyn Host>,
+    config: RunnerConfig,
+    /// Raised by `abort` for the tools of the drive in progress.
+    abort: RefCell<AbortSignal>,
+    driving: Cell<bool>,
+}
+
+/// Resets the `driving` flag however a drive ends (including being dropped).
+struct DriveGuard<'a>(&'a Cell<bool>);
+
+impl Drop for DriveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+impl<S: Store> Runner<S> {
+    /// A runner over `store`, streaming to `journal`.
+    pub fn new(
+        store: S,
+        agents: Agents,
+        models: Rc<dyn Models>,
+        journal: Rc<dyn Journal>,
+        host: Rc<dyn Host>,
+        config: RunnerConfig,
+    ) -> Self {
+        Self {
+            store,
+            agents,
+            models,
+            journal,
+            host,
+            config,
+            abort: RefCell::new(AbortSignal::new()),
+            driving: Cell::new(false),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn agent(&self, name: &str) -> Result<Rc<Agent>, RunError> {
+        self.agents
+            .get(name)
+            .ok_or_else(|| RunError::AgentNotFound(name.into()))
+    }
+
+    /// Fails with [`RunError::Aborted`] once `abort` was called during this drive.
+    fn ensure_not_aborted(&self) -> Result<(), RunError> {
+        if self.abort.borrow().is_aborted() {
+            Err(RunError::Aborted)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn emitter(&self, head: &SessionHead, step: Option<u32>) -> Emitter {
+        Emitter::new(self.journal.clone(), self.host.clone(), head, step)
+    }
+
+    /// Loads a session with its transcript. When no drive of this runner is in progress,
+    /// first brings the journal in line with durable state (a previous process may have
+    /// died mid-step), telling the stream with `stream_resync`.
+    async fn load(&self, id: &str) -> Result<Live, RunError> {
+        self.load_with(id, !self.driving.get()).await
+    }
+
+    async fn load_with(&self, id: &str, recover: bool) -> Result<Live, RunError> {
+        let loaded = self
+            .store
+            .load(id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(id.into()))?;
+        let transcript = self
+            .store
+            .messages(id, 0, loaded.head.message_count)
+            .await?;
+        let live = Live {
+            head: loaded.head,
+            state: loaded.state,
+            transcript,
+            answers: loaded.answers,
+            interrupt: loaded.interrupt,
+        };
+        if recover {
+            self.resync(&live);
+        }
+        Ok(live)
+    }
+
+    fn resync(&self, live: &Live) {
+        let recovery = self.journal.recover(live.head.version);
+        if let Some(from_sequence) = recovery.torn_from {
+            let emitter = self.emitter(&live.head, None);
+            emitter.chunk(crate::chunk::ChunkBody::StreamResync {
+                checkpoint_id: live.head.checkpoint_id.clone().unwrap_or_default(),
+                step_count: live.head.step_count,
+                message_count: live.head.message_count,
+                from_sequence,
+                reason: "A step was interrupted before it committed; it is run again.".into(),
+            });
+            self.journal.confirm(live.head.version);
+        }
+    }
+
+    /// Commits `commit` with compare-and-set, releasing `post` (events that must only be
+    /// seen once the commit is durable) after it lands, and updates `live`.
+    async fn commit(
+        &self,
+        live: &mut Live,
+        commit: Commit,
+        post: Vec<crate::chunk::StreamEvent>,
+    ) -> Result<(), RunError> {
+        let next = live.head.version + 1;
+        self.journal.stage(next, post);
+        let head = commit.head.clone();
+        let messages = commit.messages.clone();
+        let truncate = commit.truncate_messages_to;
+        let clears_interrupt = commit.clear_interrupt;
+        let version = self
+            .store
+            .commit(&live.head.id, live.head.version, commit)
+            .await?;
+        self.journal.release(version);
+        live.head = head;
+        live.head.version = version;
+        if let Some(n) = truncate {
+            live.transcript.truncate(n as usize);
+        }
+        live.transcript.extend(messages);
+        if clears_interrupt {
+            live.interrupt = None;
+        }
+        Ok(())
+    }
+
+    /// Does the session's pending work, up to `max_steps` model steps: resolves answered
+    /// or expired calls, honours interrupts, runs steps and commits each. Returns when
+    /// the session suspends, ends, or the budget is spent.
+    pub async fn drive(&self, id: &str, max_steps: u32) -> Result<Progress, RunError> {
+        if self.driving.replace(true) {
+            return Ok(Progress::Busy);
+        }
+        let _guard = DriveGuard(&self.driving);
+        // A fresh signal before the first await, so an abort that arrives at any await
+        // of this drive reaches its tools.
+        *self.abort.borrow_mut() = AbortSignal::new();
+        let mut live = self.load_with(id, true).await?;
+        let agent = self.agent(&live.head.agent)?;
+        let mut steps = 0;
+        let mut stale = 0;
+        loop {
+            match self.advance(&mut live, &agent, &mut steps, max_steps).await {
+                Ok(Some(progress)) => return Ok(progress),
+                Ok(None) => {}
+                // An abort is being committed by `abort`; this drive must not commit.
+                Err(RunError::Aborted) => return Ok(Progress::Idle(SessionStatus::Aborted)),
+                Err(RunError::Store(StoreError::Stale { .. })) if stale < 5 => {
+                    // Someone else committed (an abort, say): continue from their state.
+                    stale += 1;
+                    live = self.load_with(id, false).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One transition of the session; `None` means "keep going".
+    async fn advance(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        steps: &mut u32,
+        max_steps: u32,
+    ) -> Result<Option<Progress>, RunError> {
+        self.ensure_not_aborted()?;
+        if live.head.status != SessionStatus::Active {
+            return Ok(Some(Progress::Idle(live.head.status)));
+        }
+        if let Some(request) = live.interrupt.clone() {
+            self.commit_interrupted(live, request).await?;
+            return Ok(Some(Progress::Idle(SessionStatus::Interrupted)));
+        }
+        if !live.head.pending.is_empty() {
+            return self.resolve_pending(live, agent).await;
+        }
+        if live.head.run.step_count >= agent.max_steps() {
+            let error = ErrorInfo {
+                code: "max_steps_exceeded".into(),
+                message: format!("The run reached its limit of {} steps", agent.max_steps()),
+                retryable: false,
+            };
+            self.fail_run(live, error).await?;
+            return Ok(Some(Progress::Idle(SessionStatus::Failed)));
+        }
+        if *steps >= max_steps {
+            return Ok(Some(Progress::Yielded));
+        }
+        let attempt = self
+            .journal
+            .begin_step(&live.head.run.run_id, live.head.step_count + 1);
+        if attempt > self.config.max_step_attempts {
+            let error = ErrorInfo {
+                code: "framework_recovery_exhausted".into(),
+                message: format!(
+                    "Step {} was started {} times without committing; the run stops instead of retrying \
+                     forever",
+                    live.head.step_count + 1,
+                    attempt - 1
+                ),
+                retryable: true,
+            };
+            self.fail_run(live, error).await?;
+            return Ok(Some(Progress::Idle(SessionStatus::Failed)));
+        }
+        self.model_step(live, agent).await?;
+        *steps += 1;
+        Ok(None)
+    }
+
+    async fn commit_interrupted(
+        &self,
+        live: &mut Live,
+        request: InterruptRequest,
+    ) -> Result<(), RunError> {
+        let mut head = live.head.clone();
+        head.status = SessionStatus::Interrupted;
+        head.run.status = RunStatus::Interrupted;
+        head.updated_at = self.host.now_ms();
+        let emitter = self.emitter(&head, None);
+        let post = vec![emitter.event(crate::chunk::ChunkBody::RunInterrupted {
+            reason: request.reason,
+        })];
+        self.commit(live, ops::head_only(head, true), post).await
+    }
+}

@@ -1,0 +1,201 @@
+//! Resuming a suspended step from durable state alone: expire overdue client calls,
+//! wait while any call is unanswered, claim approved calls for this instance (so they
+//! run at most once), run them, turn every other answer into a tool result, and commit
+//! the results with the merged writes.
+
+use super::{Live, Progress, RunError, Runner};
+use crate::agent::Agent;
+use crate::chunk::ChunkBody;
+use crate::error::ToolError;
+use crate::message::{Message, ToolCall};
+use crate::state::PatchOp;
+use crate::store::{
+    Answer, AnswerOutcome, CheckpointRecord, Commit, PendingKind, StateChange, Store,
+};
+use futures::future::join_all;
+use std::rc::Rc;
+
+impl<S: Store> Runner<S> {
+    pub(crate) async fn resolve_pending(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+    ) -> Result<Option<Progress>, RunError> {
+        self.expire_overdue(live).await?;
+        let waiting: Vec<_> = live
+            .head
+            .pending
+            .iter()
+            .filter(|p| live.answer(&p.tool_call_id).is_none())
+            .collect();
+        if !waiting.is_empty() {
+            let next_deadline = waiting.iter().filter_map(|p| p.deadline).min();
+            return Ok(Some(Progress::Suspended { next_deadline }));
+        }
+        self.claim_approved(live).await?;
+        if let Some(h) = agent.hooks() {
+            h.on_agent_resumed();
+        }
+        let emitter = self.emitter(&live.head, Some(live.head.step_count));
+        emitter.chunk(ChunkBody::RunResumed {
+            turn: live.head.run.turn,
+        });
+
+        let pending = live.head.pending.clone();
+        let calls: Vec<ToolCall> = pending
+            .iter()
+            .map(|p| ToolCall {
+                id: p.tool_call_id.clone(),
+                name: p.tool_name.clone(),
+                arguments: p.arguments.clone(),
+            })
+            .collect();
+        let mine = |i: usize| {
+            matches!(
+                live.answer(&pending[i].tool_call_id),
+                Some(Answer::Approval { approved: true, .. })
+            ) && pending[i].claimed_by.as_deref() == Some(self.config.instance.as_str())
+        };
+        let runnable: Vec<usize> = (0..pending.len()).filter(|i| mine(*i)).collect();
+
+        let base = Rc::new(std::mem::take(&mut live.state));
+        let runs = runnable.iter().filter_map(|&i| {
+            let tool = agent.tool(&calls[i].name)?;
+            let (base, emitter, call) = (base.clone(), &emitter, &calls[i]);
+            Some(async move { (i, self.run_tool(agent, tool, call, base, emitter).await) })
+        });
+        let outcomes = join_all(runs).await;
+        live.state = Rc::try_unwrap(base).unwrap_or_else(|rc| (*rc).clone());
+
+        let mut results: Vec<Option<Message>> = vec![None; calls.len()];
+        let mut writes: Vec<Vec<PatchOp>> = Vec::new();
+        for (i, outcome) in outcomes {
+            results[i] = Some(outcome.message);
+            writes.push(outcome.writes);
+        }
+        for (i, call) in calls.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            let message = match live.answer(&call.id) {
+                _ if agent.tool(&call.name).is_none() => self.end_without_running(
+                    agent,
+                    call,
+                    &ToolError::NotFound(call.name.clone()),
+                    &emitter,
+                ),
+                Some(Answer::Approval { approved: true, .. }) => {
+                    self.end_without_running(agent, call, &ToolError::Interrupted, &emitter)
+                }
+                Some(Answer::Approval {
+                    approved: false, ..
+                }) => self.end_without_running(agent, call, &ToolError::Denied, &emitter),
+                Some(Answer::ClientResult { result }) => {
+                    self.end_with_result(agent, call, result.clone(), &emitter)
+                }
+                Some(Answer::ClientError { error }) => self.end_without_running(
+                    agent,
+                    call,
+                    &ToolError::Client(error.clone()),
+                    &emitter,
+                ),
+                Some(Answer::Expired) | None => {
+                    self.end_without_running(agent, call, &ToolError::TimedOut, &emitter)
+                }
+            };
+            results[i] = Some(message);
+        }
+        self.ensure_not_aborted()?;
+        let mut state_ops = Vec::new();
+        self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
+
+        let messages: Vec<Message> = results.into_iter().flatten().collect();
+        let now = self.host.now_ms();
+        let mut head = live.head.clone();
+        head.pending.clear();
+        head.suspended_reason = None;
+        head.message_count += messages.len() as u64;
+        head.updated_at = now;
+        let checkpoint = CheckpointRecord {
+            id: self.host.new_id("ckpt"),
+            step_count: head.step_count,
+            message_count: head.message_count,
+            timestamp: now,
+            status: "active".into(),
+            run_id: head.run.run_id.clone(),
+        };
+        head.checkpoint_id = Some(checkpoint.id.clone());
+        let mut post = Vec::new();
+        if !state_ops.is_empty() {
+            post.push(emitter.event(ChunkBody::StatePatch {
+                patches: state_ops.clone(),
+            }));
+        }
+        post.push(emitter.event(ChunkBody::StepCommitted {
+            checkpoint_id: checkpoint.id.clone(),
+        }));
+        let state = if state_ops.is_empty() {
+            StateChange::None
+        } else {
+            StateChange::Patch(state_ops)
+        };
+        let commit = Commit {
+            head,
+            truncate_messages_to: None,
+            messages,
+            state,
+            checkpoint: Some(checkpoint),
+            clear_interrupt: false,
+        };
+        self.commit(live, commit, post).await?;
+        Ok(None)
+    }
+
+    /// Resolves unanswered client calls whose deadline has passed as expired.
+    async fn expire_overdue(&self, live: &mut Live) -> Result<(), RunError> {
+        let now = self.host.now_ms();
+        let overdue: Vec<String> = live
+            .head
+            .pending
+            .iter()
+            .filter(|p| p.kind == PendingKind::Client && p.deadline.is_some_and(|d| d <= now))
+            .filter(|p| live.answer(&p.tool_call_id).is_none())
+            .map(|p| p.tool_call_id.clone())
+            .collect();
+        for id in overdue {
+            let answer = match self
+                .store
+                .answer(&live.head.id, &id, Answer::Expired)
+                .await?
+            {
+                AnswerOutcome::Stored => Answer::Expired,
+                // The client answered just in time: its answer stands.
+                AnswerOutcome::AlreadyAnswered(answer) => answer,
+            };
+            live.answers.push((id, answer));
+        }
+        Ok(())
+    }
+
+    /// Durably claims the approved, unclaimed calls for this instance before any runs.
+    async fn claim_approved(&self, live: &mut Live) -> Result<(), RunError> {
+        let mut head = live.head.clone();
+        let mut claimed = false;
+        for p in &mut head.pending {
+            let approved = matches!(
+                live.answer(&p.tool_call_id),
+                Some(Answer::Approval { approved: true, .. })
+            );
+            if approved && p.claimed_by.is_none() {
+                p.claimed_by = Some(self.config.instance.clone());
+                claimed = true;
+            }
+        }
+        if claimed {
+            head.updated_at = self.host.now_ms();
+            self.commit(live, super::ops::head_only(head, false), Vec::new())
+                .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,490 @@
+//! One model step: build the prompt, call the model (streaming its deltas as chunks),
+//! plan the tool calls, run them — phase 1: regular calls in parallel; phase 2:
+//! `finish_with` calls in order, seeing phase 1's writes — and commit the assistant
+//! message, the results, the merged state writes, the run bookkeeping and a checkpoint
+//! in one write. Approval-gated and client calls become durable pending calls.
+
+use super::emit::Emitter;
+use super::exec::CallOutcome;
+use super::{Live, RunError, Runner};
+use crate::agent::{Agent, FINISH_TOOL};
+use crate::chunk::{ChunkBody, Executor, RunStatus, StreamEvent, SuspendReason};
+use crate::error::{Coded, ErrorInfo, ToolError};
+use crate::message::{Message, ToolCall};
+use crate::model::{Delta, ModelRequest};
+use crate::state::{PatchOp, merge};
+use crate::store::{
+    CheckpointRecord, Commit, PendingCall, PendingKind, SessionStatus, StateChange, Store,
+};
+use futures::future::join_all;
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::rc::Rc;
+
+/// The text of the corrective nudge sent when a required output is missing.
+pub(crate) const OUTPUT_NUDGE: &str =
+    "You must finish by calling the __finish__ tool with your final answer as its arguments.";
+
+/// How the step handles one call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Plan {
+    Regular,
+    FinishWith,
+    Finish,
+    Gated(PendingKind),
+    Unknown,
+}
+
+/// What the step decided for the run.
+enum Outcome {
+    Continue,
+    Suspend(Vec<PendingCall>),
+    Complete(Option<Value>),
+    Fail(ErrorInfo),
+}
+
+/// Makes arguments a JSON object: a string holding an object is parsed (providers and
+/// models sometimes double-encode); anything else becomes `{}` with a warning.
+fn coerce_arguments(args: Value) -> (Value, Option<String>) {
+    match args {
+        Value::Object(_) => (args, None),
+        Value::Null => (Value::Object(Map::new()), None),
+        Value::String(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(obj @ Value::Object(_)) => (obj, None),
+            _ => (
+                Value::Object(Map::new()),
+                Some("Tool arguments were not a JSON object; used {}".to_string()),
+            ),
+        },
+        _ => (
+            Value::Object(Map::new()),
+            Some("Tool arguments were not a JSON object; used {}".to_string()),
+        ),
+    }
+}
+
+/// Normalises the model's calls: object arguments, and ids unique in the session
+/// (answers are keyed by call id, and some models repeat ids across turns).
+fn normalize_calls(
+    raw: Vec<ToolCall>,
+    transcript: &[Message],
+    step: u32,
+    emitter: &Emitter,
+) -> Vec<ToolCall> {
+    let mut seen: HashSet<String> = transcript
+        .iter()
+        .flat_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls.iter().map(|c| c.id.clone()).collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect();
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, mut call)| {
+            if call.id.is_empty() || seen.contains(&call.id) {
+                call.id = if call.id.is_empty() {
+                    format!("call_{step}_{i}")
+                } else {
+                    format!("{}_{step}_{i}", call.id)
+                };
+            }
+            seen.insert(call.id.clone());
+            let (arguments, warning) = coerce_arguments(std::mem::take(&mut call.arguments));
+            call.arguments = arguments;
+            if let Some(message) = warning {
+                emitter.chunk(ChunkBody::Error {
+                    code: "tool_arguments_coerced".into(),
+                    message,
+                    recoverable: true,
+                });
+            }
+            call
+        })
+        .collect()
+}
+
+fn plan(agent: &Agent, call: &ToolCall, state: &Value) -> Plan {
+    if call.name == FINISH_TOOL && agent.output_schema().is_some() {
+        return Plan::Finish;
+    }
+    match agent.tool(&call.name) {
+        None => Plan::Unknown,
+        Some(t) if t.is_client() => Plan::Gated(PendingKind::Client),
+        Some(t) if t.needs_approval(&call.arguments, state) => Plan::Gated(PendingKind::Approval),
+        Some(t) if t.finish_with => Plan::FinishWith,
+        Some(_) => Plan::Regular,
+    }
+}
+
+/// Takes the state out of `slot` to share it read-only with a phase's tools.
+fn share(slot: &mut Value) -> Rc<Value> {
+    Rc::new(std::mem::take(slot))
+}
+
+/// Gets the state back once the phase's tools are done (no copy unless a tool kept a
+/// context alive).
+fn unshare(base: Rc<Value>) -> Value {
+    Rc::try_unwrap(base).unwrap_or_else(|rc| (*rc).clone())
+}
+
+impl<S: Store> Runner<S> {
+    pub(crate) async fn model_step(&self, live: &mut Live, agent: &Agent) -> Result<(), RunError> {
+        let step = live.head.step_count + 1;
+        let emitter = self.emitter(&live.head, Some(step));
+        let model = match self.models.model_for(agent) {
+            Ok(model) => model,
+            Err(e) => return self.fail_run(live, ErrorInfo::of(&e)).await,
+        };
+        let request = ModelRequest {
+            system: agent.system_prompt(&live.state),
+            messages: &live.transcript,
+            tools: agent.tool_specs(),
+            settings: agent.model(),
+        };
+        let mut on_delta = |delta: Delta| {
+            emitter.chunk(match delta {
+                Delta::Text(delta) => ChunkBody::TextDelta { delta },
+                Delta::Thinking {
+                    content,
+                    is_complete,
+                } => ChunkBody::Thinking {
+                    content,
+                    is_complete,
+                },
+            });
+        };
+        let turn = match model.generate(request, &mut on_delta).await {
+            Ok(turn) => turn,
+            Err(e) => return self.fail_run(live, ErrorInfo::of(&e)).await,
+        };
+
+        let calls = normalize_calls(turn.tool_calls, &live.transcript, step, &emitter);
+        let assistant = Message::Assistant {
+            content: turn.text,
+            tool_calls: calls.clone(),
+            thinking: turn.thinking,
+            metadata: None,
+        };
+        if let Some(h) = agent.hooks() {
+            h.on_message(&assistant);
+        }
+        let plans: Vec<Plan> = calls.iter().map(|c| plan(agent, c, &live.state)).collect();
+        let mut results: Vec<Option<Message>> = vec![None; calls.len()];
+        let mut state_ops: Vec<PatchOp> = Vec::new();
+
+        // Phase 1: regular calls in parallel, each from the committed pre-step state.
+        let base = share(&mut live.state);
+        let phase1 = calls
+            .iter()
+            .zip(&plans)
+            .enumerate()
+            .filter(|(_, (_, p))| **p == Plan::Regular)
+            .filter_map(|(i, (call, _))| {
+                let tool = agent.tool(&call.name)?;
+                let base = base.clone();
+                let emitter = &emitter;
+                Some(async move { (i, self.run_tool(agent, tool, call, base, emitter).await) })
+            });
+        let outcomes: Vec<(usize, CallOutcome)> = join_all(phase1).await;
+        live.state = unshare(base);
+        let mut writes = Vec::with_capacity(outcomes.len());
+        for (i, outcome) in outcomes {
+            results[i] = Some(outcome.message);
+            writes.push(outcome.writes);
+        }
+        self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
+
+        // Phase 2: finish_with calls in order, each seeing every write before it.
+        let mut output: Option<Value> = None;
+        for (i, call) in calls
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| plans[*i] == Plan::FinishWith)
+        {
+            let Some(tool) = agent.tool(&call.name) else {
+                continue;
+            };
+            if output.is_some() {
+                let skipped = ToolError::Skipped("the run already finished".into());
+                results[i] = Some(self.end_without_running(agent, call, &skipped, &emitter));
+                continue;
+            }
+            let base = share(&mut live.state);
+            let outcome = self
+                .run_tool(agent, tool, call, base.clone(), &emitter)
+                .await;
+            live.state = unshare(base);
+            self.merge_into(
+                &mut live.state,
+                vec![outcome.writes],
+                &mut state_ops,
+                &emitter,
+            );
+            output = outcome.value;
+            results[i] = Some(outcome.message);
+        }
+
+        // Structured output, unknown tools, gated calls.
+        let mut pending = Vec::new();
+        let now = self.host.now_ms();
+        for (i, call) in calls.iter().enumerate() {
+            match plans[i] {
+                Plan::Finish => results[i] = Some(self.finish_output(agent, call, &mut output)),
+                Plan::Unknown => {
+                    let err = ToolError::NotFound(call.name.clone());
+                    results[i] = Some(self.end_without_running(agent, call, &err, &emitter));
+                }
+                Plan::Gated(kind) => pending.push(PendingCall {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    kind,
+                    deadline: agent
+                        .tool(&call.name)
+                        .and_then(|t| t.client_deadline_ms())
+                        .map(|ms| now + ms),
+                    claimed_by: None,
+                }),
+                Plan::Regular | Plan::FinishWith => {}
+            }
+        }
+
+        let mut head = live.head.clone();
+        head.run.usage.add(&turn.usage);
+        let mut messages = vec![assistant];
+        let outcome = if output.is_some() {
+            // The run ends now: gated calls of the same step never run.
+            let skipped = ToolError::Skipped("the run finished first".into());
+            for (i, call) in calls
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| matches!(plans[*i], Plan::Gated(_)))
+            {
+                results[i] = Some(self.end_without_running(agent, call, &skipped, &emitter));
+            }
+            Outcome::Complete(output)
+        } else if !pending.is_empty() {
+            Outcome::Suspend(pending)
+        } else if calls.is_empty() && agent.output_schema().is_some() {
+            if head.run.nudges < self.config.max_output_nudges {
+                head.run.nudges += 1;
+                results.push(Some(Message::User {
+                    content: OUTPUT_NUDGE.into(),
+                    metadata: Some(Map::from_iter([("nudge".to_string(), json!(true))])),
+                }));
+                Outcome::Continue
+            } else {
+                Outcome::Fail(ErrorInfo {
+                    code: "output_missing".into(),
+                    message: format!(
+                        "The model answered in text {} times instead of calling {FINISH_TOOL}",
+                        head.run.nudges + 1
+                    ),
+                    retryable: true,
+                })
+            }
+        } else if calls.is_empty() {
+            Outcome::Complete(None)
+        } else {
+            Outcome::Continue
+        };
+        messages.extend(results.into_iter().flatten());
+        self.ensure_not_aborted()?;
+        self.commit_step(live, head, step, messages, state_ops, outcome, &emitter)
+            .await
+    }
+
+    /// Merges tool writes into `state`, reporting writes that no longer apply.
+    pub(crate) fn merge_into(
+        &self,
+        state: &mut Value,
+        writes: Vec<Vec<PatchOp>>,
+        ops: &mut Vec<PatchOp>,
+        emitter: &Emitter,
+    ) {
+        let merged = merge(state, writes);
+        for (op, err) in merged.conflicts {
+            emitter.chunk(ChunkBody::Error {
+                code: err.code().into(),
+                message: format!("A tool's write to '{}' was dropped: {err}", op.path()),
+                recoverable: true,
+            });
+        }
+        ops.extend(merged.applied);
+    }
+
+    /// Checks a `__finish__` call against the output schema; the first valid one is the
+    /// output. Invalid output goes back to the model as a tool error it can fix.
+    fn finish_output(&self, agent: &Agent, call: &ToolCall, output: &mut Option<Value>) -> Message {
+        let schema = agent.output_schema().cloned().unwrap_or(Value::Bool(true));
+        match crate::schema::validate(&schema, &call.arguments) {
+            Ok(()) => {
+                output.get_or_insert_with(|| call.arguments.clone());
+                Message::tool_result(call, json!({"accepted": true}))
+            }
+            Err(reason) => {
+                let err = ToolError::InputInvalid {
+                    tool: FINISH_TOOL.into(),
+                    reason,
+                };
+                Message::tool_error(call, err.code(), &err.to_string())
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_step(
+        &self,
+        live: &mut Live,
+        mut head: crate::store::SessionHead,
+        step: u32,
+        messages: Vec<Message>,
+        state_ops: Vec<PatchOp>,
+        outcome: Outcome,
+        emitter: &Emitter,
+    ) -> Result<(), RunError> {
+        let now = self.host.now_ms();
+        head.step_count = step;
+        head.run.step_count += 1;
+        head.message_count += messages.len() as u64;
+        head.updated_at = now;
+        let checkpoint = CheckpointRecord {
+            id: self.host.new_id("ckpt"),
+            step_count: step,
+            message_count: head.message_count,
+            timestamp: now,
+            status: match &outcome {
+                Outcome::Continue => "active",
+                Outcome::Suspend(_) => "suspended",
+                Outcome::Complete(_) => "completed",
+                Outcome::Fail(_) => "failed",
+            }
+            .into(),
+            run_id: head.run.run_id.clone(),
+        };
+        head.checkpoint_id = Some(checkpoint.id.clone());
+
+        let mut post = Vec::new();
+        if !state_ops.is_empty() {
+            post.push(emitter.event(ChunkBody::StatePatch {
+                patches: state_ops.clone(),
+            }));
+        }
+        post.push(emitter.event(ChunkBody::StepCommitted {
+            checkpoint_id: checkpoint.id.clone(),
+        }));
+        let mut suspended = None;
+        match outcome {
+            Outcome::Continue => {}
+            Outcome::Suspend(pending) => {
+                for p in &pending {
+                    post.push(emitter.event(match p.kind {
+                        PendingKind::Approval => ChunkBody::ToolApprovalRequest {
+                            tool_call_id: p.tool_call_id.clone(),
+                            tool_name: p.tool_name.clone(),
+                            arguments: p.arguments.clone(),
+                        },
+                        PendingKind::Client => ChunkBody::ToolStart {
+                            tool_call_id: p.tool_call_id.clone(),
+                            tool_name: p.tool_name.clone(),
+                            arguments: p.arguments.clone(),
+                            executor: Executor::Client,
+                            deadline: p.deadline,
+                        },
+                    }));
+                }
+                let ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
+                post.push(emitter.event(ChunkBody::RunSuspended {
+                    reason: SuspendReason::ClientTool,
+                    tool_call_ids: ids.clone(),
+                }));
+                head.pending = pending;
+                head.suspended_reason = Some(SuspendReason::ClientTool);
+                suspended = Some(ids);
+            }
+            Outcome::Complete(output) => {
+                if let Some(out) = &output {
+                    post.push(emitter.event(ChunkBody::Output {
+                        output: out.clone(),
+                    }));
+                }
+                post.push(emitter.event(ChunkBody::RunFinished {
+                    status: RunStatus::Completed,
+                }));
+                post.push(StreamEvent::End {
+                    output: output.clone(),
+                });
+                head.status = SessionStatus::Completed;
+                head.run.status = RunStatus::Completed;
+                head.run.completed_at = Some(now);
+                head.output = output;
+            }
+            Outcome::Fail(error) => {
+                post.extend(failure_events(emitter, &error));
+                head.status = SessionStatus::Failed;
+                head.run.status = RunStatus::Failed;
+                head.run.completed_at = Some(now);
+                head.run.error = Some(error.clone());
+                head.error = Some(error);
+            }
+        }
+        let state = if state_ops.is_empty() {
+            StateChange::None
+        } else {
+            StateChange::Patch(state_ops)
+        };
+        let commit = Commit {
+            head,
+            truncate_messages_to: None,
+            messages,
+            state,
+            checkpoint: Some(checkpoint),
+            clear_interrupt: false,
+        };
+        self.commit(live, commit, post).await?;
+        if let (Some(ids), Some(h)) = (
+            suspended,
+            self.agents
+                .get(&live.head.agent)
+                .and_then(|a| a.hooks.clone()),
+        ) {
+            h.on_agent_suspended(&ids);
+        }
+        Ok(())
+    }
+
+    /// Ends the run as failed with `error` (no step committed).
+    pub(crate) async fn fail_run(&self, live: &mut Live, error: ErrorInfo) -> Result<(), RunError> {
+        let now = self.host.now_ms();
+        let mut head = live.head.clone();
+        head.status = SessionStatus::Failed;
+        head.run.status = RunStatus::Failed;
+        head.run.completed_at = Some(now);
+        head.run.error = Some(error.clone());
+        head.error = Some(error.clone());
+        head.updated_at = now;
+        let emitter = self.emitter(&head, None);
+        let post = failure_events(&emitter, &error);
+        self.commit(live, super::ops::head_only(head, false), post)
+            .await
+    }
+}
+
+/// `error`, `run_finished{failed}` and `fail`.
+fn failure_events(emitter: &Emitter, error: &ErrorInfo) -> Vec<StreamEvent> {
+    vec![
+        emitter.event(ChunkBody::Error {
+            code: error.code.clone(),
+            message: error.message.clone(),
+            recoverable: error.retryable,
+        }),
+        emitter.event(ChunkBody::RunFinished {
+            status: RunStatus::Failed,
+        }),
+        StreamEvent::Fail {
+            error: error.clone(),
+        },
+    ]
+}

@@ -1,0 +1,330 @@
+//! A small JSON Schema validator for the keywords tool input and output schemas use in
+//! practice (and that schemars emits): `type`, `properties`, `required`,
+//! `additionalProperties`, `items`, `enum`, `const`, `anyOf`/`oneOf`/`allOf`, string,
+//! number and array bounds, and local `$ref`s (`#/$defs/…`, `#/definitions/…`).
+//! Unknown keywords are ignored, as the specification says. It reports the first
+//! violation with its location, in words a model can act on.
+
+use serde_json::{Map, Value};
+
+/// Checks `value` against `schema`; on failure, says where and why.
+pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
+    Validator {
+        root: schema,
+        depth: 0,
+    }
+    .check(schema, value, "")
+}
+
+struct Validator<'a> {
+    root: &'a Value,
+    /// Guards against `$ref` cycles.
+    depth: u32,
+}
+
+const MAX_DEPTH: u32 = 64;
+
+fn at(path: &str) -> &str {
+    if path.is_empty() { "the input" } else { path }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn has_type(v: &Value, ty: &str) -> bool {
+    match ty {
+        "number" => v.is_number(),
+        "integer" => v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        other => type_name(v) == other,
+    }
+}
+
+impl Validator<'_> {
+    fn check(&mut self, schema: &Value, value: &Value, path: &str) -> Result<(), String> {
+        let schema = match schema {
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => return Err(format!("{} is not allowed", at(path))),
+            Value::Object(s) => s,
+            _ => return Ok(()),
+        };
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err("the schema nests too deeply".into());
+        }
+        let result = self.check_object(schema, value, path);
+        self.depth -= 1;
+        result
+    }
+
+    fn check_object(
+        &mut self,
+        s: &Map<String, Value>,
+        value: &Value,
+        path: &str,
+    ) -> Result<(), String> {
+        if let Some(Value::String(reference)) = s.get("$ref") {
+            let target = reference
+                .strip_prefix('#')
+                .and_then(|p| self.root.pointer(p))
+                .ok_or_else(|| format!("the schema has an unresolvable $ref {reference}"))?;
+            self.check(target, value, path)?;
+        }
+        self.check_type(s, value, path)?;
+        if let Some(Value::Array(options)) = s.get("enum")
+            && !options.contains(value)
+        {
+            return Err(format!(
+                "{} must be one of {}",
+                at(path),
+                Value::Array(options.clone())
+            ));
+        }
+        if let Some(expected) = s.get("const")
+            && expected != value
+        {
+            return Err(format!("{} must be {expected}", at(path)));
+        }
+        self.check_combinators(s, value, path)?;
+        match value {
+            Value::Object(obj) => self.check_properties(s, obj, path),
+            Value::Array(items) => self.check_items(s, items, path),
+            Value::String(text) => check_length(s, text.chars().count(), path),
+            Value::Number(n) => check_range(s, n.as_f64().unwrap_or(0.0), path),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_type(&self, s: &Map<String, Value>, value: &Value, path: &str) -> Result<(), String> {
+        let ok = match s.get("type") {
+            Some(Value::String(ty)) => has_type(value, ty),
+            Some(Value::Array(types)) => types
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|ty| has_type(value, ty)),
+            _ => true,
+        };
+        if ok {
+            return Ok(());
+        }
+        let expected = s.get("type").map(Value::to_string).unwrap_or_default();
+        Err(format!(
+            "{} must be of type {expected}, not {}",
+            at(path),
+            type_name(value)
+        ))
+    }
+
+    fn check_combinators(
+        &mut self,
+        s: &Map<String, Value>,
+        value: &Value,
+        path: &str,
+    ) -> Result<(), String> {
+        if let Some(Value::Array(all)) = s.get("allOf") {
+            for sub in all {
+                self.check(sub, value, path)?;
+            }
+        }
+        if let Some(Value::Array(any)) = s.get("anyOf")
+            && !any.iter().any(|sub| self.check(sub, value, path).is_ok())
+        {
+            return Err(format!("{} matches none of the allowed forms", at(path)));
+        }
+        if let Some(Value::Array(one)) = s.get("oneOf") {
+            let matches = one
+                .iter()
+                .filter(|sub| self.check(sub, value, path).is_ok())
+                .count();
+            if matches != 1 {
+                return Err(format!(
+                    "{} must match exactly one allowed form (matches {matches})",
+                    at(path)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_properties(
+        &mut self,
+        s: &Map<String, Value>,
+        obj: &Map<String, Value>,
+        path: &str,
+    ) -> Result<(), String> {
+        if let Some(Value::Array(required)) = s.get("required") {
+            for key in required.iter().filter_map(Value::as_str) {
+                if !obj.contains_key(key) {
+                    return Err(format!(
+                        "{} is missing the required property '{key}'",
+                        at(path)
+                    ));
+                }
+            }
+        }
+        let props = s.get("properties").and_then(Value::as_object);
+        for (key, v) in obj {
+            let child = format!("{path}/{key}");
+            match props.and_then(|p| p.get(key)) {
+                Some(sub) => self.check(sub, v, &child)?,
+                None => match s.get("additionalProperties") {
+                    Some(Value::Bool(false)) => {
+                        return Err(format!("{} has an unknown property '{key}'", at(path)));
+                    }
+                    Some(extra @ Value::Object(_)) => self.check(extra, v, &child)?,
+                    _ => {}
+                },
+            }
+        }
+        Ok(())
+    }
+
+    fn check_items(
+        &mut self,
+        s: &Map<String, Value>,
+        items: &[Value],
+        path: &str,
+    ) -> Result<(), String> {
+        let count = items.len() as f64;
+        if let Some(min) = s.get("minItems").and_then(Value::as_f64)
+            && count < min
+        {
+            return Err(format!("{} must have at least {min} items", at(path)));
+        }
+        if let Some(max) = s.get("maxItems").and_then(Value::as_f64)
+            && count > max
+        {
+            return Err(format!("{} must have at most {max} items", at(path)));
+        }
+        if let Some(sub) = s.get("items") {
+            for (i, item) in items.iter().enumerate() {
+                self.check(sub, item, &format!("{path}/{i}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_length(s: &Map<String, Value>, len: usize, path: &str) -> Result<(), String> {
+    let len = len as f64;
+    if let Some(min) = s.get("minLength").and_then(Value::as_f64)
+        && len < min
+    {
+        return Err(format!(
+            "{} must be at least {min} characters long",
+            at(path)
+        ));
+    }
+    if let Some(max) = s.get("maxLength").and_then(Value::as_f64)
+        && len > max
+    {
+        return Err(format!(
+            "{} must be at most {max} characters long",
+            at(path)
+        ));
+    }
+    Ok(())
+}
+
+fn check_range(s: &Map<String, Value>, n: f64, path: &str) -> Result<(), String> {
+    if let Some(min) = s.get("minimum").and_then(Value::as_f64)
+        && n < min
+    {
+        return Err(format!("{} must be at least {min}", at(path)));
+    }
+    if let Some(max) = s.get("maximum").and_then(Value::as_f64)
+        && n > max
+    {
+        return Err(format!("{} must be at most {max}", at(path)));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate;
+    use serde_json::json;
+
+    #[test]
+    fn objects_are_checked_for_required_types_and_unknown_properties() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"to": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                           "n": {"type": "integer", "minimum": 0}},
+            "required": ["to"],
+            "additionalProperties": false
+        });
+        assert_eq!(validate(&schema, &json!({"to": ["a"], "n": 2})), Ok(()));
+        assert!(
+            validate(&schema, &json!({}))
+                .unwrap_err()
+                .contains("required property 'to'")
+        );
+        assert!(
+            validate(&schema, &json!({"to": [1]}))
+                .unwrap_err()
+                .contains("/to/0")
+        );
+        assert!(
+            validate(&schema, &json!({"to": []}))
+                .unwrap_err()
+                .contains("at least 1 items")
+        );
+        assert!(
+            validate(&schema, &json!({"to": ["a"], "x": 1}))
+                .unwrap_err()
+                .contains("unknown property 'x'")
+        );
+        assert!(validate(&schema, &json!({"to": ["a"], "n": 1.5})).is_err());
+        assert!(
+            validate(&schema, &json!("text"))
+                .unwrap_err()
+                .contains("must be of type")
+        );
+    }
+
+    #[test]
+    fn local_refs_nullable_types_and_combinators_resolve() {
+        let schema = json!({
+            "$defs": {"Item": {"type": "object", "properties": {"k": {"enum": ["a", "b"]}}, "required": ["k"]}},
+            "type": "object",
+            "properties": {
+                "item": {"$ref": "#/$defs/Item"},
+                "maybe": {"type": ["string", "null"]},
+                "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+            }
+        });
+        assert_eq!(
+            validate(
+                &schema,
+                &json!({"item": {"k": "a"}, "maybe": null, "either": 3})
+            ),
+            Ok(())
+        );
+        assert!(
+            validate(&schema, &json!({"item": {"k": "c"}}))
+                .unwrap_err()
+                .contains("one of")
+        );
+        assert!(validate(&schema, &json!({"either": true})).is_err());
+        assert!(validate(&json!({"$ref": "#/$defs/Nope"}), &json!(1)).is_err());
+    }
+
+    #[test]
+    fn a_self_referencing_schema_does_not_recurse_forever() {
+        let schema = json!({"$defs": {"L": {"$ref": "#/$defs/L"}}, "$ref": "#/$defs/L"});
+        assert!(
+            validate(&schema, &json!(1))
+                .unwrap_err()
+                .contains("nests too deeply")
+        );
+    }
+}

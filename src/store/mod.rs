@@ -1,0 +1,390 @@
+//! The persistence contract of a session: a small trait every backend implements (the
+//! in-memory one here for native tests, D1 in the platform), the records it stores, and
+//! a conformance suite written once and run against every backend.
+//!
+//! Invariants every backend keeps:
+//! - `create` is atomic: of concurrent creators of one id, exactly one wins.
+//! - `commit` is one atomic write guarded by the session version (compare-and-set): the
+//!   messages, the state change, the new head, the run and the checkpoint land together
+//!   or not at all, and a stale version is [`StoreError::Stale`], never an overwrite.
+//! - `answer` stores the first answer to a tool call and keeps it: later answers get
+//!   [`AnswerOutcome::AlreadyAnswered`].
+
+pub mod conformance;
+mod memory;
+
+pub use memory::MemoryStore;
+
+use crate::chunk::{RunStatus, SuspendReason};
+use crate::error::{Category, Coded, ErrorInfo};
+use crate::message::Message;
+use crate::model::Usage;
+use crate::state::PatchOp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Status of a session (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Running or suspended (pending calls mean "awaiting the client").
+    Active,
+    /// Stopped at a step boundary on request; resumable.
+    Interrupted,
+    /// The last run completed.
+    Completed,
+    /// The last run failed; `retry` can restore a checkpoint.
+    Failed,
+    /// Stopped for good.
+    Aborted,
+}
+
+/// One run (turn) of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// Stable id through suspensions and resumptions.
+    pub run_id: String,
+    /// 1-based turn number within the session.
+    pub turn: u32,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Model steps taken in this run.
+    pub step_count: u32,
+    /// Start time (ms).
+    pub started_at: u64,
+    /// End time (ms), once terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<u64>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    /// Tokens used by the run's model calls.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Corrective nudges sent because a required output was missing.
+    #[serde(default)]
+    pub nudges: u32,
+}
+
+/// How a pending call is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingKind {
+    /// The user approves or denies; the server then runs it.
+    Approval,
+    /// The client runs it and submits the result.
+    Client,
+}
+
+/// A tool call the run waits on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCall {
+    /// The call.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// Who answers it.
+    pub kind: PendingKind,
+    /// For client calls: when the answer is due (ms since epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+    /// The runner instance that claimed the approved call for execution. A claim by an
+    /// instance that is gone means the call may have run: it is never run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+}
+
+/// An answer to a pending call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    /// The user's decision on an approval.
+    Approval {
+        /// Approved or denied.
+        approved: bool,
+        /// Why, if given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A client tool's result.
+    ClientResult {
+        /// The result.
+        result: Value,
+    },
+    /// A client tool's error.
+    ClientError {
+        /// The message.
+        error: String,
+    },
+    /// The deadline passed with no answer.
+    Expired,
+}
+
+/// The durable head of a session: everything but its state, transcript and answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHead {
+    /// Session id.
+    pub id: String,
+    /// Agent name.
+    pub agent: String,
+    /// Status.
+    pub status: SessionStatus,
+    /// Compare-and-set guard, bumped by every commit.
+    pub version: u64,
+    /// Model steps over all runs.
+    pub step_count: u32,
+    /// Transcript length.
+    pub message_count: u64,
+    /// The current (latest) run.
+    pub run: RunRecord,
+    /// Calls the run waits on.
+    pub pending: Vec<PendingCall>,
+    /// Why it waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_reason: Option<SuspendReason>,
+    /// Output of the last completed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Error of the last failed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    /// The newest checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_id: Option<String>,
+    /// Creation time (ms).
+    pub created_at: u64,
+    /// Last commit time (ms).
+    pub updated_at: u64,
+}
+
+/// A restorable point: the state and transcript length after a commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointRecord {
+    /// Checkpoint id.
+    pub id: String,
+    /// Session step count at that point.
+    pub step_count: u32,
+    /// Transcript length at that point.
+    pub message_count: u64,
+    /// When (ms).
+    pub timestamp: u64,
+    /// `active`, `suspended` (its transcript has unanswered calls, so it cannot be
+    /// restored), or the terminal status reached.
+    pub status: String,
+    /// The run that made it.
+    pub run_id: String,
+}
+
+impl CheckpointRecord {
+    /// Whether `retry` may restore it (no unanswered calls in its transcript).
+    pub fn restorable(&self) -> bool {
+        self.status != "suspended"
+    }
+}
+
+/// A session as the runner loads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The head.
+    pub head: SessionHead,
+    /// The current state.
+    pub state: Value,
+    /// Answers to the head's pending calls, by call id.
+    pub answers: Vec<(String, Answer)>,
+    /// A requested interrupt not yet honoured.
+    pub interrupt: Option<InterruptRequest>,
+}
+
+/// A durable request to stop at the next step boundary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptRequest {
+    /// The reason given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// How a commit changes the state.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum StateChange {
+    /// Unchanged.
+    #[default]
+    None,
+    /// Patched, in order.
+    Patch(Vec<PatchOp>),
+    /// Replaced wholesale (checkpoint restore).
+    Replace(Value),
+}
+
+/// One atomic write of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// The new head (its `version` is ignored: the store sets `expected + 1`).
+    pub head: SessionHead,
+    /// Drop messages from this index on before appending (checkpoint restore).
+    pub truncate_messages_to: Option<u64>,
+    /// Messages appended; `head.message_count` must equal the new length.
+    pub messages: Vec<Message>,
+    /// The state change.
+    pub state: StateChange,
+    /// A checkpoint of the state after this commit.
+    pub checkpoint: Option<CheckpointRecord>,
+    /// Clears a requested interrupt (it was honoured).
+    pub clear_interrupt: bool,
+}
+
+/// A new session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSession {
+    /// Its head (version 1).
+    pub head: SessionHead,
+    /// Initial state.
+    pub state: Value,
+    /// Initial transcript.
+    pub messages: Vec<Message>,
+    /// The checkpoint of the starting point, so that even a first step can be retried.
+    pub checkpoint: CheckpointRecord,
+}
+
+/// What `answer` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerOutcome {
+    /// Stored: this answer is the one that counts.
+    Stored,
+    /// An answer was already stored; it stands.
+    AlreadyAnswered(Answer),
+}
+
+/// A storage failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// `create` lost: the id is taken.
+    #[error("Session '{0}' already exists")]
+    Exists(String),
+    /// No such session.
+    #[error("Session '{0}' not found")]
+    NotFound(String),
+    /// The version moved: someone else committed first.
+    #[error("The session changed concurrently (expected version {expected})")]
+    Stale {
+        /// The version the writer expected.
+        expected: u64,
+    },
+    /// The backend failed.
+    #[error("Storage failed: {0}")]
+    Backend(String),
+    /// Stored data does not decode.
+    #[error("Stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+impl Coded for StoreError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Exists(_) => "session_exists",
+            Self::NotFound(_) => "session_not_found",
+            Self::Stale { .. } => "state_stale",
+            Self::Backend(_) => "framework_storage",
+            Self::Corrupt(_) => "framework_storage_corrupt",
+        }
+    }
+    fn category(&self) -> Category {
+        match self {
+            Self::Stale { .. } => Category::State,
+            _ => Category::Framework,
+        }
+    }
+    fn retryable(&self) -> bool {
+        matches!(self, Self::Stale { .. } | Self::Backend(_))
+    }
+}
+
+/// The persistence operations of sessions. Single-threaded runtime: no `Send` bound.
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    /// Creates a session; [`StoreError::Exists`] if the id is taken.
+    async fn create(&self, session: NewSession) -> Result<(), StoreError>;
+    /// Loads a session, or `None`.
+    async fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError>;
+    /// Messages `offset..offset+limit` of the transcript.
+    async fn messages(&self, id: &str, offset: u64, limit: u64)
+    -> Result<Vec<Message>, StoreError>;
+    /// Commits atomically if the version is still `expected_version`; returns the new one.
+    async fn commit(
+        &self,
+        id: &str,
+        expected_version: u64,
+        commit: Commit,
+    ) -> Result<u64, StoreError>;
+    /// Stores the first answer to a call.
+    async fn answer(
+        &self,
+        id: &str,
+        tool_call_id: &str,
+        answer: Answer,
+    ) -> Result<AnswerOutcome, StoreError>;
+    /// The stored answer to a call, if any (pending or long resolved).
+    async fn find_answer(&self, id: &str, tool_call_id: &str)
+    -> Result<Option<Answer>, StoreError>;
+    /// Requests an interrupt at the next step boundary.
+    async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError>;
+    /// All runs, oldest first.
+    async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError>;
+    /// All checkpoints, oldest first.
+    async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError>;
+    /// A checkpoint and the state it holds.
+    async fn checkpoint_state(
+        &self,
+        id: &str,
+        checkpoint_id: &str,
+    ) -> Result<Option<(CheckpointRecord, Value)>, StoreError>;
+}
+
+/// Shares one store between runners (tests, and runners that borrow the platform's).
+macro_rules! forward_store {
+    ($($ty:ty),*) => {$(
+        impl<T: Store> Store for $ty {
+            async fn create(&self, session: NewSession) -> Result<(), StoreError> {
+                (**self).create(session).await
+            }
+            async fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError> {
+                (**self).load(id).await
+            }
+            async fn messages(&self, id: &str, offset: u64, limit: u64) -> Result<Vec<Message>, StoreError> {
+                (**self).messages(id, offset, limit).await
+            }
+            async fn commit(&self, id: &str, expected_version: u64, commit: Commit) -> Result<u64, StoreError> {
+                (**self).commit(id, expected_version, commit).await
+            }
+            async fn answer(&self, id: &str, call: &str, answer: Answer) -> Result<AnswerOutcome, StoreError> {
+                (**self).answer(id, call, answer).await
+            }
+            async fn find_answer(&self, id: &str, call: &str) -> Result<Option<Answer>, StoreError> {
+                (**self).find_answer(id, call).await
+            }
+            async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
+                (**self).request_interrupt(id, reason).await
+            }
+            async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
+                (**self).runs(id).await
+            }
+            async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+                (**self).checkpoints(id).await
+            }
+            async fn checkpoint_state(
+                &self,
+                id: &str,
+                checkpoint_id: &str,
+            ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
+                (**self).checkpoint_state(id, checkpoint_id).await
+            }
+        }
+    )*};
+}
+
+forward_store!(&T, std::rc::Rc<T>);

@@ -1,0 +1,405 @@
+//! Crashes and restarts of the core: a process that dies anywhere in a step, a fresh
+//! runner that shares nothing but the store, bounded crash loops, retries.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+mod common;
+
+use common::*;
+use helix_edge::chunk::{ChunkBody, StreamEvent};
+use helix_edge::error::ProviderError;
+use helix_edge::message::Message;
+use helix_edge::runner::{Progress, RunError, Submission};
+use helix_edge::store::{
+    Answer, AnswerOutcome, CheckpointRecord, Commit, Loaded, MemoryStore, NewSession, RunRecord,
+    SessionStatus, Store, StoreError,
+};
+use serde_json::{Value, json};
+use std::cell::Cell;
+use std::rc::Rc;
+
+fn initial() -> Value {
+    json!({"notes": []})
+}
+
+fn resyncs(w: &World) -> Vec<u64> {
+    w.chunks()
+        .into_iter()
+        .filter_map(|c| match c {
+            ChunkBody::StreamResync { from_sequence, .. } => Some(from_sequence),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Sequence number (1-based) of the first event matching `pred`.
+fn seq_of(w: &World, pred: impl Fn(&ChunkBody) -> bool) -> u64 {
+    let events = w.journal.events();
+    let i = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::Chunk(c) if pred(&c.body)))
+        .unwrap();
+    i as u64 + 1
+}
+
+#[test]
+fn a_crash_while_the_model_streams_redoes_only_the_torn_step() {
+    let w = World::new();
+    let r1 = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "kept"}))])
+        .hang("half an ans");
+    w.create(&r1, "tester", "x");
+    drive_and_crash(&r1);
+    assert_eq!(
+        w.session().head.step_count,
+        1,
+        "step 1 committed before the crash"
+    );
+
+    w.model.text("the whole answer");
+    let r2 = w.runner("p2");
+    assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        w.model.seen().len(),
+        3,
+        "step 1's model call is not repeated"
+    );
+    let torn = seq_of(
+        &w,
+        |c| matches!(c, ChunkBody::TextDelta { delta } if delta.starts_with("half")),
+    );
+    assert_eq!(
+        resyncs(&w),
+        [torn],
+        "the stream is told to drop the torn step's chunks"
+    );
+    assert_eq!(w.session().state, json!({"notes": [{"text": "kept"}]}));
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_crash_during_parallel_tools_commits_nothing_of_that_step() {
+    let w = World::new();
+    let r1 = w.runner("p1");
+    let calls = vec![
+        w.model.call("add_note", json!({"text": "a"})),
+        w.model.call("flaky_note", json!({"text": "b"})),
+    ];
+    w.model.calls(calls.clone());
+    w.create(&r1, "tester", "x");
+    drive_and_crash(&r1);
+    assert_eq!(
+        w.session().state,
+        initial(),
+        "no write of the torn step is committed"
+    );
+    assert_eq!(w.session().head.version, 1);
+
+    let again = vec![
+        w.model.call("add_note", json!({"text": "a"})),
+        w.model.call("flaky_note", json!({"text": "b"})),
+    ];
+    w.model.calls(again).text("done");
+    let r2 = w.runner("p2");
+    assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        w.session().state,
+        json!({"notes": [{"text": "a"}, {"text": "b"}]})
+    );
+    assert_eq!(resyncs(&w).len(), 1);
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn an_approved_call_claimed_by_a_dead_process_is_never_run_again() {
+    let w = World::new();
+    let r1 = w.runner("p1");
+    let call = w.model.call("hang_after_note", json!({"text": "once"}));
+    w.model.calls(vec![call.clone()]).text("moving on");
+    w.create(&r1, "tester", "x");
+    drive(&r1);
+    block(r1.submit(
+        SESSION,
+        Submission::Approval {
+            tool_call_id: call.id.clone(),
+            approved: true,
+            reason: None,
+        },
+    ))
+    .unwrap();
+    drive_and_crash(&r1);
+    assert_eq!(w.exec.count("hang_after_note"), 1);
+    assert_eq!(
+        w.session().head.pending[0].claimed_by.as_deref(),
+        Some("p1")
+    );
+
+    let r2 = w.runner("p2");
+    assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        w.exec.count("hang_after_note"),
+        1,
+        "at most once per approval"
+    );
+    let codes: Vec<String> = w
+        .messages()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { content, .. } => content["code"].as_str().map(String::from),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(codes, ["tool_interrupted"]);
+    assert_eq!(
+        w.session().state,
+        initial(),
+        "the dead process's write never landed"
+    );
+    assert_consistent(&w, &initial());
+}
+
+/// A store whose process dies right after a chosen commit lands (before the runner
+/// hears back), to test the window between the commit and the stream.
+struct DiesAfterCommit {
+    inner: Rc<MemoryStore>,
+    die_at_version: Cell<u64>,
+}
+
+impl Store for DiesAfterCommit {
+    async fn create(&self, s: NewSession) -> Result<(), StoreError> {
+        self.inner.create(s).await
+    }
+    async fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError> {
+        self.inner.load(id).await
+    }
+    async fn messages(&self, id: &str, o: u64, l: u64) -> Result<Vec<Message>, StoreError> {
+        self.inner.messages(id, o, l).await
+    }
+    async fn commit(&self, id: &str, v: u64, c: Commit) -> Result<u64, StoreError> {
+        let out = self.inner.commit(id, v, c).await?;
+        if out == self.die_at_version.get() {
+            futures::future::pending::<()>().await;
+        }
+        Ok(out)
+    }
+    async fn answer(&self, id: &str, c: &str, a: Answer) -> Result<AnswerOutcome, StoreError> {
+        self.inner.answer(id, c, a).await
+    }
+    async fn find_answer(&self, id: &str, c: &str) -> Result<Option<Answer>, StoreError> {
+        self.inner.find_answer(id, c).await
+    }
+    async fn request_interrupt(&self, id: &str, r: Option<String>) -> Result<(), StoreError> {
+        self.inner.request_interrupt(id, r).await
+    }
+    async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
+        self.inner.runs(id).await
+    }
+    async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+        self.inner.checkpoints(id).await
+    }
+    async fn checkpoint_state(
+        &self,
+        id: &str,
+        c: &str,
+    ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
+        self.inner.checkpoint_state(id, c).await
+    }
+}
+
+#[test]
+fn a_crash_right_after_a_commit_loses_no_stream_event_and_invents_none() {
+    use helix_edge::model::OneModel;
+    use helix_edge::runner::{Runner, RunnerConfig};
+    let w = World::new();
+    let dying = DiesAfterCommit {
+        inner: w.store.clone(),
+        die_at_version: Cell::new(2),
+    };
+    let r1 = Runner::new(
+        dying,
+        w.agents.clone(),
+        Rc::new(OneModel(w.model.clone())),
+        w.journal.clone(),
+        w.host.clone(),
+        RunnerConfig::new("p1"),
+    );
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "durable"}))])
+        .text("ok");
+    w.create(&w.runner("p0"), "tester", "x");
+    let out = run_until_stalled(r1.drive(SESSION, 100));
+    assert!(out.is_none(), "died after the commit");
+    assert_eq!(w.session().head.version, 2, "the commit landed");
+    assert!(
+        !w.chunks()
+            .iter()
+            .any(|c| matches!(c, ChunkBody::StatePatch { .. })),
+        "its patch was held back"
+    );
+
+    let r2 = w.runner("p2");
+    assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
+    assert!(
+        resyncs(&w).is_empty(),
+        "nothing was torn: the staged events were released"
+    );
+    assert_eq!(
+        w.chunks()
+            .iter()
+            .filter(|c| matches!(c, ChunkBody::StatePatch { .. }))
+            .count(),
+        1
+    );
+    assert_eq!(w.model.seen().len(), 2, "the committed step was not redone");
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_step_that_keeps_crashing_fails_the_run_after_bounded_attempts() {
+    let w = World::new();
+    w.model.hang("a").hang("b").hang("c").text("never reached");
+    w.create(&w.runner("p0"), "tester", "x");
+    for i in 1..=3 {
+        drive_and_crash(&w.runner(&format!("p{i}")));
+    }
+    assert_eq!(
+        drive(&w.runner("p4")),
+        Progress::Idle(SessionStatus::Failed)
+    );
+    let s = w.session();
+    assert_eq!(
+        s.head.error.as_ref().unwrap().code,
+        "framework_recovery_exhausted"
+    );
+    assert_eq!(w.model.seen().len(), 3, "no model call after the limit");
+    assert_eq!(resyncs(&w).len(), 3);
+    assert!(matches!(
+        w.journal.events().last(),
+        Some(StreamEvent::Fail { .. })
+    ));
+}
+
+#[test]
+fn a_brand_new_runner_that_shares_only_the_store_resumes_a_suspension() {
+    let w = World::new();
+    let r1 = w.runner("p1");
+    let call = w.model.call("delete_file", json!({"path": "/tmp/x"}));
+    w.model.calls(vec![call.clone()]).text("Deleted.");
+    w.create(&r1, "tester", "delete /tmp/x");
+    assert!(matches!(drive(&r1), Progress::Suspended { .. }));
+    drop(r1);
+
+    let (r2, journal2) = w.stranger("p2");
+    block(r2.submit(
+        SESSION,
+        Submission::Approval {
+            tool_call_id: call.id.clone(),
+            approved: true,
+            reason: None,
+        },
+    ))
+    .unwrap();
+    assert_eq!(
+        block(r2.drive(SESSION, 100)).unwrap(),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    assert_eq!(w.exec.count("delete_file"), 1);
+    assert!(matches!(
+        journal2.events().last(),
+        Some(StreamEvent::End { .. })
+    ));
+    assert_eq!(w.messages().len(), 4, "user, call, result, answer");
+}
+
+#[test]
+fn retry_restores_a_checkpoint_and_runs_again() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model.fail(ProviderError::Unavailable { status: 503 });
+    w.create(&r, "tester", "hello");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Failed));
+    let s = w.session();
+    assert_eq!(s.head.error.as_ref().unwrap().code, "provider_unavailable");
+    assert!(s.head.error.as_ref().unwrap().retryable);
+
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "x"}))])
+        .text("hi again");
+    let run = block(r.retry(SESSION, None)).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let s = w.session();
+    assert_eq!(
+        (s.head.run.run_id.as_str(), s.head.run.turn),
+        (run.as_str(), 2)
+    );
+    assert_eq!(w.messages()[0], Message::user("hello"));
+    assert_eq!(w.messages().len(), 4);
+
+    // Restore the checkpoint after the first step: the note is undone on the stream too.
+    let checkpoints = block(w.store.checkpoints(SESSION)).unwrap();
+    let first_step = checkpoints
+        .iter()
+        .find(|c| c.step_count == 1 && c.run_id == run)
+        .unwrap();
+    assert_eq!(
+        block(r.retry(SESSION, Some("nope"))),
+        Err(RunError::CheckpointNotFound("nope".into()))
+    );
+    w.model.text("third time");
+    block(r.retry(SESSION, Some(&first_step.id))).unwrap();
+    drive(&r);
+    assert_eq!(w.messages().len(), first_step.message_count as usize + 1);
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_suspended_checkpoint_cannot_be_restored() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("delete_file", json!({"path": "/x"}))]);
+    w.create(&r, "tester", "x");
+    drive(&r);
+    block(r.abort(SESSION, None)).unwrap();
+    let suspended = block(w.store.checkpoints(SESSION))
+        .unwrap()
+        .into_iter()
+        .find(|c| !c.restorable())
+        .unwrap();
+    assert_eq!(
+        block(r.retry(SESSION, Some(&suspended.id))),
+        Err(RunError::Aborted)
+    );
+}
+
+#[test]
+fn an_abort_during_a_step_signals_its_tools_and_the_step_never_commits() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = vec![
+        w.model.call("add_note", json!({"text": "lost"})),
+        w.model.call("wait_for_abort", json!({})),
+    ];
+    w.model.calls(calls).text("never");
+    w.create(&r, "tester", "x");
+    let tool_started = || {
+        w.chunks().iter().any(|c| matches!(c, ChunkBody::ToolStart { tool_name, .. } if tool_name == "wait_for_abort"))
+    };
+    let abort_once_the_tool_runs = async {
+        while !tool_started() {
+            yield_now().await;
+        }
+        r.abort(SESSION, None).await
+    };
+    let (progress, aborted) =
+        block(async { futures::join!(r.drive(SESSION, 100), abort_once_the_tool_runs) });
+    aborted.unwrap();
+    assert_eq!(progress.unwrap(), Progress::Idle(SessionStatus::Aborted));
+    let s = w.session();
+    assert_eq!(s.head.status, SessionStatus::Aborted);
+    assert_eq!(s.state, initial(), "the aborted step's writes never landed");
+    assert_eq!(s.head.step_count, 0);
+    assert_eq!(w.model.remaining(), 1, "no model call after the abort");
+    assert_consistent(&w, &initial());
+}
