@@ -781,3 +781,37 @@ fn hooks_fire_in_the_canonical_order() {
         ]
     );
 }
+
+#[test]
+fn tools_can_emit_custom_events_and_the_prompt_can_follow_the_state() {
+    use helix_edge::agent::{Agent, Agents};
+    use helix_edge::error::ToolError;
+    use helix_edge::tool::Tool;
+    let agent = Agent::builder("counter")
+        .initial_state(json!({"count": 0}))
+        .system_prompt_fn(|state| format!("count is {}", state["count"]))
+        .tool(Tool::new("bump", "d", |_: Value, ctx| async move {
+            ctx.emit("progress", json!({"pct": 50}));
+            let n = ctx.get("/count").and_then(|v| v.as_u64()).unwrap_or(0);
+            ctx.set("/count", json!(n + 1))?;
+            Ok::<_, ToolError>(json!({"count": n + 1}))
+        }))
+        .build()
+        .unwrap();
+    let mut w = World::new();
+    w.agents = Agents::new().with(agent);
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("bump", json!({}))])
+        .text("ok");
+    w.create(&r, "counter", "bump it");
+    drive(&r);
+    let seen = w.model.seen();
+    assert_eq!(
+        (seen[0].system.as_str(), seen[1].system.as_str()),
+        ("count is 0", "count is 1")
+    );
+    assert!(w.chunks().iter().any(|c| matches!(c, ChunkBody::Custom { event_name, data } if event_name == "progress" && data["pct"] == 50)));
+    assert_eq!(patch_paths(&w), ["/count"]);
+    assert_consistent(&w, &json!({"count": 0}));
+}

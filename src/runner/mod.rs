@@ -162,8 +162,8 @@ impl Coded for RunError {
     }
 }
 
-/// A session loaded for work: the durable head and state, the transcript, the answers
-/// to its pending calls and any requested interrupt.
+/// A session loaded for work: the durable head and state, the transcript (loaded only
+/// for driving), the answers to its pending calls and any requested interrupt.
 #[derive(Debug, Clone)]
 pub(crate) struct Live {
     pub head: SessionHead,
@@ -250,23 +250,29 @@ impl<S: Store> Runner<S> {
         Emitter::new(self.journal.clone(), self.host.clone(), head, step)
     }
 
-    /// Loads a session with its transcript. When no drive of this runner is in progress,
-    /// first brings the journal in line with durable state (a previous process may have
-    /// died mid-step), telling the stream with `stream_resync`.
+    /// Loads a session without its transcript (what request-driven operations need).
     async fn load(&self, id: &str) -> Result<Live, RunError> {
-        self.load_with(id, !self.driving.get()).await
+        self.load_with(id, !self.driving.get(), false).await
     }
 
-    async fn load_with(&self, id: &str, recover: bool) -> Result<Live, RunError> {
+    async fn load_with(
+        &self,
+        id: &str,
+        recover: bool,
+        with_transcript: bool,
+    ) -> Result<Live, RunError> {
         let loaded = self
             .store
             .load(id)
             .await?
             .ok_or_else(|| StoreError::NotFound(id.into()))?;
-        let transcript = self
-            .store
-            .messages(id, 0, loaded.head.message_count)
-            .await?;
+        let transcript = if with_transcript {
+            self.store
+                .messages(id, 0, loaded.head.message_count)
+                .await?
+        } else {
+            Vec::new()
+        };
         let live = Live {
             head: loaded.head,
             state: loaded.state,
@@ -337,7 +343,9 @@ impl<S: Store> Runner<S> {
         // A fresh signal before the first await, so an abort that arrives at any await
         // of this drive reaches its tools.
         *self.abort.borrow_mut() = AbortSignal::new();
-        let mut live = self.load_with(id, true).await?;
+        // Before anything else, bring the journal in line with durable state: a previous
+        // process may have died mid-step (the stream is told with `stream_resync`).
+        let mut live = self.load_with(id, true, true).await?;
         let agent = self.agent(&live.head.agent)?;
         let mut steps = 0;
         let mut stale = 0;
@@ -350,7 +358,7 @@ impl<S: Store> Runner<S> {
                 Err(RunError::Store(StoreError::Stale { .. })) if stale < 5 => {
                     // Someone else committed (an abort, say): continue from their state.
                     stale += 1;
-                    live = self.load_with(id, false).await?;
+                    live = self.load_with(id, false, true).await?;
                 }
                 Err(e) => return Err(e),
             }
