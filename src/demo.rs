@@ -102,6 +102,15 @@ fn summarize(messages: &[Message]) -> String {
     format!("Done. {}.", results.join("; "))
 }
 
+/// A `__finish__` call delivering `summary` as the structured output.
+fn finish(request: &ModelRequest<'_>, summary: String) -> ToolCall {
+    ToolCall {
+        id: format!("demo-{}", request.messages.len()),
+        name: FINISH_TOOL.into(),
+        arguments: json!({ "summary": summary }),
+    }
+}
+
 fn stream(text: &str, on_delta: &mut dyn FnMut(Delta)) {
     if text.is_empty() {
         return;
@@ -144,11 +153,7 @@ impl DemoModel {
             let summary = summarize(request.messages);
             if wants_output {
                 let topic = last_user.unwrap_or_default();
-                turn.tool_calls = vec![ToolCall {
-                    id: format!("demo-{}", request.messages.len()),
-                    name: FINISH_TOOL.into(),
-                    arguments: json!({ "summary": format!("Findings on {topic}: {summary}") }),
-                }];
+                turn.tool_calls = vec![finish(request, format!("Findings on {topic}: {summary}"))];
                 turn.stop = StopReason::ToolUse;
             } else {
                 turn.text = summary;
@@ -169,11 +174,10 @@ impl DemoModel {
             turn.stop = StopReason::ToolUse;
         } else if wants_output {
             let topic = last_user.unwrap_or_default();
-            turn.tool_calls = vec![ToolCall {
-                id: format!("demo-{}", request.messages.len()),
-                name: FINISH_TOOL.into(),
-                arguments: json!({ "summary": format!("Findings on {topic}: nothing further to report.") }),
-            }];
+            turn.tool_calls = vec![finish(
+                request,
+                format!("Findings on {topic}: nothing further to report."),
+            )];
             turn.stop = StopReason::ToolUse;
         } else {
             turn.text = HELP.into();

@@ -70,6 +70,15 @@ impl Submission {
     }
 }
 
+/// A new run may start only when no run is active and the session is not aborted.
+fn ensure_idle(head: &SessionHead) -> Result<(), RunError> {
+    match head.status {
+        SessionStatus::Active => Err(RunError::Busy("a run is active or calls are pending")),
+        SessionStatus::Aborted => Err(RunError::Aborted),
+        SessionStatus::Completed | SessionStatus::Failed | SessionStatus::Interrupted => Ok(()),
+    }
+}
+
 /// A commit that changes only the head.
 pub(crate) fn head_only(head: SessionHead, clear_interrupt: bool) -> Commit {
     Commit {
@@ -202,13 +211,7 @@ impl<S: Store> Runner<S> {
         message: String,
     ) -> Result<String, RunError> {
         let mut live = self.load(session_id).await?;
-        match live.head.status {
-            SessionStatus::Active => {
-                return Err(RunError::Busy("a run is active or calls are pending"));
-            }
-            SessionStatus::Aborted => return Err(RunError::Aborted),
-            SessionStatus::Completed | SessionStatus::Failed | SessionStatus::Interrupted => {}
-        }
+        ensure_idle(&live.head)?;
         let run_id = self
             .start_run(&mut live, Some(Message::user(message)), None)
             .await?;
@@ -353,13 +356,7 @@ impl<S: Store> Runner<S> {
         checkpoint_id: Option<&str>,
     ) -> Result<String, RunError> {
         let mut live = self.load(session_id).await?;
-        match live.head.status {
-            SessionStatus::Active => {
-                return Err(RunError::Busy("a run is active or calls are pending"));
-            }
-            SessionStatus::Aborted => return Err(RunError::Aborted),
-            _ => {}
-        }
+        ensure_idle(&live.head)?;
         let checkpoints = self.store.checkpoints(session_id).await?;
         let chosen = match checkpoint_id {
             Some(id) => {

@@ -9,9 +9,7 @@ use crate::chunk::ChunkBody;
 use crate::error::ToolError;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
-use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, PendingKind, StateChange, Store,
-};
+use crate::store::{Answer, AnswerOutcome, PendingKind, Store};
 use futures::future::join_all;
 use std::rc::Rc;
 
@@ -110,43 +108,11 @@ impl<S: Store> Runner<S> {
         self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
 
         let messages: Vec<Message> = results.into_iter().flatten().collect();
-        let now = self.host.now_ms();
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;
-        head.message_count += messages.len() as u64;
-        head.updated_at = now;
-        let checkpoint = CheckpointRecord {
-            id: self.host.new_id("ckpt"),
-            step_count: head.step_count,
-            message_count: head.message_count,
-            timestamp: now,
-            status: "active".into(),
-            run_id: head.run.run_id.clone(),
-        };
-        head.checkpoint_id = Some(checkpoint.id.clone());
-        let mut post = Vec::new();
-        if !state_ops.is_empty() {
-            post.push(emitter.event(ChunkBody::StatePatch {
-                patches: state_ops.clone(),
-            }));
-        }
-        post.push(emitter.event(ChunkBody::StepCommitted {
-            checkpoint_id: checkpoint.id.clone(),
-        }));
-        let state = if state_ops.is_empty() {
-            StateChange::None
-        } else {
-            StateChange::Patch(state_ops)
-        };
-        let commit = Commit {
-            head,
-            truncate_messages_to: None,
-            messages,
-            state,
-            checkpoint: Some(checkpoint),
-            clear_interrupt: false,
-        };
+        let (commit, post) =
+            self.checkpointed_commit(head, messages, state_ops, "active", &emitter);
         self.commit(live, commit, post).await?;
         Ok(None)
     }

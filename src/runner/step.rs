@@ -14,7 +14,8 @@ use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest};
 use crate::state::{PatchOp, merge};
 use crate::store::{
-    CheckpointRecord, Commit, PendingCall, PendingKind, SessionStatus, StateChange, Store,
+    CheckpointRecord, Commit, PendingCall, PendingKind, SessionHead, SessionStatus, StateChange,
+    Store,
 };
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
@@ -345,36 +346,16 @@ impl<S: Store> Runner<S> {
         outcome: Outcome,
         emitter: &Emitter,
     ) -> Result<(), RunError> {
-        let now = self.host.now_ms();
         head.step_count = step;
         head.run.step_count += 1;
-        head.message_count += messages.len() as u64;
-        head.updated_at = now;
-        let checkpoint = CheckpointRecord {
-            id: self.host.new_id("ckpt"),
-            step_count: step,
-            message_count: head.message_count,
-            timestamp: now,
-            status: match &outcome {
-                Outcome::Continue => "active",
-                Outcome::Suspend(_) => "suspended",
-                Outcome::Complete(_) => "completed",
-                Outcome::Fail(_) => "failed",
-            }
-            .into(),
-            run_id: head.run.run_id.clone(),
+        let status = match &outcome {
+            Outcome::Continue => "active",
+            Outcome::Suspend(_) => "suspended",
+            Outcome::Complete(_) => "completed",
+            Outcome::Fail(_) => "failed",
         };
-        head.checkpoint_id = Some(checkpoint.id.clone());
-
+        let now = self.host.now_ms();
         let mut post = Vec::new();
-        if !state_ops.is_empty() {
-            post.push(emitter.event(ChunkBody::StatePatch {
-                patches: state_ops.clone(),
-            }));
-        }
-        post.push(emitter.event(ChunkBody::StepCommitted {
-            checkpoint_id: checkpoint.id.clone(),
-        }));
         let mut suspended = None;
         match outcome {
             Outcome::Continue => {}
@@ -430,20 +411,10 @@ impl<S: Store> Runner<S> {
                 head.error = Some(error);
             }
         }
-        let state = if state_ops.is_empty() {
-            StateChange::None
-        } else {
-            StateChange::Patch(state_ops)
-        };
-        let commit = Commit {
-            head,
-            truncate_messages_to: None,
-            messages,
-            state,
-            checkpoint: Some(checkpoint),
-            clear_interrupt: false,
-        };
-        self.commit(live, commit, post).await?;
+        let (commit, mut events) =
+            self.checkpointed_commit(head, messages, state_ops, status, emitter);
+        events.extend(post);
+        self.commit(live, commit, events).await?;
         if let (Some(ids), Some(h)) = (
             suspended,
             self.agents
@@ -453,6 +424,53 @@ impl<S: Store> Runner<S> {
             h.on_agent_suspended(&ids);
         }
         Ok(())
+    }
+
+    /// Builds a commit that closes a step (or a resumption): it appends `messages`,
+    /// applies `state_ops`, and checkpoints the result with `status`. Returns it with
+    /// the events that open its post-commit batch: `state_patch` (if any) and
+    /// `step_committed`.
+    pub(crate) fn checkpointed_commit(
+        &self,
+        mut head: SessionHead,
+        messages: Vec<Message>,
+        state_ops: Vec<PatchOp>,
+        status: &str,
+        emitter: &Emitter,
+    ) -> (Commit, Vec<StreamEvent>) {
+        let now = self.host.now_ms();
+        head.message_count += messages.len() as u64;
+        head.updated_at = now;
+        let checkpoint = CheckpointRecord {
+            id: self.host.new_id("ckpt"),
+            step_count: head.step_count,
+            message_count: head.message_count,
+            timestamp: now,
+            status: status.into(),
+            run_id: head.run.run_id.clone(),
+        };
+        head.checkpoint_id = Some(checkpoint.id.clone());
+        let mut events = Vec::new();
+        let state = if state_ops.is_empty() {
+            StateChange::None
+        } else {
+            events.push(emitter.event(ChunkBody::StatePatch {
+                patches: state_ops.clone(),
+            }));
+            StateChange::Patch(state_ops)
+        };
+        events.push(emitter.event(ChunkBody::StepCommitted {
+            checkpoint_id: checkpoint.id.clone(),
+        }));
+        let commit = Commit {
+            head,
+            truncate_messages_to: None,
+            messages,
+            state,
+            checkpoint: Some(checkpoint),
+            clear_interrupt: false,
+        };
+        (commit, events)
     }
 
     /// Ends the run as failed with `error` (no step committed).
