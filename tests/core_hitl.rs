@@ -1,0 +1,371 @@
+//! End-to-end runs of the pure core at human-in-the-loop boundaries: approvals
+//! (always and conditional), client tools (result, error, deadline), mixed steps, and
+//! answers that are late, doubled or of the wrong kind.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+mod common;
+
+use common::*;
+use helix_edge::chunk::{ChunkBody, RunStatus};
+use helix_edge::message::Message;
+use helix_edge::runner::{Progress, RunError, Submission};
+use helix_edge::store::{PendingKind, SessionStatus};
+use serde_json::{Value, json};
+
+fn approve(
+    runner: &helix_edge::runner::Runner<std::rc::Rc<helix_edge::store::MemoryStore>>,
+    call: &str,
+    yes: bool,
+) {
+    block(runner.submit(
+        SESSION,
+        Submission::Approval {
+            tool_call_id: call.into(),
+            approved: yes,
+            reason: None,
+        },
+    ))
+    .unwrap();
+}
+
+fn initial() -> Value {
+    json!({"notes": []})
+}
+
+#[test]
+fn an_approved_call_suspends_then_runs_once_and_the_run_completes() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let call = w.model.call("delete_file", json!({"path": "/tmp/x"}));
+    w.model.calls(vec![call.clone()]).text("Deleted.");
+    w.create(&r, "tester", "delete /tmp/x");
+    assert_eq!(
+        drive(&r),
+        Progress::Suspended {
+            next_deadline: None
+        }
+    );
+
+    let s = w.session();
+    assert_eq!(s.head.status, SessionStatus::Active);
+    assert_eq!(s.head.pending.len(), 1);
+    assert_eq!(s.head.pending[0].kind, PendingKind::Approval);
+    assert!(w.chunks().iter().any(|c| matches!(c, ChunkBody::ToolApprovalRequest { tool_call_id, .. } if *tool_call_id == call.id)));
+    assert!(matches!(
+        w.chunks().last(),
+        Some(ChunkBody::RunSuspended { .. })
+    ));
+    assert_eq!(
+        w.exec.count("delete_file"),
+        0,
+        "nothing runs before approval"
+    );
+
+    approve(&r, &call.id, true);
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(w.exec.count("delete_file"), 1);
+    let chunks = w.chunks();
+    assert!(
+        chunks
+            .iter()
+            .any(|c| matches!(c, ChunkBody::RunResumed { turn: 1 }))
+    );
+    assert!(
+        chunks
+            .iter()
+            .any(|c| matches!(c, ChunkBody::ToolEnd { success: true, .. }))
+    );
+    let runs = block(helix_edge::store::Store::runs(&*w.store, SESSION)).unwrap();
+    assert_eq!(runs.len(), 1, "the run keeps its id through the suspension");
+    assert_eq!(w.session().head.run.status, RunStatus::Completed);
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_denied_call_never_runs_and_the_model_is_told() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let call = w.model.call("delete_file", json!({"path": "/etc"}));
+    w.model.calls(vec![call.clone()]).text("Understood.");
+    w.create(&r, "tester", "delete /etc");
+    drive(&r);
+    approve(&r, &call.id, false);
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    assert_eq!(w.exec.count("delete_file"), 0);
+    let Message::Tool {
+        content, is_error, ..
+    } = &w.model.seen()[1].messages[2]
+    else {
+        panic!()
+    };
+    assert!(is_error);
+    assert_eq!(content["error"], "Tool call was not approved by the user");
+    assert!(w.chunks().iter().any(|c| matches!(c, ChunkBody::ToolEnd { success: false, error: Some(e), .. } if e == "Tool call was not approved by the user")));
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn conditional_approval_runs_small_sends_and_gates_large_ones() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let two = w.model.call(
+        "send_email",
+        json!({"to": ["a", "b"], "subject": "s", "body": "b"}),
+    );
+    let five = w.model.call(
+        "send_email",
+        json!({"to": ["a", "b", "c", "d", "e"], "subject": "s", "body": "b"}),
+    );
+    w.model.calls(vec![two.clone(), five.clone()]).text("Sent.");
+    w.create(&r, "tester", "two emails");
+    assert!(matches!(drive(&r), Progress::Suspended { .. }));
+    assert_eq!(
+        w.exec.all(),
+        ["send_email 2"],
+        "the two-recipient email ran in the suspended step"
+    );
+    assert_eq!(w.session().head.pending[0].tool_call_id, five.id);
+
+    approve(&r, &five.id, true);
+    drive(&r);
+    assert_eq!(w.exec.all(), ["send_email 2", "send_email 5"]);
+    assert_eq!(w.session().head.status, SessionStatus::Completed);
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_step_mixing_regular_and_gated_calls_commits_the_regular_ones_first() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let note = w.model.call("add_note", json!({"text": "before"}));
+    let del = w.model.call("delete_file", json!({"path": "/x"}));
+    let ask = w.model.call("ask_user", json!({"question": "sure?"}));
+    w.model
+        .calls(vec![note, del.clone(), ask.clone()])
+        .text("done");
+    w.create(&r, "tester", "mixed");
+    drive(&r);
+
+    let s = w.session();
+    assert_eq!(
+        s.state,
+        json!({"notes": [{"text": "before"}]}),
+        "the regular call committed"
+    );
+    assert_eq!(
+        s.head.pending.iter().map(|p| p.kind).collect::<Vec<_>>(),
+        [PendingKind::Approval, PendingKind::Client]
+    );
+    let client_start = w.chunks().into_iter().find_map(|c| match c {
+        ChunkBody::ToolStart {
+            tool_call_id,
+            executor,
+            deadline,
+            ..
+        } if tool_call_id == ask.id => Some((executor, deadline)),
+        _ => None,
+    });
+    assert_eq!(
+        client_start,
+        Some((
+            helix_edge::chunk::Executor::Client,
+            s.head.pending[1].deadline
+        ))
+    );
+
+    approve(&r, &del.id, true);
+    assert!(
+        matches!(drive(&r), Progress::Suspended { .. }),
+        "still waiting on the client"
+    );
+    block(r.submit(
+        SESSION,
+        Submission::ClientResult {
+            tool_call_id: ask.id.clone(),
+            outcome: Ok(json!("yes")),
+        },
+    ))
+    .unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let msgs = w.messages();
+    assert!(msgs.iter().any(|m| matches!(m, Message::Tool { tool_call_id, content, .. } if *tool_call_id == ask.id && content == "yes")));
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn client_results_errors_and_expired_deadlines_become_tool_results() {
+    for (case, expect_error) in [
+        ("result", None),
+        ("error", Some("no camera")),
+        ("expire", Some("Tool call timed out waiting for the client")),
+    ] {
+        let w = World::new();
+        let r = w.runner("p1");
+        let ask = w.model.call("ask_user", json!({"question": "pic?"}));
+        w.model.calls(vec![ask.clone()]).text("ok");
+        w.create(&r, "tester", "ask");
+        let Progress::Suspended {
+            next_deadline: Some(deadline),
+        } = drive(&r)
+        else {
+            panic!("suspended with a deadline")
+        };
+        match case {
+            "result" => block(r.submit(
+                SESSION,
+                Submission::ClientResult {
+                    tool_call_id: ask.id.clone(),
+                    outcome: Ok(json!({"url": "u"})),
+                },
+            ))
+            .unwrap(),
+            "error" => block(r.submit(
+                SESSION,
+                Submission::ClientResult {
+                    tool_call_id: ask.id.clone(),
+                    outcome: Err("no camera".into()),
+                },
+            ))
+            .unwrap(),
+            _ => {
+                w.host.advance(CLIENT_DEADLINE_MS - 1);
+                assert!(
+                    matches!(drive(&r), Progress::Suspended { .. }),
+                    "{case}: not yet due at {deadline}"
+                );
+                w.host.advance(1);
+            }
+        }
+        assert_eq!(
+            drive(&r),
+            Progress::Idle(SessionStatus::Completed),
+            "{case}"
+        );
+        let tool_msg = w
+            .messages()
+            .into_iter()
+            .find(|m| matches!(m, Message::Tool { .. }))
+            .unwrap();
+        let Message::Tool {
+            content, is_error, ..
+        } = tool_msg
+        else {
+            unreachable!()
+        };
+        match expect_error {
+            None => assert_eq!((content, is_error), (json!({"url": "u"}), false), "{case}"),
+            Some(text) => assert_eq!(
+                (content["error"].as_str(), is_error),
+                (Some(text), true),
+                "{case}"
+            ),
+        }
+        if case == "expire" {
+            let late = block(r.submit(
+                SESSION,
+                Submission::ClientResult {
+                    tool_call_id: ask.id.clone(),
+                    outcome: Ok(json!(1)),
+                },
+            ));
+            assert_eq!(
+                late,
+                Err(RunError::AlreadyResolved(ask.id.clone())),
+                "a late answer is refused"
+            );
+        }
+        assert_consistent(&w, &initial());
+    }
+}
+
+#[test]
+fn answers_are_validated_first_answer_wins_and_kinds_must_match() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let del = w.model.call("delete_file", json!({"path": "/x"}));
+    let ask = w.model.call("ask_user", json!({"question": "?"}));
+    w.model.calls(vec![del.clone(), ask.clone()]).text("ok");
+    w.create(&r, "tester", "x");
+    drive(&r);
+
+    let wrong = block(r.submit(
+        SESSION,
+        Submission::ClientResult {
+            tool_call_id: del.id.clone(),
+            outcome: Ok(json!(1)),
+        },
+    ));
+    assert!(matches!(wrong, Err(RunError::KindMismatch { .. })));
+    let wrong = block(r.submit(
+        SESSION,
+        Submission::Approval {
+            tool_call_id: ask.id.clone(),
+            approved: true,
+            reason: None,
+        },
+    ));
+    assert!(matches!(wrong, Err(RunError::KindMismatch { .. })));
+    let unknown = block(r.submit(
+        SESSION,
+        Submission::Approval {
+            tool_call_id: "nope".into(),
+            approved: true,
+            reason: None,
+        },
+    ));
+    assert_eq!(unknown, Err(RunError::ToolCallNotFound("nope".into())));
+
+    approve(&r, &del.id, false);
+    let second = block(r.submit(
+        SESSION,
+        Submission::Approval {
+            tool_call_id: del.id.clone(),
+            approved: true,
+            reason: None,
+        },
+    ));
+    assert_eq!(second, Err(RunError::AlreadyResolved(del.id.clone())));
+    block(r.submit(
+        SESSION,
+        Submission::ClientResult {
+            tool_call_id: ask.id.clone(),
+            outcome: Ok(json!(1)),
+        },
+    ))
+    .unwrap();
+    drive(&r);
+    assert_eq!(
+        w.exec.count("delete_file"),
+        0,
+        "the first answer (deny) stood"
+    );
+}
+
+#[test]
+fn driving_a_resumed_step_twice_at_once_runs_the_approved_tool_once() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let del = w.model.call("delete_file", json!({"path": "/x"}));
+    w.model.calls(vec![del.clone()]).text("done");
+    w.create(&r, "tester", "x");
+    drive(&r);
+    approve(&r, &del.id, true);
+    let (a, b) = block(async { futures::join!(r.drive(SESSION, 100), r.drive(SESSION, 100)) });
+    assert!(
+        matches!(
+            (&a, &b),
+            (Ok(Progress::Idle(_)), Ok(Progress::Busy))
+                | (Ok(Progress::Busy), Ok(Progress::Idle(_)))
+        ),
+        "{a:?} {b:?}"
+    );
+    assert_eq!(
+        drive(&r),
+        Progress::Idle(SessionStatus::Completed),
+        "a later drive finds nothing to do"
+    );
+    assert_eq!(w.exec.count("delete_file"), 1);
+    assert_consistent(&w, &initial());
+}
