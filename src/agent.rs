@@ -2,6 +2,33 @@
 //! system prompt (static or computed from the state), tools, an initial state, an
 //! optional output schema, model settings, a step limit and optional hooks. Definitions
 //! are validated when built, with errors that name the offending tool.
+//!
+//! ```
+//! use helix_edge::{agent::Agent, error::ToolError, tool::Tool};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct SendEmail { to: Vec<String>, subject: String, body: String }
+//!
+//! # fn main() -> Result<(), helix_edge::error::DefinitionError> {
+//! let agent = Agent::builder("mailer")
+//!     .description("Sends email")
+//!     .system_prompt("You send email for the user.")
+//!     .initial_state(json!({ "sent": [] }))
+//!     .tool(
+//!         Tool::new("send_email", "Send an email", |input: SendEmail, ctx| async move {
+//!             ctx.append("/sent", json!(input.subject))?; // recorded as `add /sent/-`
+//!             Ok::<_, ToolError>(json!({ "sent": input.to.len() }))
+//!         })
+//!         .approval_when(|input: &SendEmail, _state| input.to.len() > 3), // fails closed
+//!     )
+//!     .build()?;
+//! assert_eq!(agent.tools()[0].name(), "send_email");
+//! # Ok(())
+//! # }
+//! ```
 
 use crate::error::DefinitionError;
 use crate::message::{Message, ToolCall};
