@@ -20,6 +20,7 @@ pub mod host;
 pub mod journal;
 pub mod message;
 pub mod model;
+pub mod provider;
 pub mod runner;
 pub mod schema;
 pub mod scripted;

@@ -32,9 +32,9 @@ pub enum Message {
         /// Tool calls, in the model's order.
         #[serde(default, rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
-        /// Reasoning the provider returned, kept so it can be sent back.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        thinking: Option<Thinking>,
+        /// Reasoning blocks the provider returned, kept so they can be sent back.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        thinking: Vec<Thinking>,
         /// Free-form annotations (never sent to the model).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
@@ -72,7 +72,7 @@ impl Message {
         Self::Assistant {
             content: content.into(),
             tool_calls: vec![],
-            thinking: None,
+            thinking: vec![],
             metadata: None,
         }
     }
@@ -111,14 +111,17 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
-/// Reasoning returned by the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One block of reasoning returned by the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thinking {
-    /// The reasoning text.
+    /// The reasoning text (empty when the provider withheld it).
     pub content: String,
     /// Provider signature (Anthropic requires it back verbatim on the next turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// Encrypted reasoning the provider redacted (sent back as is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
 }
 
 #[cfg(test)]
@@ -136,7 +139,7 @@ mod tests {
         let msg = Message::Assistant {
             content: String::new(),
             tool_calls: vec![call.clone()],
-            thinking: None,
+            thinking: vec![],
             metadata: None,
         };
         assert_eq!(

@@ -5,6 +5,7 @@
 use crate::agent::Agent;
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
+use crate::tool::AbortSignal;
 use futures::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -45,6 +46,8 @@ pub struct ModelRequest<'a> {
     pub tools: Vec<ToolSpec>,
     /// Settings of the agent.
     pub settings: &'a ModelSettings,
+    /// Raised when the run is aborted: a streaming call stops reading and cancels.
+    pub abort: AbortSignal,
 }
 
 /// A piece of the answer, delivered while the model streams.
@@ -111,8 +114,8 @@ impl Usage {
 pub struct ModelTurn {
     /// All answer text.
     pub text: String,
-    /// Reasoning, if the provider returned it.
-    pub thinking: Option<Thinking>,
+    /// Reasoning blocks, if the provider returned any.
+    pub thinking: Vec<Thinking>,
     /// Tool calls in the model's order. Arguments may be any JSON value here; the step
     /// machine normalises them to objects.
     pub tool_calls: Vec<ToolCall>,

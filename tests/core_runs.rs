@@ -28,9 +28,18 @@ fn a_plain_text_answer_completes_and_ends_the_stream() {
     let s = w.session();
     assert_eq!(s.head.status, SessionStatus::Completed);
     assert_eq!(s.head.run.status, RunStatus::Completed);
+    let usage = json!({"usage": {"inputTokens": 10, "outputTokens": 5, "cacheReadTokens": 0, "cacheWriteTokens": 0},
+                       "stopReason": "end_turn"});
+    let answer = Message::Assistant {
+        content: "Hello there".into(),
+        tool_calls: vec![],
+        thinking: vec![],
+        metadata: usage.as_object().cloned(),
+    };
     assert_eq!(
         w.messages(),
-        vec![Message::user("hi"), Message::assistant_text("Hello there")]
+        vec![Message::user("hi"), answer],
+        "usage is recorded per step"
     );
     let chunks = w.chunks();
     assert!(matches!(chunks[0], ChunkBody::RunStarted { turn: 1 }));

@@ -2,6 +2,7 @@
 //! `SessionObject` Durable Object. It translates between `worker::` types and the pure
 //! core; it holds no agent logic of its own.
 
+mod llm;
 mod session_object;
 
 use crate::api::{ApiError, HEALTHZ_BODY};

@@ -143,6 +143,7 @@ impl<S: Store> Runner<S> {
             messages: &live.transcript,
             tools: agent.tool_specs(),
             settings: agent.model(),
+            abort: self.abort.borrow().clone(),
         };
         let mut on_delta = |delta: Delta| {
             emitter.chunk(match delta {
@@ -162,11 +163,16 @@ impl<S: Store> Runner<S> {
         };
 
         let calls = normalize_calls(turn.tool_calls, &live.transcript, step, &emitter);
+        // Usage and the stop reason are recorded per step, on the step's message.
+        let metadata =
+            serde_json::to_value(json!({ "usage": turn.usage, "stopReason": turn.stop }))
+                .ok()
+                .and_then(|v| v.as_object().cloned());
         let assistant = Message::Assistant {
             content: turn.text,
             tool_calls: calls.clone(),
             thinking: turn.thinking,
-            metadata: None,
+            metadata,
         };
         if let Some(h) = agent.hooks() {
             h.on_message(&assistant);

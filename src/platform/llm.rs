@@ -1,0 +1,168 @@
+//! The model providers on the Workers runtime: a [`Transport`] over `fetch` with
+//! streamed body reads, timeouts (headers and every silence between chunks) and abort,
+//! and the choice of model from the deployment's vars.
+
+// The session object (the platform issue) is the first user of this module; until it
+// lands nothing constructs these types.
+#![allow(dead_code)]
+
+use crate::agent::Agent;
+use crate::demo::DemoModel;
+use crate::error::ProviderError;
+use crate::model::{Model, Models};
+use crate::provider::{
+    BodyStream, HttpModel, HttpRequest, HttpResponse, ProviderConfig, ProviderKind, Transport,
+    TransportError,
+};
+use futures::future::{Either, LocalBoxFuture, select};
+use futures::{StreamExt, pin_mut};
+use std::rc::Rc;
+use std::time::Duration;
+use worker::{AbortController, ByteStream, Delay, Fetch, Headers, Method, Request, RequestInit};
+
+/// HTTP through the Workers `fetch`.
+pub struct FetchTransport;
+
+/// A body being read, with the controller that cancels the fetch behind it.
+struct FetchBody {
+    stream: ByteStream,
+    controller: Option<AbortController>,
+    timeout_ms: u64,
+}
+
+impl FetchBody {
+    fn cancel(&mut self) {
+        if let Some(controller) = self.controller.take() {
+            controller.abort();
+        }
+    }
+}
+
+impl BodyStream for FetchBody {
+    fn next(&mut self) -> LocalBoxFuture<'_, Option<Result<Vec<u8>, TransportError>>> {
+        Box::pin(async move {
+            let timeout_ms = self.timeout_ms;
+            let next = self.stream.next();
+            let timer = Delay::from(Duration::from_millis(timeout_ms));
+            pin_mut!(next);
+            match select(next, timer).await {
+                Either::Left((Some(Ok(chunk)), _)) => Some(Ok(chunk)),
+                Either::Left((Some(Err(e)), _)) => {
+                    self.cancel();
+                    Some(Err(TransportError::Network(e.to_string())))
+                }
+                Either::Left((None, _)) => None,
+                Either::Right(_) => {
+                    self.cancel();
+                    Some(Err(TransportError::Timeout))
+                }
+            }
+        })
+    }
+}
+
+impl Drop for FetchBody {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+fn build(request: &HttpRequest) -> worker::Result<Request> {
+    let headers = Headers::new();
+    for (name, value) in &request.headers {
+        headers.set(name, value)?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(request.body.as_str().into()));
+    Request::new_with_init(&request.url, &init)
+}
+
+impl Transport for FetchTransport {
+    fn send<'a>(
+        &'a self,
+        request: &'a HttpRequest,
+        timeout_ms: u64,
+    ) -> LocalBoxFuture<'a, Result<HttpResponse, TransportError>> {
+        Box::pin(async move {
+            let req = build(request).map_err(|e| TransportError::Network(e.to_string()))?;
+            let controller = AbortController::default();
+            let signal = controller.signal();
+            let fetch = Fetch::Request(req);
+            let sent = fetch.send_with_signal(&signal);
+            let timer = Delay::from(Duration::from_millis(timeout_ms));
+            pin_mut!(sent);
+            let mut response = match select(sent, timer).await {
+                Either::Left((Ok(response), _)) => response,
+                Either::Left((Err(e), _)) => return Err(TransportError::Network(e.to_string())),
+                Either::Right(_) => {
+                    controller.abort();
+                    return Err(TransportError::Timeout);
+                }
+            };
+            let mut headers = Vec::new();
+            for name in ["retry-after", "retry-after-ms", "content-type"] {
+                if let Ok(Some(value)) = response.headers().get(name) {
+                    headers.push((name.to_string(), value));
+                }
+            }
+            let stream = response
+                .stream()
+                .map_err(|e| TransportError::Network(e.to_string()))?;
+            Ok(HttpResponse {
+                status: response.status_code(),
+                headers,
+                body: Box::new(FetchBody {
+                    stream,
+                    controller: Some(controller),
+                    timeout_ms,
+                }),
+            })
+        })
+    }
+
+    fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()> {
+        Box::pin(Delay::from(Duration::from_millis(ms)))
+    }
+
+    fn now_ms(&self) -> u64 {
+        worker::Date::now().as_millis()
+    }
+
+    fn random(&self) -> f64 {
+        worker::js_sys::Math::random()
+    }
+
+    fn warn(&self, message: &str) {
+        worker::console_warn!("{}", message);
+    }
+}
+
+/// Picks each agent's model from the deployment's provider configuration.
+pub struct PlatformModels {
+    config: Result<ProviderConfig, ProviderError>,
+}
+
+impl PlatformModels {
+    /// Reads the SPEC §6 vars and secrets from `env`.
+    pub fn from_env(env: &worker::Env) -> Self {
+        let config = ProviderConfig::from_vars(|name| {
+            env.secret(name)
+                .map(|s| s.to_string())
+                .or_else(|_| env.var(name).map(|v| v.to_string()))
+                .ok()
+        });
+        Self { config }
+    }
+}
+
+impl Models for PlatformModels {
+    fn model_for(&self, agent: &Agent) -> Result<Rc<dyn Model>, ProviderError> {
+        let config = self.config.clone()?;
+        if config.kind == ProviderKind::Demo || agent.model().provider.as_deref() == Some("demo") {
+            return Ok(Rc::new(DemoModel));
+        }
+        Ok(Rc::new(HttpModel::new(config, FetchTransport)))
+    }
+}

@@ -1,0 +1,413 @@
+//! Anthropic Messages: the streaming request body (system prompt, content blocks,
+//! `tool_use`/`tool_result`, thinking blocks sent back with their signatures), and a
+//! decoder that assembles a [`ModelTurn`] from the event stream (`message_start`,
+//! `content_block_*`, `message_delta`, `message_stop`, `ping`, `error`).
+//!
+//! The stream is complete only after `message_stop`; anything less is *truncated*.
+
+use super::{DecodeStep, Decoder, Frame};
+use crate::error::ProviderError;
+use crate::message::{Message, Thinking, ToolCall};
+use crate::model::{Delta, ModelRequest, ModelTurn, StopReason, Usage};
+use crate::provider::sse::SseEvent;
+use serde_json::{Map, Value, json};
+
+/// The API version header value this adapter speaks.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// Output cap sent when the agent sets none (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Appends a message, merging it into the previous one when the roles match (the API
+/// wants alternating roles; tool results and a following user text share one message).
+fn push(messages: &mut Vec<Value>, role: &str, mut blocks: Vec<Value>) {
+    if let Some(last) = messages.last_mut()
+        && last["role"] == role
+        && let Some(content) = last["content"].as_array_mut()
+    {
+        content.append(&mut blocks);
+        return;
+    }
+    messages.push(json!({ "role": role, "content": blocks }));
+}
+
+/// The request body for a streaming call.
+pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
+    let mut system = request.system.clone();
+    let mut messages: Vec<Value> = Vec::new();
+    for message in request.messages {
+        match message {
+            Message::System { content, .. } => {
+                if !system.is_empty() {
+                    system.push_str("\n\n");
+                }
+                system.push_str(content);
+            }
+            Message::User { content, .. } => push(
+                &mut messages,
+                "user",
+                vec![json!({ "type": "text", "text": content })],
+            ),
+            Message::Assistant {
+                content,
+                tool_calls,
+                thinking,
+                ..
+            } => {
+                let mut blocks: Vec<Value> = thinking
+                    .iter()
+                    .map(|t| match &t.redacted {
+                        Some(data) => json!({ "type": "redacted_thinking", "data": data }),
+                        None => json!({ "type": "thinking", "thinking": t.content, "signature": t.signature }),
+                    })
+                    .collect();
+                if !content.is_empty() {
+                    blocks.push(json!({ "type": "text", "text": content }));
+                }
+                blocks.extend(tool_calls.iter().map(|c| {
+                    json!({ "type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments })
+                }));
+                push(&mut messages, "assistant", blocks);
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                let mut block = json!({ "type": "tool_result", "tool_use_id": tool_call_id, "content": text_of(content) });
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                push(&mut messages, "user", vec![block]);
+            }
+        }
+    }
+    let max_tokens = request
+        .settings
+        .max_output_tokens
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    let mut body =
+        json!({ "model": model, "max_tokens": max_tokens, "stream": true, "messages": messages });
+    if !system.is_empty() {
+        body["system"] = json!(system);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema }))
+            .collect();
+    }
+    if let Some(t) = request.settings.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+#[derive(Debug)]
+enum Block {
+    Text,
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+        initial: Value,
+    },
+    Thinking(Thinking),
+    /// A block type this adapter does not model (server tools and their results).
+    Other,
+}
+
+/// Assembles a turn from Messages stream events.
+#[derive(Debug, Default)]
+pub struct AnthropicDecoder {
+    text: String,
+    blocks: Vec<(u64, Block)>,
+    thinking: Vec<Thinking>,
+    calls: Vec<ToolCall>,
+    stop: Option<StopReason>,
+    usage: Usage,
+    done: bool,
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "end_turn" | "stop_sequence" | "pause_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+        "refusal" => StopReason::Refusal,
+        _ => StopReason::Unknown,
+    }
+}
+
+fn count(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
+impl AnthropicDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn usage(&mut self, usage: &Value) {
+        if let Some(n) = count(usage, "input_tokens") {
+            self.usage.input_tokens = n;
+        }
+        if let Some(n) = count(usage, "output_tokens") {
+            self.usage.output_tokens = n;
+        }
+        if let Some(n) = count(usage, "cache_read_input_tokens") {
+            self.usage.cache_read_tokens = n;
+        }
+        if let Some(n) = count(usage, "cache_creation_input_tokens") {
+            self.usage.cache_write_tokens = n;
+        }
+    }
+
+    fn block(&mut self, index: u64) -> Result<&mut Block, ProviderError> {
+        self.blocks
+            .iter_mut()
+            .find(|(i, _)| *i == index)
+            .map(|(_, b)| b)
+            .ok_or_else(|| {
+                ProviderError::Corrupt(format!("a delta for block {index}, which never started"))
+            })
+    }
+
+    fn start(&mut self, index: u64, block: &Value, out: &mut Vec<Delta>) {
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+        let text = |key: &str| {
+            block
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let b = match kind {
+            "text" => {
+                let initial = text("text");
+                if !initial.is_empty() {
+                    self.text.push_str(&initial);
+                    out.push(Delta::Text(initial));
+                }
+                Block::Text
+            }
+            "tool_use" => Block::Tool {
+                id: text("id"),
+                name: text("name"),
+                json: String::new(),
+                initial: block
+                    .get("input")
+                    .cloned()
+                    .unwrap_or(Value::Object(Map::new())),
+            },
+            "thinking" => {
+                let initial = text("thinking");
+                if !initial.is_empty() {
+                    out.push(Delta::Thinking {
+                        content: initial.clone(),
+                        is_complete: false,
+                    });
+                }
+                Block::Thinking(Thinking {
+                    content: initial,
+                    ..Default::default()
+                })
+            }
+            "redacted_thinking" => Block::Thinking(Thinking {
+                redacted: Some(text("data")),
+                ..Default::default()
+            }),
+            _ => Block::Other,
+        };
+        self.blocks.push((index, b));
+    }
+
+    fn delta(
+        &mut self,
+        index: u64,
+        delta: &Value,
+        out: &mut Vec<Delta>,
+    ) -> Result<Frame, ProviderError> {
+        let kind = delta.get("type").and_then(Value::as_str).unwrap_or("");
+        let field = |key: &str| {
+            delta
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let mut text_delta = None;
+        let frame = match (self.block(index)?, kind) {
+            (Block::Text, "text_delta") => {
+                text_delta = Some(field("text"));
+                Frame::Known
+            }
+            (Block::Tool { json, .. }, "input_json_delta") => {
+                json.push_str(&field("partial_json"));
+                Frame::Known
+            }
+            (Block::Thinking(t), "thinking_delta") => {
+                let piece = field("thinking");
+                t.content.push_str(&piece);
+                if !piece.is_empty() {
+                    out.push(Delta::Thinking {
+                        content: piece,
+                        is_complete: false,
+                    });
+                }
+                Frame::Known
+            }
+            (Block::Thinking(t), "signature_delta") => {
+                t.signature = Some(field("signature"));
+                Frame::Known
+            }
+            _ => Frame::Unknown, // citations and deltas of unmodelled blocks
+        };
+        if let Some(text) = text_delta.filter(|t| !t.is_empty()) {
+            self.text.push_str(&text);
+            out.push(Delta::Text(text));
+        }
+        Ok(frame)
+    }
+
+    fn stop_block(&mut self, index: u64, out: &mut Vec<Delta>) -> Result<(), ProviderError> {
+        let pos = self.blocks.iter().position(|(i, _)| *i == index);
+        let Some(pos) = pos else {
+            return Err(ProviderError::Corrupt(format!(
+                "block {index} stopped but never started"
+            )));
+        };
+        match self.blocks.remove(pos).1 {
+            Block::Tool {
+                id,
+                name,
+                json,
+                initial,
+            } => {
+                let arguments = if json.trim().is_empty() {
+                    initial
+                } else {
+                    serde_json::from_str(&json).unwrap_or(Value::String(json))
+                };
+                self.calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                });
+            }
+            Block::Thinking(t) => {
+                out.push(Delta::Thinking {
+                    content: String::new(),
+                    is_complete: true,
+                });
+                self.thinking.push(t);
+            }
+            Block::Text | Block::Other => {}
+        }
+        Ok(())
+    }
+}
+
+impl Decoder for AnthropicDecoder {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<Delta>,
+    ) -> Result<DecodeStep, ProviderError> {
+        let value: Value = serde_json::from_str(&event.data)
+            .map_err(|e| ProviderError::Corrupt(format!("a stream event is not JSON ({e})")))?;
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event.event.as_deref())
+            .unwrap_or("");
+        let index = count(&value, "index").unwrap_or(0);
+        let frame = match kind {
+            "message_start" => {
+                if let Some(usage) = value.get("message").and_then(|m| m.get("usage")) {
+                    self.usage(usage);
+                }
+                Frame::Known
+            }
+            "content_block_start" => {
+                let block = value.get("content_block").cloned().unwrap_or(Value::Null);
+                self.start(index, &block, out);
+                Frame::Known
+            }
+            "content_block_delta" => {
+                let delta = value.get("delta").cloned().unwrap_or(Value::Null);
+                self.delta(index, &delta, out)?
+            }
+            "content_block_stop" => {
+                self.stop_block(index, out)?;
+                Frame::Known
+            }
+            "message_delta" => {
+                if let Some(reason) = value
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop = Some(stop_reason(reason));
+                }
+                if let Some(usage) = value.get("usage") {
+                    self.usage(usage);
+                }
+                Frame::Known
+            }
+            "message_stop" => {
+                self.done = true;
+                return Ok(DecodeStep {
+                    frame: Frame::Known,
+                    terminal: true,
+                });
+            }
+            "ping" => Frame::Known,
+            "error" => {
+                let error = value.get("error").cloned().unwrap_or(Value::Null);
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error")
+                    .to_string();
+                let kind = error.get("type").and_then(Value::as_str).unwrap_or("");
+                let retryable =
+                    matches!(kind, "overloaded_error" | "api_error" | "rate_limit_error");
+                return Err(ProviderError::Stream { message, retryable });
+            }
+            _ => Frame::Unknown,
+        };
+        Ok(DecodeStep {
+            frame,
+            terminal: false,
+        })
+    }
+
+    fn finish(self: Box<Self>, _out: &mut Vec<Delta>) -> Result<ModelTurn, ProviderError> {
+        if !self.done {
+            return Err(ProviderError::Truncated);
+        }
+        let stop = self.stop.unwrap_or(if self.calls.is_empty() {
+            StopReason::EndTurn
+        } else {
+            StopReason::ToolUse
+        });
+        Ok(ModelTurn {
+            text: self.text,
+            thinking: self.thinking,
+            tool_calls: self.calls,
+            stop,
+            usage: self.usage,
+        })
+    }
+}

@@ -1,0 +1,601 @@
+//! Model providers over HTTP, sans IO: configuration from the deployment's vars, the
+//! request each provider wants, stream decoding, error classification and the retry
+//! policy. The bytes move through a [`Transport`] the caller supplies — the Workers
+//! `fetch` on the platform, real sockets in native tests.
+//!
+//! Retry policy: 429, 5xx, timeouts, network errors and retryable in-stream errors are
+//! retried — only while nothing has been streamed to clients yet — up to
+//! `max_retries` times (default 3), with exponential backoff and jitter, or after the
+//! provider's `Retry-After` when it gives one, and never past the overall deadline.
+//! The API key never appears in errors: provider messages are scrubbed of it.
+
+pub mod anthropic;
+pub mod openai;
+pub mod sse;
+
+use crate::error::ProviderError;
+use crate::model::{Delta, Model, ModelRequest, ModelTurn};
+use crate::tool::AbortSignal;
+use futures::future::LocalBoxFuture;
+use serde_json::Value;
+use sse::{SseEvent, SseFramer};
+
+/// How a stream event was understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame {
+    /// Part of the protocol, used.
+    Known,
+    /// Not understood; skipped (and logged by the transport).
+    Unknown,
+}
+
+/// What one event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeStep {
+    /// How it was understood.
+    pub frame: Frame,
+    /// The stream's terminal event: stop reading.
+    pub terminal: bool,
+}
+
+/// Assembles a [`ModelTurn`] from a provider's stream events. A corrupt event is an
+/// error; a stream that ends before its terminal event is [`ProviderError::Truncated`].
+pub trait Decoder {
+    /// Takes one event, pushing the deltas it carries.
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<Delta>,
+    ) -> Result<DecodeStep, ProviderError>;
+    /// The stream ended: the assembled turn.
+    fn finish(self: Box<Self>, out: &mut Vec<Delta>) -> Result<ModelTurn, ProviderError>;
+}
+
+/// Which wire protocol a deployment speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions.
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Cloudflare Workers AI, through its OpenAI-compatible endpoint.
+    WorkersAi,
+    /// The built-in deterministic model.
+    Demo,
+}
+
+/// A provider as configured by `LLM_PROVIDER`, `LLM_BASE_URL`, `LLM_MODEL`, `LLM_API_KEY`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// The protocol.
+    pub kind: ProviderKind,
+    /// Base URL, without a trailing slash (e.g. `https://api.openai.com/v1`).
+    pub base_url: String,
+    /// Model name (an agent's own `model` setting overrides it).
+    pub model: String,
+    /// The key, if the provider needs one.
+    pub api_key: Option<String>,
+    /// Limit for the response headers, and for each silence between body chunks.
+    pub request_timeout_ms: u64,
+    /// Limit for the whole call, retries included.
+    pub deadline_ms: u64,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// First backoff; doubles per retry.
+    pub retry_base_ms: u64,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Longest `Retry-After` honoured; a provider asking for more fails the call instead.
+pub const MAX_RETRY_AFTER_MS: u64 = 60_000;
+const MAX_BACKOFF_MS: u64 = 8_000;
+/// Error bodies are read up to this size.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+impl ProviderConfig {
+    /// Reads the SPEC §6 vars (plus optional `LLM_TIMEOUT_MS`, `LLM_DEADLINE_MS`,
+    /// `LLM_MAX_RETRIES`, and `CF_ACCOUNT_ID` for Workers AI). With no `LLM_PROVIDER`,
+    /// a key means `openai` and no key means `demo`.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, ProviderError> {
+        let var = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let api_key = var("LLM_API_KEY");
+        let kind = match var("LLM_PROVIDER").as_deref() {
+            None if api_key.is_some() => ProviderKind::OpenAi,
+            None | Some("demo") => ProviderKind::Demo,
+            Some("openai") => ProviderKind::OpenAi,
+            Some("anthropic") => ProviderKind::Anthropic,
+            Some("workers-ai") => ProviderKind::WorkersAi,
+            Some(other) => {
+                return Err(ProviderError::NotConfigured(format!(
+                    "LLM_PROVIDER '{other}' is not one of openai, anthropic, workers-ai, demo"
+                )));
+            }
+        };
+        let base_url = match (var("LLM_BASE_URL"), kind) {
+            (Some(url), _) => url,
+            (None, ProviderKind::OpenAi) => "https://api.openai.com/v1".into(),
+            (None, ProviderKind::Anthropic) => "https://api.anthropic.com/v1".into(),
+            (None, ProviderKind::WorkersAi) => match var("CF_ACCOUNT_ID") {
+                Some(account) => {
+                    format!("https://api.cloudflare.com/client/v4/accounts/{account}/ai/v1")
+                }
+                None => {
+                    return Err(ProviderError::NotConfigured(
+                        "workers-ai needs CF_ACCOUNT_ID (or LLM_BASE_URL)".into(),
+                    ));
+                }
+            },
+            (None, ProviderKind::Demo) => String::new(),
+        };
+        let http = base_url.starts_with("https://") || base_url.starts_with("http://");
+        if kind != ProviderKind::Demo && !http {
+            return Err(ProviderError::NotConfigured(format!(
+                "LLM_BASE_URL '{base_url}' is not an http(s) URL"
+            )));
+        }
+        let model = var("LLM_MODEL").unwrap_or_else(|| {
+            match kind {
+                ProviderKind::OpenAi => "gpt-4o-mini",
+                ProviderKind::Anthropic => "claude-sonnet-4-5",
+                ProviderKind::WorkersAi => "@cf/meta/llama-3.3-70b-instruct-fp8-fast",
+                ProviderKind::Demo => "demo",
+            }
+            .into()
+        });
+        let number = |name: &str, default: u64| -> Result<u64, ProviderError> {
+            match var(name) {
+                None => Ok(default),
+                Some(v) => v.parse().map_err(|_| {
+                    ProviderError::NotConfigured(format!("{name} '{v}' is not a number"))
+                }),
+            }
+        };
+        Ok(Self {
+            kind,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model,
+            api_key,
+            request_timeout_ms: number("LLM_TIMEOUT_MS", 60_000)?,
+            deadline_ms: number("LLM_DEADLINE_MS", 300_000)?,
+            max_retries: number("LLM_MAX_RETRIES", 3)? as u32,
+            retry_base_ms: 500,
+        })
+    }
+
+    /// The HTTP request for one streaming call.
+    pub fn request(&self, request: &ModelRequest<'_>) -> HttpRequest {
+        let model = request.settings.model.as_deref().unwrap_or(&self.model);
+        let mut headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("accept".to_string(), "text/event-stream".to_string()),
+        ];
+        let (url, body) = match self.kind {
+            ProviderKind::Anthropic => {
+                headers.push(("anthropic-version".into(), anthropic::API_VERSION.into()));
+                if let Some(key) = &self.api_key {
+                    headers.push(("x-api-key".into(), key.clone()));
+                }
+                (
+                    format!("{}/messages", self.base_url),
+                    anthropic::request_body(model, request),
+                )
+            }
+            _ => {
+                if let Some(key) = &self.api_key {
+                    headers.push(("authorization".into(), format!("Bearer {key}")));
+                }
+                let official = self.base_url.contains("api.openai.com");
+                let field = if official {
+                    openai::MaxTokensField::MaxCompletionTokens
+                } else {
+                    openai::MaxTokensField::MaxTokens
+                };
+                let include_usage = self.kind == ProviderKind::OpenAi;
+                (
+                    format!("{}/chat/completions", self.base_url),
+                    openai::request_body(model, request, field, include_usage),
+                )
+            }
+        };
+        HttpRequest {
+            url,
+            headers,
+            body: body.to_string(),
+        }
+    }
+
+    /// A decoder for this provider's stream.
+    pub fn decoder(&self) -> Box<dyn Decoder> {
+        match self.kind {
+            ProviderKind::Anthropic => Box::new(anthropic::AnthropicDecoder::new()),
+            _ => Box::new(openai::OpenAiDecoder::new()),
+        }
+    }
+
+    /// Removes the key from text that came from outside (provider error messages).
+    pub fn scrub(&self, text: &str) -> String {
+        match &self.api_key {
+            Some(key) if !key.is_empty() => text.replace(key.as_str(), "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+}
+
+/// An outgoing HTTP request.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// Absolute URL.
+    pub url: String,
+    /// Headers (the key is among them: never log them).
+    pub headers: Vec<(String, String)>,
+    /// JSON body.
+    pub body: String,
+}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the transport could not deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    /// No headers, or no next chunk, within the request timeout.
+    Timeout,
+    /// Connection failed or broke.
+    Network(String),
+    /// The run was aborted.
+    Aborted,
+}
+
+impl From<TransportError> for ProviderError {
+    fn from(e: TransportError) -> Self {
+        match e {
+            TransportError::Timeout => ProviderError::Timeout,
+            TransportError::Network(m) => ProviderError::Network(m),
+            TransportError::Aborted => ProviderError::Network("the call was aborted".into()),
+        }
+    }
+}
+
+/// A response whose body arrives in chunks.
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Box<dyn BodyStream>,
+}
+
+impl HttpResponse {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Body chunks as they arrive.
+pub trait BodyStream {
+    /// The next chunk; `None` at the end.
+    fn next(&mut self) -> LocalBoxFuture<'_, Option<Result<Vec<u8>, TransportError>>>;
+}
+
+/// What the caller supplies: HTTP, a timer, a clock, randomness and a log.
+pub trait Transport {
+    /// Sends `request`; the timeout applies to the headers and to each body chunk.
+    fn send<'a>(
+        &'a self,
+        request: &'a HttpRequest,
+        timeout_ms: u64,
+    ) -> LocalBoxFuture<'a, Result<HttpResponse, TransportError>>;
+    /// Waits `ms` milliseconds.
+    fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()>;
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+    /// A uniform random number in `[0, 1)`, for jitter.
+    fn random(&self) -> f64;
+    /// Notes something odd but harmless (an unknown stream event).
+    fn warn(&self, message: &str);
+}
+
+/// Parses `Retry-After` (seconds or an HTTP date) or `retry-after-ms` into milliseconds.
+pub fn retry_after_ms(
+    retry_after: Option<&str>,
+    retry_after_ms: Option<&str>,
+    now_ms: u64,
+) -> Option<u64> {
+    if let Some(ms) = retry_after_ms
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| *v >= 0.0)
+    {
+        return Some(ms as u64);
+    }
+    let value = retry_after?.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs >= 0.0).then_some((secs * 1000.0) as u64);
+    }
+    http_date_ms(value).map(|at| at.saturating_sub(now_ms))
+}
+
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) to ms since the epoch.
+fn http_date_ms(value: &str) -> Option<u64> {
+    let parts: Vec<&str> = value.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m == month)? as i64
+        + 1;
+    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let hms: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from((days * 86_400 + h * 3600 + m * 60 + s) * 1000).ok()
+}
+
+/// Exponential backoff with jitter: between half and all of `base * 2^attempt`, capped.
+pub fn backoff_ms(base_ms: u64, attempt: u32, random: f64) -> u64 {
+    let ceiling = base_ms
+        .saturating_mul(1u64 << attempt.min(16))
+        .min(MAX_BACKOFF_MS);
+    (ceiling as f64 * (0.5 + random.clamp(0.0, 1.0) / 2.0)) as u64
+}
+
+/// Classifies a non-2xx answer; `message` is the provider's, already scrubbed.
+pub fn classify(status: u16, retry_after_ms: Option<u64>, message: String) -> ProviderError {
+    match status {
+        429 => ProviderError::RateLimited { retry_after_ms },
+        401 | 403 => ProviderError::Auth { status },
+        408 => ProviderError::Timeout,
+        409 | 425 | 500..=599 => ProviderError::Unavailable { status },
+        _ => ProviderError::BadRequest { message },
+    }
+}
+
+/// The provider's own error message from an error body, if it has one.
+fn error_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .and_then(|e| match e {
+            Value::String(s) => Some(s.clone()),
+            other => other
+                .get("message")
+                .and_then(Value::as_str)
+                .map(String::from),
+        });
+    message.unwrap_or_else(|| body.chars().take(300).collect())
+}
+
+/// A [`Model`] that calls a provider over a [`Transport`].
+pub struct HttpModel<T: Transport> {
+    config: ProviderConfig,
+    transport: T,
+}
+
+impl<T: Transport> HttpModel<T> {
+    /// A model for `config`.
+    pub fn new(config: ProviderConfig, transport: T) -> Self {
+        Self { config, transport }
+    }
+
+    async fn call(
+        &self,
+        request: &HttpRequest,
+        abort: &AbortSignal,
+        on_delta: &mut dyn FnMut(Delta),
+    ) -> Result<ModelTurn, ProviderError> {
+        let deadline = self
+            .transport
+            .now_ms()
+            .saturating_add(self.config.deadline_ms);
+        let mut emitted = false;
+        let mut attempt = 0;
+        loop {
+            let error = match self.attempt(request, abort, on_delta, &mut emitted).await {
+                Ok(turn) => return Ok(turn),
+                Err(e) => e,
+            };
+            if emitted
+                || abort.is_aborted()
+                || attempt >= self.config.max_retries
+                || !crate::error::Coded::retryable(&error)
+            {
+                return Err(error);
+            }
+            let wait = match &error {
+                ProviderError::RateLimited {
+                    retry_after_ms: Some(ms),
+                } if *ms > MAX_RETRY_AFTER_MS => return Err(error),
+                ProviderError::RateLimited {
+                    retry_after_ms: Some(ms),
+                } => *ms,
+                _ => backoff_ms(self.config.retry_base_ms, attempt, self.transport.random()),
+            };
+            if self.transport.now_ms().saturating_add(wait) >= deadline {
+                return Err(error);
+            }
+            self.transport.sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    async fn attempt(
+        &self,
+        request: &HttpRequest,
+        abort: &AbortSignal,
+        on_delta: &mut dyn FnMut(Delta),
+        emitted: &mut bool,
+    ) -> Result<ModelTurn, ProviderError> {
+        let mut response = self
+            .transport
+            .send(request, self.config.request_timeout_ms)
+            .await?;
+        if !(200..300).contains(&response.status) {
+            let wait = retry_after_ms(
+                response.header("retry-after"),
+                response.header("retry-after-ms"),
+                self.transport.now_ms(),
+            );
+            let mut body = Vec::new();
+            while body.len() < ERROR_BODY_LIMIT {
+                match response.body.next().await {
+                    Some(Ok(chunk)) => body.extend_from_slice(&chunk),
+                    _ => break,
+                }
+            }
+            let message = self
+                .config
+                .scrub(&error_message(&String::from_utf8_lossy(&body)));
+            return Err(classify(response.status, wait, message));
+        }
+        let mut framer = SseFramer::new();
+        let mut decoder = self.config.decoder();
+        let (mut events, mut deltas) = (Vec::new(), Vec::new());
+        'read: while let Some(chunk) = response.body.next().await {
+            if abort.is_aborted() {
+                // Dropping the body cancels the request.
+                return Err(TransportError::Aborted.into());
+            }
+            framer.feed(&chunk?, &mut events)?;
+            for event in events.drain(..) {
+                let step = decoder
+                    .event(&event, &mut deltas)
+                    .map_err(|e| self.scrubbed(e))?;
+                if step.frame == Frame::Unknown {
+                    self.transport.warn(&format!(
+                        "skipped an unknown stream event ({} bytes)",
+                        event.data.len()
+                    ));
+                }
+                for delta in deltas.drain(..) {
+                    *emitted = true;
+                    on_delta(delta);
+                }
+                if step.terminal {
+                    break 'read;
+                }
+            }
+        }
+        let turn = decoder.finish(&mut deltas)?;
+        for delta in deltas.drain(..) {
+            on_delta(delta);
+        }
+        Ok(turn)
+    }
+
+    fn scrubbed(&self, e: ProviderError) -> ProviderError {
+        match e {
+            ProviderError::Stream { message, retryable } => ProviderError::Stream {
+                message: self.config.scrub(&message),
+                retryable,
+            },
+            other => other,
+        }
+    }
+}
+
+impl<T: Transport> Model for HttpModel<T> {
+    fn generate<'a>(
+        &'a self,
+        request: ModelRequest<'a>,
+        on_delta: &'a mut dyn FnMut(Delta),
+    ) -> LocalBoxFuture<'a, Result<ModelTurn, ProviderError>> {
+        let http = self.config.request(&request);
+        let abort = request.abort.clone();
+        Box::pin(async move { self.call(&http, &abort, on_delta).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_accepts_seconds_milliseconds_and_http_dates() {
+        assert_eq!(retry_after_ms(Some("2"), None, 0), Some(2_000));
+        assert_eq!(retry_after_ms(Some("0.5"), None, 0), Some(500));
+        assert_eq!(
+            retry_after_ms(Some("2"), Some("150"), 0),
+            Some(150),
+            "retry-after-ms is more precise"
+        );
+        let at = 784_111_777_000; // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(
+            retry_after_ms(Some("Sun, 06 Nov 1994 08:49:37 GMT"), None, at - 3_000),
+            Some(3_000)
+        );
+        assert_eq!(
+            retry_after_ms(Some("Sun, 06 Nov 1994 08:49:37 GMT"), None, at + 1),
+            Some(0),
+            "in the past"
+        );
+        assert_eq!(retry_after_ms(Some("soon"), None, 0), None);
+        assert_eq!(retry_after_ms(Some("-1"), None, 0), None);
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_is_capped() {
+        assert_eq!(
+            (backoff_ms(500, 0, 0.0), backoff_ms(500, 0, 1.0)),
+            (250, 500)
+        );
+        assert_eq!(
+            (backoff_ms(500, 2, 0.0), backoff_ms(500, 2, 1.0)),
+            (1_000, 2_000)
+        );
+        assert_eq!(backoff_ms(500, 30, 1.0), MAX_BACKOFF_MS);
+    }
+
+    #[test]
+    fn statuses_map_to_retryable_codes() {
+        use crate::error::Coded;
+        let cases = [
+            (429, "provider_rate_limited", true),
+            (401, "provider_auth", false),
+            (500, "provider_unavailable", true),
+            (529, "provider_unavailable", true),
+            (400, "provider_bad_request", false),
+            (408, "provider_timeout", true),
+        ];
+        for (status, code, retryable) in cases {
+            let e = classify(status, None, "m".into());
+            assert_eq!((e.code(), e.retryable()), (code, retryable), "{status}");
+        }
+    }
+}

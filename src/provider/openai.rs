@@ -1,0 +1,320 @@
+//! OpenAI-compatible Chat Completions (OpenAI, Groq, DeepSeek, Mistral, OpenRouter,
+//! local servers, and Workers AI's OpenAI endpoint): the streaming request body, and a
+//! decoder that assembles a [`ModelTurn`] from `chat.completion.chunk` events.
+//!
+//! Decoding rules, from real provider traffic (`shared/fixtures/openai`):
+//! - Tool-call fragments are keyed by `index`; a fragment without one continues the
+//!   last call unless it brings a new id. The first non-empty `id` and `name` win;
+//!   later fragments may repeat them as `""`. Arguments concatenate.
+//! - Reasoning arrives as `reasoning_content` (DeepSeek) or `reasoning` (Groq).
+//! - `finish_reason` and `usage` may share a chunk or come in separate ones.
+//! - The stream is complete after `[DONE]` or a `finish_reason`; one that ends before
+//!   either is *truncated*.
+
+use super::{DecodeStep, Decoder, Frame};
+use crate::error::ProviderError;
+use crate::message::{Message, ToolCall};
+use crate::model::{Delta, ModelRequest, ModelTurn, StopReason, Usage};
+use crate::provider::sse::SseEvent;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// How to spell the output-token cap: OpenAI's own API wants `max_completion_tokens`
+/// (reasoning models reject `max_tokens`); compatible servers want `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    /// `max_completion_tokens`.
+    MaxCompletionTokens,
+    /// `max_tokens`.
+    MaxTokens,
+}
+
+/// The request body for a streaming call.
+pub fn request_body(
+    model: &str,
+    request: &ModelRequest<'_>,
+    field: MaxTokensField,
+    include_usage: bool,
+) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({ "role": "system", "content": request.system }));
+    }
+    for message in request.messages {
+        messages.push(match message {
+            Message::System { content, .. } => json!({ "role": "system", "content": content }),
+            Message::User { content, .. } => json!({ "role": "user", "content": content }),
+            Message::Assistant { content, tool_calls, .. } => {
+                let mut m = json!({ "role": "assistant", "content": if content.is_empty() { Value::Null } else { json!(content) } });
+                if !tool_calls.is_empty() {
+                    m["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| {
+                            json!({
+                                "id": c.id,
+                                "type": "function",
+                                "function": { "name": c.name, "arguments": c.arguments.to_string() }
+                            })
+                        })
+                        .collect();
+                }
+                m
+            }
+            Message::Tool { tool_call_id, content, .. } => json!({
+                "role": "tool",
+                "tool_call_id": tool_call_id,
+                "content": match content { Value::String(s) => s.clone(), other => other.to_string() },
+            }),
+        });
+    }
+    let mut body = json!({ "model": model, "stream": true, "messages": messages });
+    if include_usage {
+        body["stream_options"] = json!({ "include_usage": true });
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({ "type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.input_schema
+                }})
+            })
+            .collect();
+        body["tool_choice"] = json!("auto");
+    }
+    if let Some(t) = request.settings.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(n) = request.settings.max_output_tokens {
+        let key = match field {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
+        };
+        body[key] = json!(n);
+    }
+    body
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles a turn from Chat Completions stream events.
+#[derive(Debug, Default)]
+pub struct OpenAiDecoder {
+    text: String,
+    reasoning: String,
+    in_reasoning: bool,
+    calls: BTreeMap<u64, PartialCall>,
+    last_index: Option<u64>,
+    finish: Option<StopReason>,
+    usage: Usage,
+    done: bool,
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "stop" | "end_turn" => StopReason::EndTurn,
+        "tool_calls" | "function_call" | "tool_use" => StopReason::ToolUse,
+        "length" | "max_tokens" => StopReason::MaxTokens,
+        "content_filter" => StopReason::ContentFilter,
+        "refusal" => StopReason::Refusal,
+        "error" => StopReason::Error,
+        _ => StopReason::Unknown,
+    }
+}
+
+fn count(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+impl OpenAiDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn end_reasoning(&mut self, out: &mut Vec<Delta>) {
+        if self.in_reasoning {
+            self.in_reasoning = false;
+            out.push(Delta::Thinking {
+                content: String::new(),
+                is_complete: true,
+            });
+        }
+    }
+
+    fn tool_fragment(&mut self, fragment: &Value) {
+        let id = fragment.get("id").and_then(Value::as_str).unwrap_or("");
+        let index = match fragment.get("index").and_then(Value::as_u64) {
+            Some(i) => i,
+            // No index (Mistral): a new id starts a call; otherwise continue the last.
+            None => match self.last_index {
+                Some(last)
+                    if id.is_empty() || self.calls.get(&last).is_some_and(|c| c.id == id) =>
+                {
+                    last
+                }
+                _ => self.calls.keys().next_back().map_or(0, |k| k + 1),
+            },
+        };
+        self.last_index = Some(index);
+        let call = self.calls.entry(index).or_default();
+        if call.id.is_empty() && !id.is_empty() {
+            call.id = id.into();
+        }
+        let function = fragment.get("function");
+        if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str)
+            && call.name.is_empty()
+            && !name.is_empty()
+        {
+            call.name = name.into();
+        }
+        if let Some(args) = function
+            .and_then(|f| f.get("arguments"))
+            .and_then(Value::as_str)
+        {
+            call.arguments.push_str(args);
+        }
+    }
+}
+
+impl Decoder for OpenAiDecoder {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<Delta>,
+    ) -> Result<DecodeStep, ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(DecodeStep {
+                frame: Frame::Known,
+                terminal: true,
+            });
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Corrupt(format!("a stream chunk is not JSON ({e})")))?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error")
+                .to_string();
+            let kind = error
+                .get("type")
+                .or_else(|| error.get("code"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let retryable = matches!(
+                kind,
+                "server_error" | "overloaded_error" | "rate_limit_exceeded" | "timeout"
+            );
+            return Err(ProviderError::Stream { message, retryable });
+        }
+        let Some(obj) = chunk.as_object() else {
+            return Ok(DecodeStep {
+                frame: Frame::Unknown,
+                terminal: false,
+            });
+        };
+        if let Some(usage) = obj.get("usage").filter(|u| u.is_object()) {
+            self.usage.input_tokens = count(usage, "prompt_tokens");
+            self.usage.output_tokens = count(usage, "completion_tokens");
+            self.usage.cache_read_tokens = usage
+                .get("prompt_tokens_details")
+                .map(|d| count(d, "cached_tokens"))
+                .filter(|n| *n > 0)
+                .unwrap_or_else(|| count(usage, "prompt_cache_hit_tokens"));
+        }
+        let choices = obj.get("choices").and_then(Value::as_array);
+        let Some(choice) = choices.and_then(|c| c.iter().find(|c| count(c, "index") == 0)) else {
+            let known = obj.contains_key("usage") || obj.contains_key("choices");
+            return Ok(DecodeStep {
+                frame: if known { Frame::Known } else { Frame::Unknown },
+                terminal: false,
+            });
+        };
+        if let Some(delta) = choice.get("delta").and_then(Value::as_object) {
+            let reasoning = delta
+                .get("reasoning_content")
+                .or_else(|| delta.get("reasoning"))
+                .and_then(Value::as_str);
+            if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
+                self.in_reasoning = true;
+                self.reasoning.push_str(text);
+                out.push(Delta::Thinking {
+                    content: text.into(),
+                    is_complete: false,
+                });
+            }
+            if let Some(text) = delta
+                .get("content")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                self.end_reasoning(out);
+                self.text.push_str(text);
+                out.push(Delta::Text(text.into()));
+            }
+            if let Some(fragments) = delta.get("tool_calls").and_then(Value::as_array) {
+                self.end_reasoning(out);
+                for fragment in fragments {
+                    self.tool_fragment(fragment);
+                }
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.end_reasoning(out);
+            self.finish = Some(stop_reason(reason));
+        }
+        Ok(DecodeStep {
+            frame: Frame::Known,
+            terminal: false,
+        })
+    }
+
+    fn finish(mut self: Box<Self>, out: &mut Vec<Delta>) -> Result<ModelTurn, ProviderError> {
+        if !self.done && self.finish.is_none() {
+            return Err(ProviderError::Truncated);
+        }
+        self.end_reasoning(out);
+        let tool_calls = std::mem::take(&mut self.calls)
+            .into_values()
+            .map(|c| ToolCall {
+                id: c.id,
+                name: c.name,
+                arguments: if c.arguments.trim().is_empty() {
+                    Value::Object(Map::new())
+                } else {
+                    serde_json::from_str(&c.arguments).unwrap_or(Value::String(c.arguments))
+                },
+            })
+            .collect::<Vec<_>>();
+        let stop = match self.finish {
+            Some(StopReason::EndTurn) if !tool_calls.is_empty() => StopReason::ToolUse,
+            Some(stop) => stop,
+            None if tool_calls.is_empty() => StopReason::EndTurn,
+            None => StopReason::ToolUse,
+        };
+        let thinking = if self.reasoning.is_empty() {
+            vec![]
+        } else {
+            vec![crate::message::Thinking {
+                content: std::mem::take(&mut self.reasoning),
+                ..Default::default()
+            }]
+        };
+        Ok(ModelTurn {
+            text: self.text,
+            thinking,
+            tool_calls,
+            stop,
+            usage: self.usage,
+        })
+    }
+}

@@ -1,0 +1,525 @@
+//! Recorded provider streams (`../shared/fixtures`, see its README) decode to the
+//! expected text, tool calls, arguments, stop reasons and usage — through the real
+//! `HttpModel` read loop, with the bytes split at every boundary (byte-at-a-time and
+//! seeded random chunkings for the large files). Hand-written streams cover what the
+//! recordings lack: parallel OpenAI tool calls, in-stream errors, truncation, corruption.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+mod fake;
+
+use fake::{ChunkedTransport, block};
+use helix_edge::error::ProviderError;
+use helix_edge::message::Message;
+use helix_edge::model::{Delta, ModelRequest, ModelSettings, ModelTurn, StopReason};
+use helix_edge::provider::{HttpModel, ProviderConfig};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+fn fixture(path: &str) -> Vec<u8> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
+    std::fs::read(dir.join(path)).unwrap_or_else(|e| {
+        panic!("fixture {path} is missing ({e}): the provider recordings live in shared/fixtures beside the repository")
+    })
+}
+
+fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8(bytes.to_vec())
+        .unwrap()
+        .split('\n')
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// `data: <line>` per line, then `[DONE]` (the recordings omit it).
+fn openai_sse(path: &str) -> Vec<u8> {
+    let mut out: String = lines(&fixture(path))
+        .iter()
+        .map(|l| format!("data: {l}\n\n"))
+        .collect();
+    out.push_str("data: [DONE]\n\n");
+    out.into_bytes()
+}
+
+/// `event: <type>` + `data: <line>` per line.
+fn anthropic_sse(path: &str) -> Vec<u8> {
+    lines(&fixture(path))
+        .iter()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            format!("event: {}\ndata: {l}\n\n", v["type"].as_str().unwrap())
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
+fn config(kind: &str) -> ProviderConfig {
+    let vars = [
+        ("LLM_PROVIDER", kind),
+        ("LLM_BASE_URL", "http://127.0.0.1:1/v1"),
+        ("LLM_API_KEY", "sk-test"),
+    ];
+    let mut c = ProviderConfig::from_vars(|k| {
+        vars.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    })
+    .unwrap();
+    c.max_retries = 0;
+    c
+}
+
+/// Decodes `bytes` delivered as `chunks`; returns the turn and the streamed deltas.
+fn decode(
+    kind: &str,
+    bytes: &[u8],
+    cuts: &[usize],
+) -> (Result<ModelTurn, ProviderError>, Vec<Delta>) {
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+        chunks.push(bytes[start..cut].to_vec());
+        start = cut;
+    }
+    let model = HttpModel::new(config(kind), ChunkedTransport::ok(chunks));
+    let settings = ModelSettings::default();
+    let messages = [Message::user("hi")];
+    let request = ModelRequest {
+        system: String::new(),
+        messages: &messages,
+        tools: vec![],
+        settings: &settings,
+        abort: Default::default(),
+    };
+    let mut deltas = Vec::new();
+    let turn = block(helix_edge::model::Model::generate(
+        &model,
+        request,
+        &mut |d| deltas.push(d),
+    ));
+    (turn, deltas)
+}
+
+fn seeded_cuts(len: usize, seed: u64) -> Vec<usize> {
+    let mut x = seed | 1;
+    let mut cuts = Vec::new();
+    let mut at = 0;
+    loop {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        at += 1 + (x % 97) as usize;
+        if at >= len {
+            return cuts;
+        }
+        cuts.push(at);
+    }
+}
+
+/// Decodes whole, then under many splittings; every result must be identical.
+fn decode_every_way(kind: &str, bytes: &[u8]) -> ModelTurn {
+    let (whole, deltas) = decode(kind, bytes, &[]);
+    let whole = whole.unwrap();
+    let streamed: String = deltas
+        .iter()
+        .filter_map(|d| match d {
+            Delta::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        streamed, whole.text,
+        "streamed text equals the assembled text"
+    );
+    let mut splittings: Vec<Vec<usize>> =
+        (1..8).map(|s| seeded_cuts(bytes.len(), s * 7919)).collect();
+    splittings.push((1..bytes.len()).collect()); // one byte at a time
+    if bytes.len() <= 4_096 {
+        splittings.extend((1..bytes.len()).map(|k| vec![k])); // every two-piece split
+    }
+    for cuts in splittings {
+        let (turn, split_deltas) = decode(kind, bytes, &cuts);
+        assert_eq!(
+            turn.as_ref().unwrap(),
+            &whole,
+            "cuts {:?}…",
+            &cuts[..cuts.len().min(3)]
+        );
+        assert_eq!(split_deltas, deltas);
+    }
+    whole
+}
+
+fn call(turn: &ModelTurn, i: usize) -> (&str, &str, &Value) {
+    let c = &turn.tool_calls[i];
+    (c.id.as_str(), c.name.as_str(), &c.arguments)
+}
+
+fn usage(turn: &ModelTurn) -> (u64, u64) {
+    (turn.usage.input_tokens, turn.usage.output_tokens)
+}
+
+#[test]
+fn openai_text_streams() {
+    let t = decode_every_way("openai", &openai_sse("openai/openai-text.chunks.txt"));
+    assert!(t.text.starts_with("**Holiday Name:** Harmony Day"));
+    assert_eq!((t.stop, usage(&t)), (StopReason::EndTurn, (16, 300)));
+
+    let t = decode_every_way(
+        "openai",
+        &openai_sse("openai/azure-model-router.1.chunks.txt"),
+    );
+    assert_eq!(
+        (t.text.as_str(), t.stop, usage(&t)),
+        ("Capital of Denmark.", StopReason::EndTurn, (15, 78))
+    );
+
+    let t = decode_every_way("openai", &openai_sse("openai/deepseek-text.chunks.txt"));
+    assert!(
+        t.text
+            .starts_with("## **Holiday Name:** Starlight Remembran")
+    );
+    assert_eq!((t.stop, usage(&t)), (StopReason::MaxTokens, (13, 400)));
+}
+
+#[test]
+fn openai_reasoning_becomes_thinking() {
+    let t = decode_every_way(
+        "openai",
+        &openai_sse("openai/deepseek-reasoning.chunks.txt"),
+    );
+    assert!(
+        t.text
+            .starts_with("The word \"strawberry\" contains three \"r\"")
+    );
+    assert!(!t.thinking[0].content.is_empty());
+    assert_eq!((t.stop, usage(&t)), (StopReason::EndTurn, (18, 219)));
+
+    let t = decode_every_way("openai", &openai_sse("openai/groq-reasoning.chunks.txt"));
+    assert!(
+        t.thinking[0].content.len() > 1000,
+        "Groq's `reasoning` field"
+    );
+    assert_eq!((t.stop, usage(&t)), (StopReason::EndTurn, (17, 1107)));
+}
+
+#[test]
+fn openai_tool_calls_assemble_from_every_fragment_style() {
+    let weather_sf = json!({"location": "San Francisco"});
+    let t = decode_every_way(
+        "openai",
+        &openai_sse("openai/issue-15789-step-1.chunks.txt"),
+    );
+    assert_eq!(t.text, "PRE_TOOL");
+    assert_eq!(
+        call(&t, 0),
+        ("call_NZa7xqfefoaMI2YYHowVXVlU", "weather", &json!({}))
+    );
+    assert_eq!((t.stop, usage(&t)), (StopReason::ToolUse, (58, 12)));
+
+    let t = decode_every_way(
+        "openai",
+        &openai_sse("openai/deepseek-tool-call.chunks.txt"),
+    );
+    assert_eq!(
+        call(&t, 0),
+        ("call_00_ioIn7yN9p1ZOMNpDLwd4MgAF", "weather", &weather_sf)
+    );
+    assert_eq!(usage(&t), (339, 83));
+
+    let t = decode_every_way("openai", &openai_sse("openai/groq-tool-call.chunks.txt"));
+    assert_eq!(call(&t, 0), ("tk85n1k4m", "weather", &json!({})));
+    assert_eq!((t.stop, usage(&t)), (StopReason::ToolUse, (210, 15)));
+
+    let t = decode_every_way("openai", &openai_sse("openai/alibaba-tool-call.chunks.txt"));
+    assert_eq!(
+        call(&t, 0),
+        ("call_eee11723464a4b9eb8cee71d", "weather", &weather_sf),
+        "'' ids never overwrite"
+    );
+    assert_eq!(usage(&t), (295, 22));
+
+    let t = decode_every_way("openai", &openai_sse("openai/mistral-tool-call.chunks.txt"));
+    assert_eq!(
+        call(&t, 0),
+        ("gSIMJiOkT", "weather", &weather_sf),
+        "no index key"
+    );
+    assert_eq!(usage(&t), (124, 22));
+
+    let t = decode_every_way(
+        "openai",
+        &openai_sse("openai/mistral-incremental-tool-call.chunks.txt"),
+    );
+    let query = json!({"query": "current Berlin weather"});
+    assert_eq!(
+        call(&t, 0),
+        ("chatcmpl-tool-9f149c74c42f265b", "webSearchTool", &query),
+        "'' names never overwrite"
+    );
+    assert_eq!((t.stop, usage(&t)), (StopReason::ToolUse, (171, 14)));
+
+    let t = decode_every_way(
+        "openai",
+        &fixture("openai/anthropic-fallback-tool-call.sse"),
+    );
+    assert_eq!(t.text, "Reading it.");
+    assert_eq!(
+        call(&t, 0),
+        ("toolu_sanitized", "read_file", &json!({"path": "a.txt"})),
+        "index starts at 1"
+    );
+    assert_eq!(t.tool_calls.len(), 1);
+}
+
+#[test]
+fn openai_parallel_tool_calls_interleave_by_index() {
+    let chunks = [
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"add_note","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"add_note","arguments":"{\"te"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"text\":\"x\"}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"","function":{"name":"","arguments":"xt\":\"y\"}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":3}}}"#,
+    ];
+    let mut sse: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    sse.push_str("data: [DONE]\n\n");
+    let t = decode_every_way("openai", sse.as_bytes());
+    assert_eq!(call(&t, 0), ("a", "add_note", &json!({"text": "x"})));
+    assert_eq!(call(&t, 1), ("b", "add_note", &json!({"text": "y"})));
+    assert_eq!((usage(&t), t.usage.cache_read_tokens), ((5, 7), 3));
+}
+
+#[test]
+fn anthropic_streams_assemble() {
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-text.chunks.txt"),
+    );
+    let hello = "Hello! I'm doing well, thank you for asking. How are you doing today? Is there anything I can help you with?";
+    assert_eq!(
+        (t.text.as_str(), t.stop, usage(&t)),
+        (hello, StopReason::EndTurn, (12, 30))
+    );
+
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-json-other-tool.1.chunks.txt"),
+    );
+    let sf = json!({"location": "San Francisco"});
+    assert_eq!(
+        call(&t, 0),
+        ("toolu_019Zvehfe1XQWweT1pm7okyt", "weather", &sf)
+    );
+    assert_eq!((t.stop, usage(&t)), (StopReason::ToolUse, (843, 28)));
+
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-tool-no-args.chunks.txt"),
+    );
+    assert_eq!(t.text, "I'll update the issue list for you.");
+    assert_eq!(
+        call(&t, 0),
+        (
+            "toolu_01QE1WLsSVp5hy5Q3GmGTmjP",
+            "updateIssueList",
+            &json!({})
+        )
+    );
+    assert_eq!(usage(&t), (565, 48));
+
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-issue-15652-false.chunks.txt"),
+    );
+    let queries: Vec<&Value> = t.tool_calls.iter().map(|c| &c.arguments["query"]).collect();
+    assert_eq!(queries, [&json!("alpha"), &json!("beta"), &json!("gamma")]);
+    assert_eq!(usage(&t), (798, 110));
+
+    let t = decode_every_way(
+        "anthropic",
+        &fixture("anthropic/issue-13057-approved-tool.1.chunks.txt"),
+    );
+    let title = json!({"title": "Reproduce issue 13057"});
+    assert_eq!(
+        call(&t, 0),
+        ("toolu_01TyLXoWW1gujar8anh7KHHN", "createIssue", &title)
+    );
+    assert_eq!(usage(&t), (618, 59));
+
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-message-delta-input-tokens.chunks.txt"),
+    );
+    assert_eq!(
+        (t.text.as_str(), t.stop, usage(&t)),
+        ("pong", StopReason::EndTurn, (61, 2))
+    );
+
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-web-search-tool.1.chunks.txt"),
+    );
+    assert_eq!((t.stop, usage(&t)), (StopReason::EndTurn, (15665, 795)));
+    assert!(
+        t.tool_calls.is_empty(),
+        "server tool blocks are not client tool calls"
+    );
+}
+
+#[test]
+fn anthropic_thinking_keeps_its_signature() {
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-clear-thinking.1.chunks.txt"),
+    );
+    assert_eq!(
+        t.thinking[0].content,
+        "The previous result was 925. Now I need to divide that by 5.\n\n925 ÷ 5 = 185"
+    );
+    assert!(
+        t.thinking[0]
+            .signature
+            .as_deref()
+            .is_some_and(|s| !s.is_empty())
+    );
+    assert_eq!((t.text.as_str(), usage(&t)), ("925 ÷ 5 = 185", (69, 53)));
+
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-claude-sonnet-5-reasoning-generic.chunks.txt"),
+    );
+    assert_eq!(
+        t.thinking[0].content, "",
+        "thinking withheld, signature only"
+    );
+    assert!(t.thinking[0].signature.is_some());
+    assert!(t.text.ends_with("answer. ✅"));
+    assert_eq!(usage(&t), (47, 496));
+}
+
+#[test]
+fn anthropic_stop_reasons_and_cache_usage() {
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-issue-5942-cache-read.chunks.txt"),
+    );
+    assert_eq!(
+        (t.text.as_str(), t.stop, usage(&t)),
+        ("OK", StopReason::MaxTokens, (3, 1))
+    );
+    assert_eq!(t.usage.cache_read_tokens, 18639);
+
+    let t = decode_every_way(
+        "anthropic",
+        &anthropic_sse("anthropic/anthropic-refusal.chunks.txt"),
+    );
+    assert_eq!(
+        (t.text.as_str(), t.stop, usage(&t)),
+        ("", StopReason::Refusal, (18, 5))
+    );
+}
+
+#[test]
+fn in_stream_errors_are_classified() {
+    let sse = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n\
+               data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n";
+    let (turn, _) = decode("openai", sse.as_bytes(), &[]);
+    assert_eq!(
+        turn,
+        Err(ProviderError::Stream {
+            message: "The server had an error".into(),
+            retryable: true
+        })
+    );
+
+    let error: Value =
+        serde_json::from_slice(&fixture("anthropic/anthropic-issue-17366-error.json")).unwrap();
+    let sse = format!("event: error\ndata: {error}\n\n");
+    let (turn, _) = decode("anthropic", sse.as_bytes(), &[]);
+    assert!(
+        matches!(
+            turn,
+            Err(ProviderError::Stream {
+                retryable: false,
+                ..
+            })
+        ),
+        "{turn:?}"
+    );
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let (turn, _) = decode(
+        "anthropic",
+        format!("event: error\ndata: {overloaded}\n\n").as_bytes(),
+        &[],
+    );
+    assert_eq!(
+        turn,
+        Err(ProviderError::Stream {
+            message: "Overloaded".into(),
+            retryable: true
+        })
+    );
+}
+
+#[test]
+fn a_stream_without_its_terminal_event_is_truncated_never_done() {
+    let full = openai_sse("openai/openai-text.chunks.txt");
+    let text = String::from_utf8(full).unwrap();
+    let cut = &text[..text.find("\"finish_reason\":\"stop\"").unwrap() - 200];
+    assert_eq!(
+        decode("openai", cut.as_bytes(), &[]).0,
+        Err(ProviderError::Truncated)
+    );
+
+    let anthropic = anthropic_sse("anthropic/anthropic-text.chunks.txt");
+    let without_stop = String::from_utf8(anthropic)
+        .unwrap()
+        .replace("event: message_stop", "event: x")
+        .replace("\"message_stop\"", "\"x\"");
+    assert_eq!(
+        decode("anthropic", without_stop.as_bytes(), &[]).0,
+        Err(ProviderError::Truncated)
+    );
+}
+
+#[test]
+fn corrupt_events_are_errors() {
+    let (turn, _) = decode("openai", b"data: {\"choices\": [\n\n", &[]);
+    assert!(matches!(turn, Err(ProviderError::Corrupt(_))), "{turn:?}");
+    let (turn, _) = decode("anthropic", b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":4,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", &[]);
+    assert!(
+        matches!(turn, Err(ProviderError::Corrupt(_))),
+        "a delta for a block that never started: {turn:?}"
+    );
+}
+
+#[test]
+fn an_aborted_call_stops_reading_and_is_not_retried() {
+    let bytes = openai_sse("openai/openai-text.chunks.txt");
+    let transport = ChunkedTransport::ok(bytes.chunks(100).map(<[u8]>::to_vec).collect());
+    let mut cfg = config("openai");
+    cfg.max_retries = 3;
+    let model = HttpModel::new(cfg, transport);
+    let settings = ModelSettings::default();
+    let messages = [Message::user("hi")];
+    let abort = helix_edge::tool::AbortSignal::new();
+    abort.abort();
+    let request = ModelRequest {
+        system: String::new(),
+        messages: &messages,
+        tools: vec![],
+        settings: &settings,
+        abort,
+    };
+    let turn = block(helix_edge::model::Model::generate(
+        &model,
+        request,
+        &mut |_| {},
+    ));
+    assert!(
+        matches!(turn, Err(ProviderError::Network(ref m)) if m.contains("aborted")),
+        "{turn:?}"
+    );
+}

@@ -1,0 +1,250 @@
+//! The HTTP requests built for each provider, checked against the providers' documented
+//! shapes over several turns (tool calls and results round-trip), and the configuration
+//! rules of SPEC §6.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+use helix_edge::message::{Message, Thinking, ToolCall};
+use helix_edge::model::{ModelRequest, ModelSettings, ToolSpec};
+use helix_edge::provider::{ProviderConfig, ProviderKind};
+use serde_json::{Map, Value, json};
+
+fn config(vars: &[(&str, &str)]) -> Result<ProviderConfig, helix_edge::error::ProviderError> {
+    ProviderConfig::from_vars(|k| {
+        vars.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    })
+}
+
+fn transcript() -> Vec<Message> {
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "get_weather".into(),
+        arguments: json!({"city": "Paris"}),
+    };
+    vec![
+        Message::user("Weather in Paris?"),
+        Message::Assistant {
+            content: "Let me check.".into(),
+            tool_calls: vec![call.clone()],
+            thinking: vec![
+                Thinking {
+                    content: "Need the tool.".into(),
+                    signature: Some("sig-1".into()),
+                    redacted: None,
+                },
+                Thinking {
+                    redacted: Some("opaque".into()),
+                    ..Default::default()
+                },
+            ],
+            metadata: None,
+        },
+        Message::tool_result(&call, json!({"temp": 21})),
+        Message::User {
+            content: "Finish with __finish__.".into(),
+            metadata: Some(Map::new()),
+        },
+        Message::assistant_text("It is 21°C."),
+        Message::tool_error(
+            &call,
+            "tool_denied",
+            "Tool call was not approved by the user",
+        ),
+    ]
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "get_weather".into(),
+        description: "Weather for a city".into(),
+        input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    }]
+}
+
+fn body(
+    config: &ProviderConfig,
+    settings: &ModelSettings,
+) -> (String, Vec<(String, String)>, Value) {
+    let messages = transcript();
+    let request = ModelRequest {
+        system: "Be brief.".into(),
+        messages: &messages,
+        tools: tools(),
+        settings,
+        abort: Default::default(),
+    };
+    let http = config.request(&request);
+    (
+        http.url,
+        http.headers,
+        serde_json::from_str(&http.body).unwrap(),
+    )
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn openai_chat_completions_round_trips_tool_calls_and_results() {
+    let c = config(&[("LLM_PROVIDER", "openai"), ("LLM_API_KEY", "sk-1")]).unwrap();
+    let settings = ModelSettings {
+        temperature: Some(0.5),
+        max_output_tokens: Some(256),
+        ..Default::default()
+    };
+    let (url, headers, body) = body(&c, &settings);
+    assert_eq!(url, "https://api.openai.com/v1/chat/completions");
+    assert_eq!(header(&headers, "authorization"), Some("Bearer sk-1"));
+    assert_eq!(
+        body,
+        json!({
+            "model": "gpt-4o-mini",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": "Let me check.", "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\":21}"},
+                {"role": "user", "content": "Finish with __finish__."},
+                {"role": "assistant", "content": "It is 21°C."},
+                {"role": "tool", "tool_call_id": "call_1", "content": "{\"code\":\"tool_denied\",\"error\":\"Tool call was not approved by the user\"}"}
+            ],
+            "tools": [{"type": "function", "function": {
+                "name": "get_weather", "description": "Weather for a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+            }}],
+            "tool_choice": "auto",
+            "temperature": 0.5,
+            "max_completion_tokens": 256
+        })
+    );
+}
+
+#[test]
+fn compatible_servers_get_max_tokens_and_no_key_when_none_is_set() {
+    let c = config(&[
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", "http://127.0.0.1:9000/v1/"),
+        ("LLM_MODEL", "local"),
+    ])
+    .unwrap();
+    let settings = ModelSettings {
+        max_output_tokens: Some(64),
+        model: Some("agent-model".into()),
+        ..Default::default()
+    };
+    let (url, headers, body) = body(&c, &settings);
+    assert_eq!(url, "http://127.0.0.1:9000/v1/chat/completions");
+    assert_eq!(header(&headers, "authorization"), None);
+    assert_eq!(
+        (
+            body["max_tokens"].clone(),
+            body.get("max_completion_tokens")
+        ),
+        (json!(64), None)
+    );
+    assert_eq!(
+        body["model"], "agent-model",
+        "the agent's model overrides the deployment's"
+    );
+}
+
+#[test]
+fn anthropic_messages_group_tool_results_and_send_thinking_back() {
+    let c = config(&[("LLM_PROVIDER", "anthropic"), ("LLM_API_KEY", "sk-ant")]).unwrap();
+    let (url, headers, body) = body(&c, &ModelSettings::default());
+    assert_eq!(url, "https://api.anthropic.com/v1/messages");
+    assert_eq!(header(&headers, "x-api-key"), Some("sk-ant"));
+    assert_eq!(header(&headers, "anthropic-version"), Some("2023-06-01"));
+    assert_eq!(header(&headers, "authorization"), None);
+    assert_eq!(
+        body,
+        json!({
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "stream": true,
+            "system": "Be brief.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Need the tool.", "signature": "sig-1"},
+                    {"type": "redacted_thinking", "data": "opaque"},
+                    {"type": "text", "text": "Let me check."},
+                    {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_1", "content": "{\"temp\":21}"},
+                    {"type": "text", "text": "Finish with __finish__."}
+                ]},
+                {"role": "assistant", "content": [{"type": "text", "text": "It is 21°C."}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_1", "is_error": true,
+                     "content": "{\"code\":\"tool_denied\",\"error\":\"Tool call was not approved by the user\"}"}
+                ]}
+            ],
+            "tools": [{"name": "get_weather", "description": "Weather for a city",
+                       "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+        })
+    );
+}
+
+#[test]
+fn workers_ai_uses_its_openai_endpoint_for_the_account() {
+    let c = config(&[
+        ("LLM_PROVIDER", "workers-ai"),
+        ("CF_ACCOUNT_ID", "acc123"),
+        ("LLM_API_KEY", "cf-token"),
+    ])
+    .unwrap();
+    assert_eq!(c.kind, ProviderKind::WorkersAi);
+    let (url, headers, body) = body(&c, &ModelSettings::default());
+    assert_eq!(
+        url,
+        "https://api.cloudflare.com/client/v4/accounts/acc123/ai/v1/chat/completions"
+    );
+    assert_eq!(header(&headers, "authorization"), Some("Bearer cf-token"));
+    assert_eq!(body["model"], "@cf/meta/llama-3.3-70b-instruct-fp8-fast");
+    assert_eq!(body.get("stream_options"), None);
+    assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
+    assert!(
+        config(&[("LLM_PROVIDER", "workers-ai")]).is_err(),
+        "needs an account id or a base URL"
+    );
+}
+
+#[test]
+fn provider_selection_follows_spec_defaults_and_rejects_bad_values() {
+    assert_eq!(
+        config(&[]).unwrap().kind,
+        ProviderKind::Demo,
+        "no key: demo"
+    );
+    assert_eq!(
+        config(&[("LLM_API_KEY", "k")]).unwrap().kind,
+        ProviderKind::OpenAi,
+        "a key alone: openai"
+    );
+    assert_eq!(
+        config(&[("LLM_PROVIDER", "demo"), ("LLM_API_KEY", "k")])
+            .unwrap()
+            .kind,
+        ProviderKind::Demo
+    );
+    assert!(config(&[("LLM_PROVIDER", "gpt")]).is_err());
+    assert!(config(&[("LLM_PROVIDER", "openai"), ("LLM_BASE_URL", "ftp://x")]).is_err());
+    assert!(config(&[("LLM_MAX_RETRIES", "many")]).is_err());
+    let c = config(&[("LLM_API_KEY", "sk-very-secret")]).unwrap();
+    assert!(
+        !format!("{c:?}").contains("sk-very-secret"),
+        "the key never appears in debug output"
+    );
+}
