@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod agents;
 pub mod api;
+pub mod auth;
 pub mod chunk;
 pub mod demo;
 pub mod error;

@@ -2,10 +2,6 @@
 //! streamed body reads, timeouts (headers and every silence between chunks) and abort,
 //! and the choice of model from the deployment's vars.
 
-// The session object (the platform issue) is the first user of this module; until it
-// lands nothing constructs these types.
-#![allow(dead_code)]
-
 use crate::agent::Agent;
 use crate::demo::DemoModel;
 use crate::error::ProviderError;

@@ -1,12 +1,28 @@
-//! The Workers platform shell (wasm only): the fetch entry point, routing, and the
-//! `SessionObject` Durable Object. It translates between `worker::` types and the pure
-//! core; it holds no agent logic of its own.
+//! The Workers platform shell (wasm only): the fetch entry point and router, the
+//! `SessionObject` Durable Object, the D1 store, the stream journal and the model
+//! transport. It translates between `worker::` types and the pure core; it holds no
+//! agent logic of its own.
+//!
+//! The router authenticates (SPEC §2, fail-closed), enforces the body limit, validates
+//! session ids, and forwards every session route to the session's Durable Object
+//! (`idFromName(sessionId)`). It never answers 5xx for bad client input.
 
+mod d1;
+mod host;
+mod journal;
 mod llm;
 mod session_object;
 
-use crate::api::{ApiError, HEALTHZ_BODY};
-use worker::{Context, Env, Method, Request, Response, Result, event};
+use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
+use crate::api::{ApiError, CreateSessionBody, HEALTHZ_BODY, parse_body};
+use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, authorize, session_token, valid_session_id};
+use host::{config_value, log, random_hex};
+use serde_json::json;
+use session_object::SESSION_HEADER;
+use worker::{Context, Env, Headers, Method, Request, RequestInit, Response, Result, event};
+
+/// Request bodies above this size answer 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 #[event(start)]
 fn start() {
@@ -20,12 +36,243 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
 }
 
 /// Routes one request. Never fails for client input: every error becomes a JSON body.
-pub async fn route(req: Request, _env: Env) -> Result<Response> {
+pub async fn route(req: Request, env: Env) -> Result<Response> {
+    match dispatch(req, env).await {
+        Ok(resp) => Ok(resp),
+        Err(err) => error(&err),
+    }
+}
+
+async fn dispatch(mut req: Request, env: Env) -> std::result::Result<Response, ApiError> {
     let path = req.path();
-    match (req.method(), path.as_str()) {
-        (Method::Get, "/healthz") => json(200, HEALTHZ_BODY),
-        (method, "/healthz") => error(&ApiError::method_not_allowed(method.as_ref(), &path)),
-        _ => error(&ApiError::route_not_found(&path)),
+    let method = req.method();
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (method.clone(), segments.as_slice()) {
+        (Method::Get, ["healthz"]) => {
+            return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e));
+        }
+        (_, ["healthz"]) => return Err(ApiError::method_not_allowed(method.as_ref(), &path)),
+        _ => {}
+    }
+    let session = match segments.as_slice() {
+        ["v1", "sessions", id, ..] if !id.is_empty() => Some(*id),
+        _ => None,
+    };
+    if let Some(id) = session
+        && !valid_session_id(id)
+    {
+        return Err(ApiError::client(
+            400,
+            "invalid_session_id",
+            "Session ids match ^[A-Za-z0-9._-]{1,128}$.",
+        ));
+    }
+    let config = AuthConfig::new(
+        config_value(&env, "API_TOKEN"),
+        config_value(&env, "ALLOW_UNAUTHENTICATED"),
+    );
+    let now_secs = worker::Date::now().as_millis() / 1000;
+    authorize(&config, credential(&req).as_deref(), session, now_secs)?;
+
+    match (method.clone(), segments.as_slice()) {
+        (Method::Get, ["v1", "agents"]) => agents(&env),
+        (Method::Post, ["v1", "sessions"]) => {
+            let body = read_body(&mut req).await?;
+            create(&env, &config, body).await
+        }
+        (_, ["v1", "agents"]) | (_, ["v1", "sessions"]) => {
+            Err(ApiError::method_not_allowed(method.as_ref(), &path))
+        }
+        (_, ["v1", "sessions", id]) | (_, ["v1", "sessions", id, _]) => {
+            let body = if method == Method::Post {
+                Some(read_body(&mut req).await?)
+            } else {
+                None
+            };
+            forward(&env, id, &req, body).await
+        }
+        _ => Err(ApiError::route_not_found(&path)),
+    }
+}
+
+/// `Authorization: Bearer <t>`, or `?token=<t>` (EventSource cannot set headers).
+fn credential(req: &Request) -> Option<String> {
+    let header = req.headers().get("authorization").ok().flatten();
+    if let Some(token) = header.as_deref().and_then(|h| h.strip_prefix("Bearer ")) {
+        return Some(token.trim().to_string());
+    }
+    req.url()
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+}
+
+async fn read_body(req: &mut Request) -> std::result::Result<Vec<u8>, ApiError> {
+    let too_large = || {
+        ApiError::client(
+            413,
+            "payload_too_large",
+            "Request bodies are limited to 1 MiB.",
+        )
+    };
+    let declared = req
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(too_large());
+    }
+    let body = req
+        .bytes()
+        .await
+        .map_err(|_| ApiError::client(400, "invalid_body", "The body could not be read."))?;
+    if body.len() > MAX_BODY_BYTES {
+        return Err(too_large());
+    }
+    Ok(body)
+}
+
+fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
+    let deadline = config_value(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
+    let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))
+        .map_err(|e| internal("agents", e))?;
+    let list: Vec<_> = agents
+        .iter()
+        .map(|a| {
+            let tools: Vec<_> = a
+                .tools()
+                .iter()
+                .map(|t| {
+                    let approval = match t.approval() {
+                        crate::tool::Approval::Never => "never",
+                        crate::tool::Approval::Always => "always",
+                        crate::tool::Approval::When(_) => "conditional",
+                    };
+                    let executor = if t.is_client() { "client" } else { "server" };
+                    json!({ "name": t.name(), "description": t.description(), "approval": approval, "executor": executor })
+                })
+                .collect();
+            json!({ "name": a.name(), "description": a.description(), "tools": tools })
+        })
+        .collect();
+    json(200, &json!({ "agents": list }).to_string()).map_err(|e| internal("agents", e))
+}
+
+async fn create(
+    env: &Env,
+    config: &AuthConfig,
+    body: Vec<u8>,
+) -> std::result::Result<Response, ApiError> {
+    let parsed: CreateSessionBody = parse_body(&body)?;
+    let id = match &parsed.session_id {
+        Some(id) if valid_session_id(id) => id.clone(),
+        Some(_) => {
+            return Err(ApiError::client(
+                400,
+                "invalid_session_id",
+                "sessionId must match ^[A-Za-z0-9._-]{1,128}$.",
+            ));
+        }
+        None => format!("s_{}", random_hex(16)),
+    };
+    let mut resp = call_object(env, &id, Method::Post, "/v1/sessions", None, Some(body)).await?;
+    if resp.status_code() != 201 {
+        return Ok(resp);
+    }
+    let mut created: serde_json::Value = resp
+        .json()
+        .await
+        .map_err(|e| internal("create response", e))?;
+    let token = match config {
+        AuthConfig::Token(key) => {
+            let expiry = worker::Date::now().as_millis() / 1000 + SESSION_TOKEN_TTL_SECS;
+            Some(session_token(key, &id, expiry))
+        }
+        _ => None,
+    };
+    let stream_url = match &token {
+        Some(t) => format!("/v1/sessions/{id}/stream?token={t}"),
+        None => format!("/v1/sessions/{id}/stream"),
+    };
+    created["streamUrl"] = json!(stream_url);
+    created["sessionToken"] = json!(token);
+    json(201, &created.to_string()).map_err(|e| internal("create", e))
+}
+
+async fn forward(
+    env: &Env,
+    id: &str,
+    req: &Request,
+    body: Option<Vec<u8>>,
+) -> std::result::Result<Response, ApiError> {
+    let url = req.url().map_err(|e| internal("url", e))?;
+    let path_and_query = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_string(),
+    };
+    let last_event_id = req.headers().get("last-event-id").ok().flatten();
+    call_object(env, id, req.method(), &path_and_query, last_event_id, body).await
+}
+
+/// Sends a request to the session's Durable Object.
+async fn call_object(
+    env: &Env,
+    id: &str,
+    method: Method,
+    path_and_query: &str,
+    last_event_id: Option<String>,
+    body: Option<Vec<u8>>,
+) -> std::result::Result<Response, ApiError> {
+    let namespace = env
+        .durable_object("SESSIONS")
+        .map_err(|e| internal("durable object", e))?;
+    let stub = namespace
+        .id_from_name(id)
+        .and_then(|oid| oid.get_stub())
+        .map_err(|e| internal("durable object", e))?;
+    let headers = Headers::new();
+    let set = |k: &str, v: &str| headers.set(k, v).map_err(|e| internal("headers", e));
+    set(SESSION_HEADER, id)?;
+    set("content-type", "application/json")?;
+    if let Some(v) = &last_event_id {
+        set("last-event-id", v)?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(method).with_headers(headers);
+    if let Some(body) = body {
+        init.with_body(Some(
+            worker::js_sys::Uint8Array::from(body.as_slice()).into(),
+        ));
+    }
+    let request = Request::new_with_init(&format!("https://session{path_and_query}"), &init)
+        .map_err(|e| internal("request", e))?;
+    stub.fetch_with_request(request).await.map_err(|e| {
+        log(
+            "object_unreachable",
+            json!({ "session": id, "error": e.to_string() }),
+        );
+        ApiError {
+            status: 503,
+            code: "session_unavailable",
+            message: "The session is unavailable; try again.".into(),
+            retryable: true,
+        }
+    })
+}
+
+fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+    log(
+        "internal_error",
+        json!({ "what": what, "error": e.to_string() }),
+    );
+    ApiError {
+        status: 500,
+        code: "framework_error",
+        message: "Internal error.".into(),
+        retryable: true,
     }
 }
 
@@ -47,36 +294,84 @@ mod tests {
     use wasm_bindgen::JsCast;
     use wasm_bindgen_test::wasm_bindgen_test;
 
-    fn no_env() -> Env {
-        js_sys::Object::new().unchecked_into()
+    fn env_with(vars: &[(&str, &str)]) -> Env {
+        let obj = js_sys::Object::new();
+        for (k, v) in vars {
+            js_sys::Reflect::set(&obj, &(*k).into(), &(*v).into()).unwrap();
+        }
+        obj.unchecked_into()
     }
 
-    async fn call(method: Method, path: &str) -> (u16, serde_json::Value) {
-        let req = Request::new(&format!("http://localhost{path}"), method).unwrap();
-        let mut resp = route(req, no_env()).await.unwrap();
+    async fn call(env: Env, method: Method, path: &str) -> (u16, serde_json::Value) {
+        let mut init = RequestInit::new();
+        init.with_method(method);
+        let req = Request::new_with_init(&format!("http://localhost{path}"), &init).unwrap();
+        let mut resp = route(req, env).await.unwrap();
         let ct = resp.headers().get("content-type").unwrap();
         assert_eq!(ct.as_deref(), Some("application/json"));
         (resp.status_code(), resp.json().await.unwrap())
     }
 
     #[wasm_bindgen_test]
-    async fn healthz_answers_ok_true() {
-        let (status, body) = call(Method::Get, "/healthz").await;
+    async fn healthz_answers_ok_true_without_credentials() {
+        let (status, body) = call(env_with(&[]), Method::Get, "/healthz").await;
         assert_eq!(status, 200);
         assert_eq!(body, serde_json::json!({"ok": true}));
     }
 
     #[wasm_bindgen_test]
-    async fn unknown_path_is_a_json_404() {
-        let (status, body) = call(Method::Get, "/nope").await;
+    async fn unknown_paths_are_json_404_after_auth() {
+        let (status, body) = call(
+            env_with(&[("ALLOW_UNAUTHENTICATED", "true")]),
+            Method::Get,
+            "/nope",
+        )
+        .await;
         assert_eq!(status, 404);
         assert_eq!(body["error"]["code"], "not_found");
     }
 
     #[wasm_bindgen_test]
     async fn wrong_method_on_healthz_is_a_json_405() {
-        let (status, body) = call(Method::Post, "/healthz").await;
+        let (status, body) = call(env_with(&[]), Method::Post, "/healthz").await;
         assert_eq!(status, 405);
         assert_eq!(body["error"]["code"], "method_not_allowed");
+    }
+
+    #[wasm_bindgen_test]
+    async fn auth_fails_closed() {
+        let (status, body) = call(env_with(&[]), Method::Get, "/v1/agents").await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (503, Some("auth_not_configured"))
+        );
+        let (status, _) = call(env_with(&[("API_TOKEN", "t")]), Method::Get, "/v1/agents").await;
+        assert_eq!(status, 401);
+        let (status, _) = call(
+            env_with(&[("API_TOKEN", "t")]),
+            Method::Get,
+            "/v1/sessions/bad%20id",
+        )
+        .await;
+        assert_eq!(status, 400);
+    }
+
+    #[wasm_bindgen_test]
+    async fn agents_are_listed_with_their_tools() {
+        let (status, body) = call(
+            env_with(&[("ALLOW_UNAUTHENTICATED", "true")]),
+            Method::Get,
+            "/v1/agents",
+        )
+        .await;
+        assert_eq!(status, 200);
+        let tools = &body["agents"][0]["tools"];
+        assert_eq!(body["agents"][0]["name"], "assistant");
+        assert_eq!(
+            tools[2],
+            serde_json::json!({"name": "delete_file", "description": "Delete a file. A human must approve every call.", "approval": "always", "executor": "server"})
+        );
+        assert_eq!(tools[3]["approval"], "conditional");
+        assert_eq!(tools[4]["executor"], "client");
     }
 }

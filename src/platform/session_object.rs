@@ -1,22 +1,474 @@
-//! `SessionObject`: the Durable Object that owns one session (SPEC §1). This foundation
-//! version only declares the class the `SESSIONS` binding names; no route reaches it yet.
+//! `SessionObject`: the Durable Object that owns one session (SPEC §1). It drives the
+//! core runner against D1, keeps the stream journal in its own storage and fans events
+//! out to connected SSE clients. Nothing that matters lives only in memory: work starts
+//! after the HTTP answer (`wait_until`), an alarm armed before every drive is the
+//! durable trigger that carries on after an eviction or crash, and runs proceed in
+//! bounded slices of steps, re-armed until done.
 
-use crate::api::ApiError;
-use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
+use super::d1::D1Store;
+use super::host::{WorkerHost, config_value, log};
+use super::journal::{CLIENT_QUEUE, DoJournal};
+use super::llm::PlatformModels;
+use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
+use crate::api::{
+    ApiError, CheckpointView, CreateSessionBody, MessageBody, ReasonBody, RetryBody, RunView,
+    SessionView, ToolResultBody, page, parse_body,
+};
+use crate::runner::{CreateSession, Progress, RunError, Runner, RunnerConfig};
+use crate::store::{SessionStatus, Store, StoreError};
+use futures::StreamExt;
+use futures::channel::mpsc;
+use serde_json::json;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+use worker::{
+    Date, Delay, DurableObject, Env, Method, Request, Response, Result, State, durable_object,
+};
+
+/// Header carrying the session id from the router.
+pub const SESSION_HEADER: &str = "x-helix-session-id";
+/// Model steps per drive before re-arming (keeps each invocation short).
+const STEPS_PER_SLICE: u32 = 4;
+/// The alarm armed before each drive fires this long after, if the drive never ends.
+const GUARD_MS: u64 = 15_000;
+/// Retry delay after a drive failed on an infrastructure error.
+const RETRY_MS: u64 = 5_000;
+/// Heartbeat interval of SSE streams.
+const PING_EVERY: Duration = Duration::from_secs(15);
 
 /// One agent session: its live state, stream buffer and suspension context.
 #[durable_object]
 pub struct SessionObject {
-    #[allow(dead_code)] // Used once sessions are served.
+    inner: Rc<Inner>,
+}
+
+struct Inner {
     state: State,
+    env: Env,
+    /// Identifies this instance's claims on approved calls.
+    instance: String,
+    runner: RefCell<Option<Rc<Runner<D1Store>>>>,
+    journal: RefCell<Option<Rc<DoJournal>>>,
+    pinging: Cell<bool>,
 }
 
 impl DurableObject for SessionObject {
-    fn new(state: State, _env: Env) -> Self {
-        Self { state }
+    fn new(state: State, env: Env) -> Self {
+        let instance = super::host::random_hex(8);
+        Self {
+            inner: Rc::new(Inner {
+                state,
+                env,
+                instance,
+                runner: RefCell::new(None),
+                journal: RefCell::new(None),
+                pinging: Cell::new(false),
+            }),
+        }
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
-        super::error(&ApiError::route_not_found(&req.path()))
+        match self.inner.clone().handle(req).await {
+            Ok(resp) => Ok(resp),
+            Err(err) => {
+                if err.status >= 500 {
+                    log(
+                        "request_failed",
+                        json!({ "code": err.code, "message": err.message }),
+                    );
+                }
+                super::error(&err)
+            }
+        }
     }
+
+    async fn alarm(&self) -> Result<Response> {
+        let inner = self.inner.clone();
+        if let Some(id) = inner.session_id() {
+            inner.drive(&id).await;
+        }
+        Response::ok("")
+    }
+}
+
+fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+    log(
+        "internal_error",
+        json!({ "what": what, "error": e.to_string() }),
+    );
+    ApiError {
+        status: 500,
+        code: "framework_error",
+        message: "Internal error.".into(),
+        retryable: true,
+    }
+}
+
+fn json_response(
+    status: u16,
+    body: &impl serde::Serialize,
+) -> std::result::Result<Response, ApiError> {
+    let text = serde_json::to_string(body).map_err(|e| internal("serialize", e))?;
+    super::json(status, &text).map_err(|e| internal("response", e))
+}
+
+impl Inner {
+    fn journal(&self) -> std::result::Result<Rc<DoJournal>, ApiError> {
+        if let Some(j) = self.journal.borrow().as_ref() {
+            return Ok(j.clone());
+        }
+        let journal = Rc::new(
+            DoJournal::open(self.state.storage().sql()).map_err(|e| internal("journal", e))?,
+        );
+        *self.journal.borrow_mut() = Some(journal.clone());
+        Ok(journal)
+    }
+
+    fn runner(&self) -> std::result::Result<Rc<Runner<D1Store>>, ApiError> {
+        if let Some(r) = self.runner.borrow().as_ref() {
+            return Ok(r.clone());
+        }
+        let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+        let deadline = config_value(&self.env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
+        let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))
+            .map_err(|e| internal("agents", e))?;
+        let runner = Rc::new(Runner::new(
+            D1Store::new(db),
+            agents,
+            Rc::new(PlatformModels::from_env(&self.env)),
+            self.journal()?,
+            Rc::new(WorkerHost),
+            RunnerConfig::new(self.instance.clone()),
+        ));
+        *self.runner.borrow_mut() = Some(runner.clone());
+        Ok(runner)
+    }
+
+    /// The session this object serves (remembered from the first request).
+    fn session_id(&self) -> Option<String> {
+        let rows: Vec<IdRow> = self
+            .state
+            .storage()
+            .sql()
+            .exec("SELECT v FROM journal_meta WHERE k = 'session_id'", None)
+            .and_then(|c| c.to_array())
+            .unwrap_or_default();
+        rows.into_iter().next().map(|r| r.v)
+    }
+
+    fn remember(&self, id: &str) -> std::result::Result<(), ApiError> {
+        self.journal()?;
+        self.state
+            .storage()
+            .sql()
+            .exec(
+                "INSERT INTO journal_meta (k, v) VALUES ('session_id', ?) ON CONFLICT (k) DO NOTHING",
+                vec![id.into()],
+            )
+            .map(|_| ())
+            .map_err(|e| internal("remember", e))
+    }
+
+    async fn handle(self: Rc<Self>, mut req: Request) -> std::result::Result<Response, ApiError> {
+        let id = req
+            .headers()
+            .get(SESSION_HEADER)
+            .ok()
+            .flatten()
+            .ok_or_else(|| ApiError::client(400, "validation_error", "Missing session id."))?;
+        let path = req.path();
+        let op = path
+            .trim_start_matches("/v1/sessions")
+            .trim_start_matches('/');
+        let op = op.split_once('/').map_or("", |(_, rest)| rest);
+        let runner = self.runner()?;
+        let body = match req.method() {
+            Method::Post => req.bytes().await.map_err(|e| internal("body", e))?,
+            _ => Vec::new(),
+        };
+        let empty_or = |body: &[u8]| {
+            if body.is_empty() {
+                b"{}".to_vec()
+            } else {
+                body.to_vec()
+            }
+        };
+        match (req.method(), op) {
+            (Method::Post, "") if path == "/v1/sessions" => {
+                let parsed: CreateSessionBody = parse_body(&body)?;
+                let agent = parsed.agent.clone();
+                let (message, state) = parsed.into_parts()?;
+                self.remember(&id)?;
+                let created = runner
+                    .create(CreateSession {
+                        session_id: id.clone(),
+                        agent: agent.clone(),
+                        message,
+                        state,
+                    })
+                    .await?;
+                log(
+                    "run_started",
+                    json!({ "session": id, "run": created.run_id, "agent": agent }),
+                );
+                self.schedule(&id);
+                json_response(
+                    201,
+                    &json!({ "sessionId": id, "runId": created.run_id, "status": created.status }),
+                )
+            }
+            (Method::Get, "") => {
+                let loaded = runner.store().load(&id).await.map_err(RunError::from)?;
+                let loaded =
+                    loaded.ok_or_else(|| RunError::Store(StoreError::NotFound(id.clone())))?;
+                self.touch(&id, &loaded);
+                json_response(200, &SessionView::from(loaded))
+            }
+            (Method::Get, "messages") => {
+                let (offset, limit) = page(&query(&req))?;
+                let head = self.head(&runner, &id).await?;
+                let messages = runner
+                    .store()
+                    .messages(&id, offset, limit)
+                    .await
+                    .map_err(RunError::from)?;
+                let total = head.message_count;
+                let has_more = offset.saturating_add(messages.len() as u64) < total;
+                json_response(
+                    200,
+                    &json!({ "messages": messages, "total": total, "offset": offset, "limit": limit, "hasMore": has_more }),
+                )
+            }
+            (Method::Get, "stream") => self.stream(&runner, &id, &req).await,
+            (Method::Post, "tool-results") => {
+                let submission = parse_body::<ToolResultBody>(&body)?.into_submission()?;
+                runner.submit(&id, submission).await?;
+                self.schedule(&id);
+                json_response(202, &json!({ "accepted": true }))
+            }
+            (Method::Post, "messages") => {
+                let MessageBody { message } = parse_body(&body)?;
+                if message.trim().is_empty() {
+                    return Err(ApiError::client(
+                        400,
+                        "validation_error",
+                        "message must not be empty.",
+                    ));
+                }
+                let run_id = runner.send_message(&id, message).await?;
+                self.schedule(&id);
+                json_response(202, &json!({ "runId": run_id }))
+            }
+            (Method::Post, "interrupt") => {
+                let ReasonBody { reason } = parse_body(&empty_or(&body))?;
+                runner.interrupt(&id, reason).await?;
+                self.schedule(&id);
+                json_response(202, &json!({ "accepted": true }))
+            }
+            (Method::Post, "resume") => {
+                let _: ReasonBody = parse_body(&empty_or(&body))?;
+                let run_id = runner.resume(&id).await?;
+                self.schedule(&id);
+                json_response(202, &json!({ "runId": run_id }))
+            }
+            (Method::Post, "abort") => {
+                let ReasonBody { reason } = parse_body(&empty_or(&body))?;
+                runner.abort(&id, reason).await?;
+                log("run_aborted", json!({ "session": id }));
+                json_response(202, &json!({ "accepted": true }))
+            }
+            (Method::Post, "retry") => {
+                let RetryBody { checkpoint_id } = parse_body(&empty_or(&body))?;
+                let run_id = runner.retry(&id, checkpoint_id.as_deref()).await?;
+                self.schedule(&id);
+                json_response(202, &json!({ "runId": run_id }))
+            }
+            (Method::Get, "runs") => {
+                self.head(&runner, &id).await?;
+                let runs: Vec<RunView> = runner
+                    .store()
+                    .runs(&id)
+                    .await
+                    .map_err(RunError::from)?
+                    .into_iter()
+                    .map(RunView::from)
+                    .collect();
+                json_response(200, &json!({ "runs": runs }))
+            }
+            (Method::Get, "checkpoints") => {
+                self.head(&runner, &id).await?;
+                let checkpoints: Vec<CheckpointView> = runner
+                    .store()
+                    .checkpoints(&id)
+                    .await
+                    .map_err(RunError::from)?
+                    .into_iter()
+                    .map(CheckpointView::from)
+                    .collect();
+                json_response(200, &json!({ "checkpoints": checkpoints }))
+            }
+            (method, _) => Err(ApiError::method_not_allowed(method.as_ref(), &path)),
+        }
+    }
+
+    async fn head(
+        &self,
+        runner: &Runner<D1Store>,
+        id: &str,
+    ) -> std::result::Result<crate::store::SessionHead, ApiError> {
+        let loaded = runner.store().load(id).await.map_err(RunError::from)?;
+        Ok(loaded
+            .ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?
+            .head)
+    }
+
+    /// A request touched the session: resolve expired deadlines without waiting for the alarm.
+    fn touch(self: &Rc<Self>, id: &str, loaded: &crate::store::Loaded) {
+        let now = Date::now().as_millis();
+        if loaded
+            .head
+            .pending
+            .iter()
+            .any(|p| p.deadline.is_some_and(|d| d <= now))
+        {
+            self.schedule(id);
+        }
+    }
+
+    /// Drives the session after the response is sent.
+    fn schedule(self: &Rc<Self>, id: &str) {
+        let (inner, id) = (self.clone(), id.to_string());
+        self.state.wait_until(async move { inner.drive(&id).await });
+    }
+
+    /// One slice of work, with the alarm as the durable trigger around it.
+    async fn drive(&self, id: &str) {
+        let Ok(runner) = self.runner() else { return };
+        let storage = self.state.storage();
+        let now = Date::now().as_millis();
+        if let Err(e) = storage.set_alarm(Duration::from_millis(GUARD_MS)).await {
+            log(
+                "alarm_error",
+                json!({ "session": id, "error": e.to_string() }),
+            );
+        }
+        let started = Date::now().as_millis();
+        let progress = runner.drive(id, STEPS_PER_SLICE).await;
+        let elapsed = Date::now().as_millis().saturating_sub(started);
+        let next = match &progress {
+            Ok(Progress::Suspended { next_deadline }) => {
+                log("run_suspended", json!({ "session": id, "ms": elapsed }));
+                next_deadline.map(|d| d.saturating_sub(now).max(1))
+            }
+            Ok(Progress::Idle(status)) => {
+                log(
+                    "run_idle",
+                    json!({ "session": id, "status": status, "ms": elapsed }),
+                );
+                None
+            }
+            Ok(Progress::Yielded) => Some(1),
+            Ok(Progress::Busy) => return, // The drive in progress re-arms when it ends.
+            Err(e) => {
+                log(
+                    "drive_failed",
+                    json!({ "session": id, "error": e.to_string(), "ms": elapsed }),
+                );
+                Some(RETRY_MS)
+            }
+        };
+        let rearmed = match next {
+            Some(ms) => storage.set_alarm(Duration::from_millis(ms)).await,
+            None => storage.delete_alarm().await,
+        };
+        if let Err(e) = rearmed {
+            log(
+                "alarm_error",
+                json!({ "session": id, "error": e.to_string() }),
+            );
+        }
+    }
+
+    /// `GET …/stream`: replays after `Last-Event-ID`/`?after=`, then streams live.
+    async fn stream(
+        self: &Rc<Self>,
+        runner: &Runner<D1Store>,
+        id: &str,
+        req: &Request,
+    ) -> std::result::Result<Response, ApiError> {
+        let head = self.head(runner, id).await?;
+        let after_header = req.headers().get("last-event-id").ok().flatten();
+        let after_query = query(req)
+            .into_iter()
+            .find(|(k, _)| k == "after")
+            .map(|(_, v)| v);
+        let after = match after_header.or(after_query) {
+            None => 0,
+            Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                ApiError::client(
+                    400,
+                    "validation_error",
+                    "Last-Event-ID / after must be a sequence number.",
+                )
+            })?,
+        };
+        let journal = self.journal()?;
+        let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
+        let backlog = journal.subscribe(after, tx);
+        let ended =
+            head.status != SessionStatus::Active && head.status != SessionStatus::Interrupted;
+        let live = if ended {
+            journal.close_clients();
+            None
+        } else {
+            self.start_pings();
+            Some(rx.take_while(|frame| futures::future::ready(!frame.is_empty())))
+        };
+        let frames = futures::stream::iter(backlog).chain(futures::stream::iter(live).flatten());
+        let mut resp = Response::from_stream(frames.map(Ok::<Vec<u8>, worker::Error>))
+            .map_err(|e| internal("stream", e))?;
+        let headers = resp.headers_mut();
+        for (k, v) in [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+            ("x-accel-buffering", "no"),
+        ] {
+            headers.set(k, v).map_err(|e| internal("headers", e))?;
+        }
+        Ok(resp)
+    }
+
+    /// One heartbeat loop per object, while any client is connected.
+    fn start_pings(self: &Rc<Self>) {
+        if self.pinging.replace(true) {
+            return;
+        }
+        let inner = self.clone();
+        worker::wasm_bindgen_futures::spawn_local(async move {
+            loop {
+                Delay::from(PING_EVERY).await;
+                let connected = inner.journal.borrow().as_ref().map_or(0, |j| j.ping());
+                if connected == 0 {
+                    inner.pinging.set(false);
+                    break;
+                }
+            }
+        });
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct IdRow {
+    v: String,
+}
+
+fn query(req: &Request) -> Vec<(String, String)> {
+    req.url()
+        .map(|u| {
+            u.query_pairs()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
 }

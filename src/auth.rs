@@ -1,0 +1,261 @@
+//! Authentication (SPEC §2), fail-closed: the full-access `API_TOKEN`, and session
+//! tokens — an HMAC-SHA256 over the session id and an expiry, keyed with `API_TOKEN` —
+//! that grant access to one session. Verification is constant-time. No IO, no clock:
+//! `now` is passed in.
+//!
+//! Token form: `<session id>:<expiry, seconds since epoch>:<hex HMAC>`. Session ids
+//! never contain `:`, so the form is unambiguous.
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Default lifetime of a session token: 24 hours.
+pub const SESSION_TOKEN_TTL_SECS: u64 = 24 * 3600;
+
+/// How the deployment authenticates.
+#[derive(Clone, PartialEq, Eq)]
+pub enum AuthConfig {
+    /// `API_TOKEN` is set.
+    Token(String),
+    /// `ALLOW_UNAUTHENTICATED="true"` and no token: everything is open.
+    Open,
+    /// Neither: every authenticated route answers 503.
+    Unconfigured,
+}
+
+impl std::fmt::Debug for AuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Token(_) => "Token([redacted])",
+            Self::Open => "Open",
+            Self::Unconfigured => "Unconfigured",
+        })
+    }
+}
+
+impl AuthConfig {
+    /// From `API_TOKEN` and `ALLOW_UNAUTHENTICATED`. A token always wins over "open".
+    pub fn new(api_token: Option<String>, allow_unauthenticated: Option<String>) -> Self {
+        match api_token.filter(|t| !t.is_empty()) {
+            Some(token) => Self::Token(token),
+            None if allow_unauthenticated.as_deref() == Some("true") => Self::Open,
+            None => Self::Unconfigured,
+        }
+    }
+}
+
+/// Who a request is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// Full access (the API token, or an open deployment).
+    Admin,
+    /// Access to one session only.
+    Session(String),
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthError {
+    /// 503 `auth_not_configured`.
+    NotConfigured,
+    /// 401: no credentials, or invalid or expired ones.
+    Unauthorized,
+    /// 403: valid credentials for something else.
+    Forbidden,
+}
+
+fn mac(key: &str, session_id: &str, expiry: u64) -> HmacSha256 {
+    // Any key length is valid for HMAC, so this cannot fail.
+    let mut mac =
+        <HmacSha256 as KeyInit>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!());
+    mac.update(b"helix-edge/session-token/v1\0");
+    mac.update(session_id.as_bytes());
+    mac.update(b"\0");
+    mac.update(expiry.to_string().as_bytes());
+    mac
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// A token for `session_id` that expires at `expiry` (seconds since the epoch).
+pub fn session_token(key: &str, session_id: &str, expiry: u64) -> String {
+    let tag = mac(key, session_id, expiry).finalize().into_bytes();
+    format!("{session_id}:{expiry}:{}", hex(&tag))
+}
+
+/// The session a token is valid for, if it is genuine and unexpired at `now_secs`.
+pub fn verify_session_token(key: &str, token: &str, now_secs: u64) -> Option<String> {
+    let mut parts = token.rsplitn(3, ':');
+    let (tag, expiry, session_id) = (parts.next()?, parts.next()?, parts.next()?);
+    let expiry: u64 = expiry.parse().ok()?;
+    let tag = unhex(tag)?;
+    // Constant-time comparison of the tag.
+    mac(key, session_id, expiry).verify_slice(&tag).ok()?;
+    (now_secs < expiry).then(|| session_id.to_string())
+}
+
+/// Checks a bearer credential (header or `?token=`) for a route. `session` is the
+/// session the route is about, if any.
+pub fn authorize(
+    config: &AuthConfig,
+    credential: Option<&str>,
+    session: Option<&str>,
+    now_secs: u64,
+) -> Result<Principal, AuthError> {
+    let key = match config {
+        AuthConfig::Unconfigured => return Err(AuthError::NotConfigured),
+        AuthConfig::Open => return Ok(Principal::Admin),
+        AuthConfig::Token(key) => key,
+    };
+    let credential = credential
+        .filter(|c| !c.is_empty())
+        .ok_or(AuthError::Unauthorized)?;
+    if constant_time_eq(credential.as_bytes(), key.as_bytes()) {
+        return Ok(Principal::Admin);
+    }
+    let owner = verify_session_token(key, credential, now_secs).ok_or(AuthError::Unauthorized)?;
+    match session {
+        Some(id) if id == owner => Ok(Principal::Session(owner)),
+        _ => Err(AuthError::Forbidden),
+    }
+}
+
+/// Compares without stopping at the first difference.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let len_differs = a.len() != b.len();
+    let diff = a
+        .iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    !len_differs & (diff == 0)
+}
+
+/// Whether `id` is a valid session id: `^[A-Za-z0-9._-]{1,128}$`.
+pub fn valid_session_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "k3y";
+
+    #[test]
+    fn a_session_token_opens_its_session_only_until_it_expires() {
+        let config = AuthConfig::Token(KEY.into());
+        let token = session_token(KEY, "s.1", 1_000);
+        assert_eq!(
+            authorize(&config, Some(&token), Some("s.1"), 999),
+            Ok(Principal::Session("s.1".into()))
+        );
+        assert_eq!(
+            authorize(&config, Some(&token), Some("s.2"), 999),
+            Err(AuthError::Forbidden)
+        );
+        assert_eq!(
+            authorize(&config, Some(&token), None, 999),
+            Err(AuthError::Forbidden),
+            "not for global routes"
+        );
+        assert_eq!(
+            authorize(&config, Some(&token), Some("s.1"), 1_000),
+            Err(AuthError::Unauthorized),
+            "expired"
+        );
+    }
+
+    #[test]
+    fn forged_or_malformed_tokens_are_unauthorized() {
+        let config = AuthConfig::Token(KEY.into());
+        let token = session_token(KEY, "s", 5_000);
+        let forged = session_token("other key", "s", 5_000);
+        let extended = token.replace(":5000:", ":9000:");
+        for bad in [
+            forged.as_str(),
+            &extended,
+            "s:5000:zz",
+            "s:x:00",
+            "",
+            "garbage",
+            "Bearer",
+        ] {
+            assert_eq!(
+                authorize(&config, Some(bad), Some("s"), 1),
+                Err(AuthError::Unauthorized),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            authorize(&config, None, Some("s"), 1),
+            Err(AuthError::Unauthorized)
+        );
+    }
+
+    #[test]
+    fn the_api_token_is_full_access_and_configuration_fails_closed() {
+        let config = AuthConfig::Token(KEY.into());
+        assert_eq!(
+            authorize(&config, Some(KEY), Some("any"), 1),
+            Ok(Principal::Admin)
+        );
+        assert_eq!(
+            authorize(&config, Some("k3"), None, 1),
+            Err(AuthError::Unauthorized)
+        );
+        assert_eq!(AuthConfig::new(None, None), AuthConfig::Unconfigured);
+        assert_eq!(
+            AuthConfig::new(Some(String::new()), Some("yes".into())),
+            AuthConfig::Unconfigured
+        );
+        assert_eq!(
+            authorize(&AuthConfig::Unconfigured, Some(KEY), None, 1),
+            Err(AuthError::NotConfigured)
+        );
+        assert_eq!(AuthConfig::new(None, Some("true".into())), AuthConfig::Open);
+        assert_eq!(
+            authorize(&AuthConfig::Open, None, Some("s"), 1),
+            Ok(Principal::Admin)
+        );
+        assert_eq!(
+            AuthConfig::new(Some("t".into()), Some("true".into())),
+            AuthConfig::Token("t".into())
+        );
+        assert!(!format!("{config:?}").contains(KEY));
+    }
+
+    #[test]
+    fn session_ids_follow_the_spec_pattern() {
+        assert!(valid_session_id("a.B_c-9"));
+        assert!(valid_session_id(&"x".repeat(128)));
+        for bad in [
+            "",
+            "../etc",
+            "a/b",
+            "a b",
+            "é",
+            "a;drop",
+            "a:b",
+            &"x".repeat(129),
+        ] {
+            assert!(!valid_session_id(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The Workers clock and CSPRNG as the core's [`Host`], and small helpers around env.
+
+use crate::host::Host;
+
+/// Time from `Date.now()`, ids from `crypto.getRandomValues`.
+pub struct WorkerHost;
+
+/// `n` random bytes as lower-case hex (from the platform CSPRNG).
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    if getrandom::fill(&mut bytes).is_err() {
+        // The Workers runtime always provides crypto; this path is not expected.
+        for b in &mut bytes {
+            *b = (worker::js_sys::Math::random() * 256.0) as u8;
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Host for WorkerHost {
+    fn now_ms(&self) -> u64 {
+        worker::Date::now().as_millis()
+    }
+
+    fn new_id(&self, kind: &str) -> String {
+        format!("{kind}_{}", random_hex(12))
+    }
+}
+
+/// A var or secret, whichever is set (secrets win); empty values count as unset.
+pub fn config_value(env: &worker::Env, name: &str) -> Option<String> {
+    env.secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
+/// One structured log line.
+pub fn log(event: &str, fields: serde_json::Value) {
+    let mut line = serde_json::json!({ "event": event, "ts": worker::Date::now().as_millis() });
+    if let (Some(obj), serde_json::Value::Object(extra)) = (line.as_object_mut(), fields) {
+        obj.extend(extra);
+    }
+    worker::console_log!("{}", line);
+}

@@ -1,0 +1,284 @@
+//! The session's stream journal in the Durable Object's own SQLite storage, and the fan
+//! out of its events to the connected SSE clients.
+//!
+//! Storage: `events` (sequence, event name, data), `journal_meta` (the confirmed
+//! sequence and the staged post-commit batch), `step_attempts`. Retention: the newest
+//! [`RETAINED_EVENTS`] events; a client asking to resume from before them gets a
+//! `truncated` event first, then what is retained.
+//!
+//! Every SQL call here is synchronous and reads with `to_array` (never `one()`, which
+//! resets the object on zero rows).
+
+use crate::chunk::StreamEvent;
+use crate::journal::{Journal, Recovery};
+use futures::channel::mpsc;
+use serde::Deserialize;
+use std::cell::{Cell, RefCell};
+use worker::{SqlStorage, SqlStorageValue};
+
+/// How many events a session keeps for replay.
+pub const RETAINED_EVENTS: u64 = 10_000;
+/// Frames a slow client may have queued before it is disconnected (it resumes with
+/// `Last-Event-ID`, losing nothing).
+pub const CLIENT_QUEUE: usize = 1_024;
+
+/// One SSE frame.
+pub fn frame(seq: u64, event: &str, data: &str) -> Vec<u8> {
+    format!("id: {seq}\nevent: {event}\ndata: {data}\n\n").into_bytes()
+}
+
+/// The frames queued for one connected client; an empty frame means "close".
+pub type ClientSender = mpsc::Sender<Vec<u8>>;
+
+/// The journal of one session.
+pub struct DoJournal {
+    sql: SqlStorage,
+    last_seq: Cell<u64>,
+    clients: RefCell<Vec<ClientSender>>,
+}
+
+#[derive(Deserialize)]
+struct SeqRow {
+    seq: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct MetaRow {
+    v: String,
+}
+
+#[derive(Deserialize)]
+struct EventRow {
+    seq: f64,
+    event: String,
+    data: String,
+}
+
+#[derive(Deserialize)]
+struct CountRow {
+    n: f64,
+}
+
+#[derive(serde::Serialize, Deserialize)]
+struct Staged {
+    version: u64,
+    events: Vec<StreamEvent>,
+}
+
+fn log_error(what: &str, e: worker::Error) {
+    worker::console_error!(
+        "{}",
+        serde_json::json!({ "event": "journal_error", "what": what, "error": e.to_string() })
+    );
+}
+
+impl DoJournal {
+    /// Opens (and on first use creates) the journal tables.
+    pub fn open(sql: SqlStorage) -> worker::Result<Self> {
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, event TEXT NOT NULL, data TEXT NOT NULL)",
+            None,
+        )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS journal_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)",
+            None,
+        )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS step_attempts (run_id TEXT NOT NULL, step INTEGER NOT NULL, n INTEGER NOT NULL, \
+             PRIMARY KEY (run_id, step))",
+            None,
+        )?;
+        let rows: Vec<SeqRow> = sql
+            .exec("SELECT MAX(seq) AS seq FROM events", None)?
+            .to_array()?;
+        let last = rows.first().and_then(|r| r.seq).unwrap_or(0.0) as u64;
+        Ok(Self {
+            sql,
+            last_seq: Cell::new(last),
+            clients: RefCell::new(Vec::new()),
+        })
+    }
+
+    fn meta(&self, key: &str) -> Option<String> {
+        let rows: Vec<MetaRow> = self
+            .sql
+            .exec(
+                "SELECT v FROM journal_meta WHERE k = ?",
+                vec![SqlStorageValue::from(key)],
+            )
+            .and_then(|c| c.to_array())
+            .unwrap_or_default();
+        rows.into_iter().next().map(|r| r.v)
+    }
+
+    fn set_meta(&self, key: &str, value: Option<&str>) {
+        let result = match value {
+            Some(v) => self.sql.exec(
+                "INSERT INTO journal_meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                vec![key.into(), v.into()],
+            ),
+            None => self.sql.exec("DELETE FROM journal_meta WHERE k = ?", vec![key.into()]),
+        };
+        if let Err(e) = result {
+            log_error("meta", e);
+        }
+    }
+
+    fn confirmed(&self) -> u64 {
+        self.meta("confirmed")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Appends an event durably and sends it to every connected client.
+    fn append(&self, event: &StreamEvent) -> u64 {
+        let seq = self.last_seq.get() + 1;
+        let (name, data) = (event.name(), event.data_json());
+        let inserted = self.sql.exec(
+            "INSERT INTO events (seq, event, data) VALUES (?, ?, ?)",
+            vec![
+                SqlStorageValue::from(seq as i64),
+                name.into(),
+                data.as_str().into(),
+            ],
+        );
+        if let Err(e) = inserted {
+            log_error("append", e);
+            return self.last_seq.get();
+        }
+        self.last_seq.set(seq);
+        if seq.is_multiple_of(1_000) && seq > RETAINED_EVENTS {
+            let cutoff = (seq - RETAINED_EVENTS) as i64;
+            if let Err(e) = self
+                .sql
+                .exec("DELETE FROM events WHERE seq <= ?", vec![cutoff.into()])
+            {
+                log_error("retention", e);
+            }
+        }
+        self.broadcast(frame(seq, name, &data));
+        if matches!(event, StreamEvent::End { .. } | StreamEvent::Fail { .. }) {
+            self.close_clients();
+        }
+        seq
+    }
+
+    /// Sends a frame to every client, dropping those that are gone or too far behind.
+    fn broadcast(&self, frame: Vec<u8>) {
+        self.clients
+            .borrow_mut()
+            .retain_mut(|tx| tx.try_send(frame.clone()).is_ok());
+    }
+
+    /// Ends every connected stream (after `end` or `fail`).
+    pub fn close_clients(&self) {
+        for mut tx in self.clients.borrow_mut().drain(..) {
+            let _ = tx.try_send(Vec::new());
+        }
+    }
+
+    /// Registers a client and returns the frames it must get first: every retained
+    /// event after `after` (with a `truncated` notice if some are gone).
+    pub fn subscribe(&self, after: u64, tx: ClientSender) -> Vec<Vec<u8>> {
+        let mut frames = Vec::new();
+        let oldest: Vec<SeqRow> = self
+            .sql
+            .exec("SELECT MIN(seq) AS seq FROM events", None)
+            .and_then(|c| c.to_array())
+            .unwrap_or_default();
+        let oldest = oldest
+            .first()
+            .and_then(|r| r.seq)
+            .map_or(self.last_seq.get() + 1, |s| s as u64);
+        if after + 1 < oldest {
+            let data =
+                serde_json::json!({ "fromSequence": oldest, "requestedAfter": after }).to_string();
+            frames.push(frame(oldest - 1, "truncated", &data));
+        }
+        let rows: Vec<EventRow> = self
+            .sql
+            .exec(
+                "SELECT seq, event, data FROM events WHERE seq > ? ORDER BY seq",
+                vec![SqlStorageValue::from(after as i64)],
+            )
+            .and_then(|c| c.to_array())
+            .unwrap_or_default();
+        frames.extend(rows.iter().map(|r| frame(r.seq as u64, &r.event, &r.data)));
+        self.clients.borrow_mut().push(tx);
+        frames
+    }
+
+    /// Sends `: ping` to every client; returns how many are connected.
+    pub fn ping(&self) -> usize {
+        self.broadcast(b": ping\n\n".to_vec());
+        self.clients.borrow().len()
+    }
+}
+
+impl Journal for DoJournal {
+    fn emit(&self, event: StreamEvent) -> u64 {
+        self.append(&event)
+    }
+
+    fn stage(&self, version: u64, events: Vec<StreamEvent>) {
+        match serde_json::to_string(&Staged { version, events }) {
+            Ok(json) => self.set_meta("staged", Some(&json)),
+            Err(e) => worker::console_error!("cannot stage events: {}", e),
+        }
+    }
+
+    fn release(&self, version: u64) {
+        let staged: Option<Staged> = self
+            .meta("staged")
+            .and_then(|s| serde_json::from_str(&s).ok());
+        self.set_meta("staged", None);
+        if let Some(staged) = staged.filter(|s| s.version == version) {
+            for event in &staged.events {
+                self.append(event);
+            }
+        }
+        self.set_meta("confirmed", Some(&self.last_seq.get().to_string()));
+    }
+
+    fn recover(&self, version: u64) -> Recovery {
+        let staged: Option<Staged> = self
+            .meta("staged")
+            .and_then(|s| serde_json::from_str(&s).ok());
+        if let Some(staged) = staged {
+            if staged.version <= version {
+                self.release(staged.version);
+                return Recovery { torn_from: None };
+            }
+            self.set_meta("staged", None);
+        }
+        let confirmed = self.confirmed();
+        Recovery {
+            torn_from: (self.last_seq.get() > confirmed).then_some(confirmed + 1),
+        }
+    }
+
+    fn confirm(&self, _version: u64) {
+        self.set_meta("confirmed", Some(&self.last_seq.get().to_string()));
+    }
+
+    fn begin_step(&self, run_id: &str, step: u32) -> u32 {
+        let upsert = self.sql.exec(
+            "INSERT INTO step_attempts (run_id, step, n) VALUES (?, ?, 1) \
+             ON CONFLICT (run_id, step) DO UPDATE SET n = n + 1",
+            vec![run_id.into(), SqlStorageValue::from(i64::from(step))],
+        );
+        if let Err(e) = upsert {
+            log_error("begin_step", e);
+            return 1;
+        }
+        let rows: Vec<CountRow> = self
+            .sql
+            .exec(
+                "SELECT n FROM step_attempts WHERE run_id = ? AND step = ?",
+                vec![run_id.into(), SqlStorageValue::from(i64::from(step))],
+            )
+            .and_then(|c| c.to_array())
+            .unwrap_or_default();
+        rows.first().map_or(1, |r| r.n as u32)
+    }
+}
