@@ -472,3 +472,37 @@ fn tools_can_emit_custom_events_and_the_prompt_can_follow_the_state() {
     assert_eq!(patch_paths(&w), ["/count"]);
     assert_consistent(&w, &json!({"count": 0}));
 }
+
+#[test]
+fn an_interrupt_requested_during_a_drive_stops_it_at_the_next_step() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "a"}))]);
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "b"}))])
+        .text("done");
+    w.create(&r, "tester", "x");
+    let (progress, interrupted) =
+        block(async { futures::join!(r.drive(SESSION, 100), r.interrupt(SESSION, None)) });
+    interrupted.unwrap();
+    assert_eq!(
+        progress.unwrap(),
+        Progress::Idle(SessionStatus::Interrupted)
+    );
+    assert!(
+        w.model.remaining() > 0,
+        "the drive stopped before using every scripted turn"
+    );
+    block(r.resume(SESSION)).unwrap();
+    assert_eq!(
+        drive(&r),
+        Progress::Idle(SessionStatus::Completed),
+        "the request is honoured once"
+    );
+    assert_eq!(
+        w.session().state,
+        json!({"notes": [{"text": "a"}, {"text": "b"}]})
+    );
+    assert_consistent(&w, &json!({"notes": []}));
+}

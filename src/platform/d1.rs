@@ -15,6 +15,8 @@ use crate::store::{
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
@@ -24,6 +26,10 @@ pub const SNAPSHOT_EVERY: u64 = 32;
 /// Sessions in D1.
 pub struct D1Store {
     db: D1Database,
+    /// The latest known state per session, with its version: commits patch it to check
+    /// their operations before writing, and snapshots come from it without a read. In a
+    /// Durable Object the store serves one session and is its only writer.
+    states: RefCell<HashMap<String, (u64, Value)>>,
 }
 
 fn backend(e: worker::Error) -> StoreError {
@@ -113,7 +119,30 @@ fn fold_state(rows: Vec<StateRow>) -> Result<Value, StoreError> {
 impl D1Store {
     /// A store over the `DB` binding.
     pub fn new(db: D1Database) -> Self {
-        Self { db }
+        Self {
+            db,
+            states: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn cache(&self, id: &str, version: u64, state: Value) {
+        self.states
+            .borrow_mut()
+            .insert(id.to_string(), (version, state));
+    }
+
+    /// The state at `version`, from the cache when it holds that version.
+    async fn current_state(&self, id: &str, version: u64) -> Result<Value, StoreError> {
+        let cached = self
+            .states
+            .borrow()
+            .get(id)
+            .filter(|(v, _)| *v == version)
+            .map(|(_, s)| s.clone());
+        match cached {
+            Some(state) => Ok(state),
+            None => self.state_at(id, version).await,
+        }
     }
 
     fn stmt(&self, sql: &str, args: &[JsValue]) -> Result<D1PreparedStatement, StoreError> {
@@ -215,10 +244,14 @@ impl Store for D1Store {
         )?];
         batch.extend(self.message_inserts(&id, 0, &session.messages)?);
         batch.push(self.state_insert(&id, 1, "snapshot", &to_json(&session.state)?)?);
+        let initial = session.state;
         batch.push(self.run_upsert(&id, &head.run)?);
         batch.push(self.checkpoint_insert(&id, 1, &session.checkpoint)?);
         match self.db.batch(batch).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.cache(&id, 1, initial);
+                Ok(())
+            }
             Err(e) => match backend(e) {
                 StoreError::Backend(m) if m.contains("UNIQUE constraint failed: sessions.id") => {
                     Err(StoreError::Exists(id))
@@ -261,6 +294,7 @@ impl Store for D1Store {
         }
         let interrupt: Option<InterruptRequest> =
             row.interrupt.as_deref().map(from_json).transpose()?;
+        self.cache(id, head.version, state.clone());
         Ok(Some(Loaded {
             head,
             state,
@@ -320,23 +354,29 @@ impl Store for D1Store {
             ));
         }
         let mut snapshot_version = row.snapshot_version;
-        let state_stmt = match commit.state {
-            StateChange::None => None,
+        let (state_stmt, new_state) = match commit.state {
+            StateChange::None => (None, None),
             StateChange::Replace(state) => {
                 snapshot_version = version;
-                Some(self.state_insert(id, version, "snapshot", &to_json(&state)?)?)
+                (
+                    Some(self.state_insert(id, version, "snapshot", &to_json(&state)?)?),
+                    Some(state),
+                )
             }
-            StateChange::Patch(ops) if version - row.snapshot_version >= SNAPSHOT_EVERY => {
-                let mut state = self.state_at(id, expected_version).await?;
+            StateChange::Patch(ops) => {
+                // Check the operations against the current state before writing them.
+                let mut state = self.current_state(id, expected_version).await?;
                 for op in &ops {
                     op.apply(&mut state)
                         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
                 }
-                snapshot_version = version;
-                Some(self.state_insert(id, version, "snapshot", &to_json(&state)?)?)
-            }
-            StateChange::Patch(ops) => {
-                Some(self.state_insert(id, version, "patch", &to_json(&ops)?)?)
+                let stmt = if version - row.snapshot_version >= SNAPSHOT_EVERY {
+                    snapshot_version = version;
+                    self.state_insert(id, version, "snapshot", &to_json(&state)?)?
+                } else {
+                    self.state_insert(id, version, "patch", &to_json(&ops)?)?
+                };
+                (Some(stmt), Some(state))
             }
         };
         let status = to_json(&head.status)?;
@@ -374,7 +414,25 @@ impl Store for D1Store {
         if let Some(c) = &commit.checkpoint {
             batch.push(self.checkpoint_insert(id, version, c)?);
         }
-        match self.db.batch(batch).await {
+        let outcome = self.db.batch(batch).await;
+        {
+            let mut states = self.states.borrow_mut();
+            match (&outcome, new_state) {
+                (Ok(_), Some(state)) => {
+                    states.insert(id.to_string(), (version, state));
+                }
+                (Ok(_), None) => {
+                    if let Some(entry) = states.get_mut(id).filter(|(v, _)| *v == expected_version)
+                    {
+                        entry.0 = version;
+                    }
+                }
+                (Err(_), _) => {
+                    states.remove(id);
+                }
+            }
+        }
+        match outcome {
             Ok(_) => Ok(version),
             Err(e) => match backend(e) {
                 StoreError::Backend(m) if m.contains("CHECK constraint failed") => {

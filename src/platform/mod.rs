@@ -75,6 +75,11 @@ async fn dispatch(mut req: Request, env: Env) -> std::result::Result<Response, A
     authorize(&config, credential(&req).as_deref(), session, now_secs)?;
 
     match (method.clone(), segments.as_slice()) {
+        (Method::Post, ["__test", "conformance"])
+            if config_value(&env, "HELIX_TEST_ROUTES").as_deref() == Some("true") =>
+        {
+            conformance(&env).await
+        }
         (Method::Get, ["v1", "agents"]) => agents(&env),
         (Method::Post, ["v1", "sessions"]) => {
             let body = read_body(&mut req).await?;
@@ -159,6 +164,19 @@ fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
         })
         .collect();
     json(200, &json!({ "agents": list }).to_string()).map_err(|e| internal("agents", e))
+}
+
+/// Test-only (`HELIX_TEST_ROUTES=true`): the store conformance suite against this D1.
+async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
+    let db = env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+    let store = d1::D1Store::new(db);
+    let prefix = format!("conformance-{}", random_hex(6));
+    let results: Vec<_> = crate::store::conformance::run(&store, &prefix)
+        .await
+        .into_iter()
+        .map(|r| json!({ "name": r.name, "ok": r.outcome.is_ok(), "error": r.outcome.err() }))
+        .collect();
+    json(200, &json!({ "results": results }).to_string()).map_err(|e| internal("conformance", e))
 }
 
 async fn create(

@@ -192,6 +192,9 @@ pub struct Runner<S: Store> {
     config: RunnerConfig,
     /// Raised by `abort` for the tools of the drive in progress.
     abort: RefCell<AbortSignal>,
+    /// An interrupt requested while a drive is in progress: the durable flag is what a
+    /// later drive sees; this is how the drive in progress sees it at its next step.
+    interrupt_requested: RefCell<Option<InterruptRequest>>,
     driving: Cell<bool>,
 }
 
@@ -222,6 +225,7 @@ impl<S: Store> Runner<S> {
             host,
             config,
             abort: RefCell::new(AbortSignal::new()),
+            interrupt_requested: RefCell::new(None),
             driving: Cell::new(false),
         }
     }
@@ -377,6 +381,9 @@ impl<S: Store> Runner<S> {
         if live.head.status != SessionStatus::Active {
             return Ok(Some(Progress::Idle(live.head.status)));
         }
+        if live.interrupt.is_none() {
+            live.interrupt = self.interrupt_requested.borrow().clone();
+        }
         if let Some(request) = live.interrupt.clone() {
             self.commit_interrupted(live, request).await?;
             return Ok(Some(Progress::Idle(SessionStatus::Interrupted)));
@@ -431,6 +438,9 @@ impl<S: Store> Runner<S> {
         let post = vec![emitter.event(crate::chunk::ChunkBody::RunInterrupted {
             reason: request.reason,
         })];
-        self.commit(live, ops::head_only(head, true), post).await
+        self.commit(live, ops::head_only(head, true), post).await?;
+        // Honoured: the durable flag was cleared by the commit, the in-memory one here.
+        self.interrupt_requested.borrow_mut().take();
+        Ok(())
     }
 }

@@ -10,8 +10,8 @@ use crate::message::Message;
 use crate::model::Usage;
 use crate::state::diff;
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, NewSession, PendingKind, RunRecord,
-    SessionHead, SessionStatus, StateChange, Store, StoreError,
+    Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, NewSession, PendingKind,
+    RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
 };
 use serde_json::{Map, Value};
 
@@ -269,6 +269,8 @@ impl<S: Store> Runner<S> {
             clear_interrupt: true,
         };
         self.commit(live, commit, post).await?;
+        // A new run starts clean: an interrupt meant for the previous one is dropped.
+        self.interrupt_requested.borrow_mut().take();
         Ok(run_id)
     }
 
@@ -280,7 +282,13 @@ impl<S: Store> Runner<S> {
     ) -> Result<(), RunError> {
         let live = self.load(session_id).await?;
         match live.head.status {
-            SessionStatus::Active => Ok(self.store.request_interrupt(session_id, reason).await?),
+            SessionStatus::Active => {
+                self.store
+                    .request_interrupt(session_id, reason.clone())
+                    .await?;
+                *self.interrupt_requested.borrow_mut() = Some(InterruptRequest { reason });
+                Ok(())
+            }
             SessionStatus::Aborted => Err(RunError::Aborted),
             _ => Err(RunError::Busy("no run is active")),
         }

@@ -274,7 +274,7 @@ async fn messages_paginate<S: Store>(store: &S, id: &str) -> Result<(), String> 
             .commit(
                 id,
                 h.version,
-                step_commit(&h, &format!("m{i}"), &format!("{id}-k{i}")),
+                step_commit(&h, &format!("m{i}"), &format!("{id}-page{i}")),
             )
             .await;
         h = loaded(store, id).await?.head;

@@ -179,6 +179,14 @@ impl Store for MemoryStore {
                     commit.messages.len()
                 )));
             }
+            if let Some(c) = &commit.checkpoint
+                && e.checkpoints.iter().any(|(k, _)| k.id == c.id)
+            {
+                return Err(StoreError::Corrupt(format!(
+                    "checkpoint {} exists already",
+                    c.id
+                )));
+            }
             // Apply the state change to a copy first, so that a bad patch changes nothing.
             let state = match commit.state {
                 StateChange::None => None,

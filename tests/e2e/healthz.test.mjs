@@ -13,8 +13,10 @@ test('GET /healthz answers 200 {"ok":true} without credentials', async () => {
   assert.deepEqual(await res.json(), { ok: true });
 });
 
-test('an unknown route answers a JSON 404', async () => {
-  const res = await worker.fetch('/no-such-route');
+test('an unknown route answers a JSON 404 (after authentication, which every other route needs)', async () => {
+  const anonymous = await worker.fetch('/no-such-route');
+  assert.equal(anonymous.status, 401, 'fail closed: credentials come first');
+  const res = await worker.fetch('/no-such-route', { headers: { authorization: 'Bearer e2e-api-token' } });
   assert.equal(res.status, 404);
   const body = await res.json();
   assert.equal(body.error.code, 'not_found');

@@ -1,0 +1,79 @@
+// HTTP helpers for the end-to-end suite.
+
+import { startWorker } from './harness.mjs';
+import { startMockLlm } from './mock-llm.mjs';
+
+export const API_TOKEN = 'e2e-api-token';
+
+/** Calls the API; returns { status, body } (body parsed when JSON). */
+export async function api(worker, method, path, body, token = API_TOKEN) {
+  const headers = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await worker.fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed = text;
+  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/** A mock model and a worker pointed at it. */
+export async function startWithMock(vars = {}, persistDir) {
+  const llm = await startMockLlm();
+  const worker = await startWorker({
+    persistDir,
+    vars: {
+      API_TOKEN,
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: llm.url,
+      LLM_API_KEY: 'test-key',
+      LLM_MAX_RETRIES: '2',
+      ASK_USER_DEADLINE_MS: '300000',
+      HELIX_TEST_ROUTES: 'true',
+      ...vars,
+    },
+  });
+  return { llm, worker };
+}
+
+/** Polls GET /v1/sessions/{id} until `pred(session)` holds. */
+export async function waitFor(worker, id, pred, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    last = await api(worker, 'GET', `/v1/sessions/${id}`);
+    if (last.status === 200 && pred(last.body)) return last.body;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`session ${id} did not reach the expected state: ${JSON.stringify(last?.body)}`);
+}
+
+/** Applies every state_patch of `events` (RFC 6902 add/remove/replace) to `initial`. */
+export function replayPatches(initial, events) {
+  const state = structuredClone(initial);
+  const unescape = (s) => s.replace(/~1/g, '/').replace(/~0/g, '~');
+  for (const e of events) {
+    if (e.type !== 'state_patch') continue;
+    for (const op of e.json.patches) {
+      const parts = op.path.split('/').slice(1).map(unescape);
+      const last = parts.pop();
+      let target = state;
+      for (const p of parts) target = target[p];
+      if (Array.isArray(target)) {
+        if (op.op === 'add') last === '-' ? target.push(op.value) : target.splice(Number(last), 0, op.value);
+        else if (op.op === 'remove') target.splice(Number(last), 1);
+        else target[Number(last)] = op.value;
+      } else if (op.op === 'remove') delete target[last];
+      else target[last] = op.value;
+    }
+  }
+  return state;
+}
+
+/** Checks that the SSE ids seen are consecutive from `from`. */
+export function gapFree(events, from = 1) {
+  return events.every((e, i) => e.id === from + i);
+}

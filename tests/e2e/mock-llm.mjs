@@ -1,0 +1,87 @@
+// An OpenAI-compatible Chat Completions server on loopback, for the end-to-end suite.
+// Tests queue the model's answers (text, tool calls, faults); every request is recorded.
+// With an empty queue it answers "ok".
+
+import { createServer } from 'node:http';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+let nextId = 1;
+
+/** The stream chunks of one scripted answer. */
+function chunks(answer) {
+  const base = { id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: 0, model: 'mock' };
+  const out = [{ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] }];
+  const text = answer.text ?? '';
+  for (let i = 0; i < text.length; i += 8) {
+    out.push({ ...base, choices: [{ index: 0, delta: { content: text.slice(i, i + 8) } }] });
+  }
+  (answer.calls ?? []).forEach((call, index) => {
+    const id = call.id ?? `call_mock_${nextId++}`;
+    const args = JSON.stringify(call.args ?? {});
+    const half = Math.floor(args.length / 2);
+    out.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [
+      { index, id, type: 'function', function: { name: call.name, arguments: args.slice(0, half) } },
+    ] } }] });
+    out.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [
+      { index, function: { arguments: args.slice(half) } },
+    ] } }] });
+  });
+  const finish = (answer.calls ?? []).length ? 'tool_calls' : 'stop';
+  out.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] });
+  out.push({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
+  return out;
+}
+
+export async function startMockLlm() {
+  const queue = [];
+  const requests = [];
+  const hung = new Set();
+  const server = createServer(async (req, res) => {
+    let body = '';
+    for await (const part of req) body += part;
+    let parsed = null;
+    try { parsed = JSON.parse(body); } catch { /* recorded as null */ }
+    requests.push({ path: req.url, headers: req.headers, body: parsed });
+    const answer = queue.shift() ?? { text: 'ok' };
+    if (answer.delayMs) await sleep(answer.delayMs);
+    if (answer.status) {
+      res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers ?? {}) });
+      res.end(JSON.stringify(answer.body ?? { error: { message: `mock ${answer.status}` } }));
+      return;
+    }
+    if (answer.hang) {
+      hung.add(res);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const all = chunks(answer);
+    const upTo = answer.cutAfter ?? all.length;
+    for (const chunk of all.slice(0, upTo)) {
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      if (answer.chunkDelayMs) await sleep(answer.chunkDelayMs);
+    }
+    if (answer.cutAfter !== undefined) {
+      res.destroy();
+      return;
+    }
+    if (answer.malformed) res.write('data: {"choices": [\n\n');
+    res.end('data: [DONE]\n\n');
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    /** Queues answers, served in order. */
+    push(...answers) { queue.push(...answers); },
+    pending() { return queue.length; },
+    /** Drops answers a previous test queued but never consumed. */
+    reset() { queue.length = 0; },
+    async close() {
+      for (const res of hung) res.destroy();
+      await new Promise((resolve) => server.close(resolve));
+      server.closeAllConnections?.();
+    },
+  };
+}

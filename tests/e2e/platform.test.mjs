@@ -1,0 +1,102 @@
+// Auth (SPEC §2), the store conformance suite against the real local D1, and the
+// stateless resume of a suspended session across a full restart of wrangler dev.
+
+import { after, before, beforeEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { API_TOKEN, api, startWithMock, waitFor } from './client.mjs';
+import { startWorker } from './harness.mjs';
+
+let worker;
+let llm;
+before(async () => { ({ worker, llm } = await startWithMock()); });
+after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
+beforeEach(() => llm?.reset());
+
+test('the D1 store passes the store conformance suite', async () => {
+  const res = await api(worker, 'POST', '/__test/conformance', {});
+  assert.equal(res.status, 200);
+  const failed = res.body.results.filter((r) => !r.ok);
+  assert.deepEqual(failed, []);
+  assert.equal(res.body.results.length, 10);
+});
+
+test('auth fails closed: 401 without or with bad credentials, 403 with another session\'s token', async () => {
+  const none = await api(worker, 'GET', '/v1/agents', undefined, null);
+  assert.deepEqual([none.status, none.body.error.code], [401, 'unauthorized']);
+  assert.equal((await api(worker, 'GET', '/v1/agents', undefined, 'wrong')).status, 401);
+  llm.push({ text: 'a' }, { text: 'b' });
+  const a = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `auth-a-${process.pid}`, input: 'hi' });
+  const b = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `auth-b-${process.pid}`, input: 'hi' });
+  assert.equal(a.status, 201);
+  const own = await api(worker, 'GET', `/v1/sessions/${a.body.sessionId}`, undefined, a.body.sessionToken);
+  assert.equal(own.status, 200, 'a session token opens its session');
+  const other = await api(worker, 'GET', `/v1/sessions/${b.body.sessionId}`, undefined, a.body.sessionToken);
+  assert.deepEqual([other.status, other.body.error.code], [403, 'forbidden']);
+  const list = await api(worker, 'GET', '/v1/agents', undefined, a.body.sessionToken);
+  assert.equal(list.status, 403, 'a session token is not full access');
+  const viaQuery = await worker.fetch(`/v1/sessions/${a.body.sessionId}?token=${encodeURIComponent(a.body.sessionToken)}`);
+  assert.equal(viaQuery.status, 200, '?token= works for EventSource clients');
+  const health = await worker.fetch('/healthz');
+  assert.equal(health.status, 200, 'healthz needs no credentials');
+});
+
+test('bad input gets a 4xx JSON error, never a 5xx', async () => {
+  const cases = [
+    ['POST', '/v1/sessions', '{not json', 400],
+    ['POST', '/v1/sessions', { agent: 'assistant' }, 400],
+    ['POST', '/v1/sessions', { agent: 'nope', input: 'x' }, 404],
+    ['POST', '/v1/sessions', { agent: 'assistant', sessionId: '../etc', input: 'x' }, 400],
+    ['POST', '/v1/sessions', { agent: 'assistant', sessionId: 'x'.repeat(129), input: 'x' }, 400],
+    ['GET', '/v1/sessions/a%20b', undefined, 400],
+    ['POST', '/v1/sessions', 'x'.repeat(1024 * 1024 + 1), 413],
+    ['GET', '/v1/sessions/nope-unknown/messages?limit=9999', undefined, 400],
+  ];
+  for (const [method, path, body, status] of cases) {
+    const res = await api(worker, method, path, body);
+    assert.equal(res.status, status, `${method} ${path}: ${JSON.stringify(res.body).slice(0, 200)}`);
+    assert.equal(typeof res.body.error.code, 'string');
+  }
+  const id = `dup-${process.pid}`;
+  llm.push({ text: 'x' });
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'x' })).status, 201);
+  const dup = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'x' });
+  assert.deepEqual([dup.status, dup.body.error.code], [409, 'session_exists']);
+});
+
+test('an unconfigured deployment answers 503 auth_not_configured', async () => {
+  const bare = await startWorker({ vars: { API_TOKEN: '', ALLOW_UNAUTHENTICATED: 'false' } });
+  try {
+    const res = await api(bare, 'GET', '/v1/agents', undefined, null);
+    assert.deepEqual([res.status, res.body.error.code], [503, 'auth_not_configured']);
+  } finally {
+    await bare.stop();
+    bare.cleanup();
+  }
+});
+
+test('a suspended session survives a full restart and completes after approval', async () => {
+  const id = `restart-${process.pid}`;
+  llm.push({ calls: [{ name: 'delete_file', args: { path: '/tmp/x' } }] }, { text: 'Deleted after the restart.' });
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'delete /tmp/x' })).status, 201);
+  const s = await waitFor(worker, id, (x) => x.pendingToolCalls.length === 1);
+  const persistDir = worker.persistDir;
+  await worker.stop();
+  worker = (await startWithMockAt(persistDir));
+  const again = await api(worker, 'GET', `/v1/sessions/${id}`);
+  assert.deepEqual(again.body.pendingToolCalls, s.pendingToolCalls, 'the suspension is durable');
+  const res = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
+    { kind: 'approval-response', toolCallId: s.pendingToolCalls[0].toolCallId, approved: true });
+  assert.equal(res.status, 202);
+  const done = await waitFor(worker, id, (x) => x.status === 'completed');
+  assert.equal(done.stepCount, 2);
+  const msgs = await api(worker, 'GET', `/v1/sessions/${id}/messages`);
+  assert.equal(msgs.body.messages.at(-1).content, 'Deleted after the restart.');
+});
+
+/** Restarts the worker on the same state, still pointed at the same mock model. */
+async function startWithMockAt(persistDir) {
+  return startWorker({
+    persistDir,
+    vars: { API_TOKEN, LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key', HELIX_TEST_ROUTES: 'true' },
+  });
+}
