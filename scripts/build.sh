@@ -6,9 +6,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bootstrap.sh
 
+# HELIX_BUILD_FEATURES: cargo features of the bundle (scripts/test.sh: test-routes).
+features="${HELIX_BUILD_FEATURES:-}"
 out=build/worker/shim.mjs
-if [ -f "$out" ] && [ -z "$(find src Cargo.toml Cargo.lock -newer "$out" -print -quit)" ]; then
-  echo "[build] build/ is up to date"
+stamp=build/.features
+if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$features" ] &&
+  [ -z "$(find src Cargo.toml Cargo.lock -newer "$out" -print -quit)" ]; then
+  echo "[build] build/ is up to date${features:+ (features: $features)}"
   exit 0
 fi
-worker-build --release
+worker-build --release ${features:+--features "$features"}
+
+# Shrink the wasm: -Oz without the names section, with the feature set worker-build
+# would enable (what workerd supports).
+wasm=build/index_bg.wasm
+wasm-opt "$wasm" -o "$wasm.opt" -Oz --strip-debug --strip-producers \
+  --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
+  --enable-bulk-memory --enable-multivalue --enable-reference-types --enable-exception-handling
+mv "$wasm.opt" "$wasm"
+echo "$features" > "$stamp"

@@ -22,6 +22,7 @@ cargo clippy --all-targets --locked -- -D warnings
 
 step "cargo clippy (wasm32-unknown-unknown)"
 cargo clippy --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
+cargo clippy --all-targets --locked --target wasm32-unknown-unknown --features test-routes -- -D warnings
 
 step "cargo test (native)"
 cargo test --locked
@@ -30,7 +31,8 @@ step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --locked --target wasm32-unknown-unknown --lib
 
-step "build the worker"
+step "build the worker (with the test-only routes)"
+export HELIX_BUILD_FEATURES=test-routes
 bash scripts/build.sh
 
 step "end-to-end suite (wrangler dev, local D1 and Durable Objects)"

@@ -36,7 +36,7 @@ use crate::model::{ModelSettings, ToolSpec};
 use crate::state::PatchOp;
 use crate::tool::{RESERVED_TOOL_NAMES, Tool, valid_name};
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// Name of the tool injected when an agent has an output schema.
@@ -264,7 +264,7 @@ impl AgentBuilder {
                 agent.name
             )));
         }
-        let mut seen = HashSet::new();
+        let mut seen = BTreeSet::new();
         for tool in &agent.tools {
             validate_tool(tool)?;
             if !seen.insert(tool.name.as_str()) {

@@ -126,22 +126,31 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let text = std::str::from_utf8(body).map_err(|_| {
         ApiError::client(400, "invalid_body", "The request body is not valid UTF-8.")
     })?;
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        ApiError::client(
-            400,
-            "invalid_json",
-            format!("The request body is not valid JSON: {e}."),
-        )
-    })?;
-    if !value.is_object() {
+    if !text.trim_start().starts_with('{') {
+        // Syntax is checked first, so that `[1` is invalid JSON but `[1]` is the wrong type.
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Err(ApiError::client(
+                400,
+                "invalid_json",
+                format!("The request body is not valid JSON: {e}."),
+            ));
+        }
         return Err(ApiError::client(
             400,
             "validation_error",
             "The request body must be a JSON object.",
         ));
     }
-    serde_json::from_value(value)
-        .map_err(|e| ApiError::client(400, "validation_error", format!("{e}.")))
+    serde_json::from_str(text).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => {
+            ApiError::client(400, "validation_error", format!("{e}."))
+        }
+        _ => ApiError::client(
+            400,
+            "invalid_json",
+            format!("The request body is not valid JSON: {e}."),
+        ),
+    })
 }
 
 fn validation(message: impl Into<String>) -> ApiError {
@@ -402,6 +411,54 @@ impl From<CheckpointRecord> for CheckpointView {
     }
 }
 
+/// The path and query of an absolute URL (`/a/b?c=d`), without the fragment.
+pub fn path_and_query(url: &str) -> &str {
+    let rest = url.find("://").map_or(url, |i| &url[i + 3..]);
+    let rest = rest.find('/').map_or("/", |i| &rest[i..]);
+    rest.split('#').next().unwrap_or("/")
+}
+
+/// The decoded `key=value` pairs of a URL's query (`+` is a space, `%XX` a byte).
+pub fn query_pairs(url: &str) -> Vec<(String, String)> {
+    let query = path_and_query(url).split_once('?').map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// `offset`/`limit` of `GET …/messages`: limit defaults to 50, at most 500.
 pub fn page(query: &[(String, String)]) -> Result<(u64, u64), ApiError> {
     let get = |name: &str| {
@@ -557,6 +614,24 @@ mod tests {
             !backend.message.contains("secret"),
             "internal detail stays in the logs"
         );
+    }
+
+    #[test]
+    fn queries_are_split_and_decoded() {
+        let url = "https://h:8/v1/sessions/s/stream?token=a%3Ab%2Bc&after=5&x=a+b&flag&%zz=1#frag";
+        assert_eq!(
+            path_and_query(url),
+            "/v1/sessions/s/stream?token=a%3Ab%2Bc&after=5&x=a+b&flag&%zz=1"
+        );
+        let pairs = query_pairs(url);
+        assert_eq!(pairs[0], ("token".to_string(), "a:b+c".to_string()));
+        assert_eq!(pairs[1], ("after".to_string(), "5".to_string()));
+        assert_eq!(pairs[2], ("x".to_string(), "a b".to_string()));
+        assert_eq!(pairs[3], ("flag".to_string(), String::new()));
+        assert_eq!(pairs[4], ("%zz".to_string(), "1".to_string()));
+        assert_eq!(path_and_query("https://host"), "/");
+        assert!(query_pairs("https://h/p").is_empty());
+        assert_eq!(query_pairs("https://h/p?a=%E2%9C%93&b=%")[0].1, "✓");
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn has(tools: &[ToolSpec], name: &str) -> bool {
 /// The calls one clause of the user's message asks for.
 fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
     let text = clause.trim();
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     let rest = |prefix: &str| text[prefix.len()..].trim().to_string();
     if let Some(prefix) = ["delete ", "remove "]
         .iter()

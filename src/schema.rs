@@ -194,15 +194,15 @@ impl Validator<'_> {
         path: &str,
     ) -> Result<(), String> {
         let count = items.len() as f64;
-        if let Some(min) = s.get("minItems").and_then(Value::as_f64)
-            && count < min
+        if let Some(min) = bound(s, "minItems")
+            && count < min.0
         {
-            return Err(format!("{} must have at least {min} items", at(path)));
+            return Err(format!("{} must have at least {} items", at(path), min.1));
         }
-        if let Some(max) = s.get("maxItems").and_then(Value::as_f64)
-            && count > max
+        if let Some(max) = bound(s, "maxItems")
+            && count > max.0
         {
-            return Err(format!("{} must have at most {max} items", at(path)));
+            return Err(format!("{} must have at most {} items", at(path), max.1));
         }
         if let Some(sub) = s.get("items") {
             for (i, item) in items.iter().enumerate() {
@@ -211,6 +211,12 @@ impl Validator<'_> {
         }
         Ok(())
     }
+}
+
+/// A numeric keyword: its value, and its text as the schema wrote it (for messages).
+fn bound<'a>(s: &'a Map<String, Value>, key: &str) -> Option<(f64, &'a Value)> {
+    let v = s.get(key)?;
+    Some((v.as_f64()?, v))
 }
 
 fn check_length(s: &Map<String, Value>, len: usize, path: &str) -> Result<(), String> {
@@ -235,15 +241,15 @@ fn check_length(s: &Map<String, Value>, len: usize, path: &str) -> Result<(), St
 }
 
 fn check_range(s: &Map<String, Value>, n: f64, path: &str) -> Result<(), String> {
-    if let Some(min) = s.get("minimum").and_then(Value::as_f64)
-        && n < min
+    if let Some(min) = bound(s, "minimum")
+        && n < min.0
     {
-        return Err(format!("{} must be at least {min}", at(path)));
+        return Err(format!("{} must be at least {}", at(path), min.1));
     }
-    if let Some(max) = s.get("maximum").and_then(Value::as_f64)
-        && n > max
+    if let Some(max) = bound(s, "maximum")
+        && n > max.0
     {
-        return Err(format!("{} must be at most {max}", at(path)));
+        return Err(format!("{} must be at most {}", at(path), max.1));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
@@ -29,7 +29,7 @@ pub struct D1Store {
     /// The latest known state per session, with its version: commits patch it to check
     /// their operations before writing, and snapshots come from it without a read. In a
     /// Durable Object the store serves one session and is its only writer.
-    states: RefCell<HashMap<String, (u64, Value)>>,
+    states: RefCell<BTreeMap<String, (u64, Value)>>,
 }
 
 fn backend(e: worker::Error) -> StoreError {
@@ -121,7 +121,7 @@ impl D1Store {
     pub fn new(db: D1Database) -> Self {
         Self {
             db,
-            states: RefCell::new(HashMap::new()),
+            states: RefCell::new(BTreeMap::new()),
         }
     }
 

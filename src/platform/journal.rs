@@ -59,10 +59,12 @@ struct CountRow {
     n: f64,
 }
 
+/// A staged batch, kept as ready SSE parts (event name, data) so that releasing it never
+/// parses events back (which would also put a chunk deserializer in the bundle).
 #[derive(serde::Serialize, Deserialize)]
 struct Staged {
     version: u64,
-    events: Vec<StreamEvent>,
+    events: Vec<(String, String)>,
 }
 
 fn log_error(what: &str, e: worker::Error) {
@@ -132,15 +134,14 @@ impl DoJournal {
 
     /// Appends an event durably and sends it to every connected client.
     fn append(&self, event: &StreamEvent) -> u64 {
+        self.append_parts(event.name(), &event.data_json())
+    }
+
+    fn append_parts(&self, name: &str, data: &str) -> u64 {
         let seq = self.last_seq.get() + 1;
-        let (name, data) = (event.name(), event.data_json());
         let inserted = self.sql.exec(
             "INSERT INTO events (seq, event, data) VALUES (?, ?, ?)",
-            vec![
-                SqlStorageValue::from(seq as i64),
-                name.into(),
-                data.as_str().into(),
-            ],
+            vec![SqlStorageValue::from(seq as i64), name.into(), data.into()],
         );
         if let Err(e) = inserted {
             log_error("append", e);
@@ -156,8 +157,8 @@ impl DoJournal {
                 log_error("retention", e);
             }
         }
-        self.broadcast(frame(seq, name, &data));
-        if matches!(event, StreamEvent::End { .. } | StreamEvent::Fail { .. }) {
+        self.broadcast(frame(seq, name, data));
+        if name == "end" || name == "fail" {
             self.close_clients();
         }
         seq
@@ -221,6 +222,10 @@ impl Journal for DoJournal {
     }
 
     fn stage(&self, version: u64, events: Vec<StreamEvent>) {
+        let events = events
+            .iter()
+            .map(|e| (e.name().to_string(), e.data_json()))
+            .collect();
         match serde_json::to_string(&Staged { version, events }) {
             Ok(json) => self.set_meta("staged", Some(&json)),
             Err(e) => worker::console_error!("cannot stage events: {}", e),
@@ -233,8 +238,8 @@ impl Journal for DoJournal {
             .and_then(|s| serde_json::from_str(&s).ok());
         self.set_meta("staged", None);
         if let Some(staged) = staged.filter(|s| s.version == version) {
-            for event in &staged.events {
-                self.append(event);
+            for (name, data) in &staged.events {
+                self.append_parts(name, data);
             }
         }
         self.set_meta("confirmed", Some(&self.last_seq.get().to_string()));

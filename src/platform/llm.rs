@@ -14,7 +14,8 @@ use futures::future::{Either, LocalBoxFuture, select};
 use futures::{StreamExt, pin_mut};
 use std::rc::Rc;
 use std::time::Duration;
-use worker::{AbortController, ByteStream, Delay, Fetch, Headers, Method, Request, RequestInit};
+use worker::wasm_bindgen::JsValue;
+use worker::{AbortController, ByteStream, Delay, Fetch, Headers, Request};
 
 /// HTTP through the Workers `fetch`.
 pub struct FetchTransport;
@@ -63,16 +64,36 @@ impl Drop for FetchBody {
     }
 }
 
+/// A request built with `web_sys` directly (the `worker::RequestInit` conversion also
+/// serializes Cloudflare-specific options, which would grow the bundle).
+pub fn request(
+    url: &str,
+    method: &str,
+    headers: &Headers,
+    body: Option<JsValue>,
+) -> worker::Result<Request> {
+    let init = worker::web_sys::RequestInit::new();
+    init.set_method(method);
+    init.set_headers(&headers.0);
+    if let Some(body) = body {
+        init.set_body(&body);
+    }
+    worker::web_sys::Request::new_with_str_and_init(url, &init)
+        .map(Request::from)
+        .map_err(worker::Error::from)
+}
+
 fn build(request: &HttpRequest) -> worker::Result<Request> {
     let headers = Headers::new();
     for (name, value) in &request.headers {
         headers.set(name, value)?;
     }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(request.body.as_str().into()));
-    Request::new_with_init(&request.url, &init)
+    self::request(
+        &request.url,
+        "POST",
+        &headers,
+        Some(JsValue::from_str(&request.body)),
+    )
 }
 
 impl Transport for FetchTransport {

@@ -19,7 +19,7 @@ use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, authorize, session_token, 
 use host::{config_value, log, random_hex};
 use serde_json::json;
 use session_object::SESSION_HEADER;
-use worker::{Context, Env, Headers, Method, Request, RequestInit, Response, Result, event};
+use worker::{Context, Env, Headers, Method, Request, Response, Result, event};
 
 /// Request bodies above this size answer 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -75,11 +75,8 @@ async fn dispatch(mut req: Request, env: Env) -> std::result::Result<Response, A
     authorize(&config, credential(&req).as_deref(), session, now_secs)?;
 
     match (method.clone(), segments.as_slice()) {
-        (Method::Post, ["__test", "conformance"])
-            if config_value(&env, "HELIX_TEST_ROUTES").as_deref() == Some("true") =>
-        {
-            conformance(&env).await
-        }
+        #[cfg(feature = "test-routes")]
+        (Method::Post, ["__test", "conformance"]) => conformance(&env).await,
         (Method::Get, ["v1", "agents"]) => agents(&env),
         (Method::Post, ["v1", "sessions"]) => {
             let body = read_body(&mut req).await?;
@@ -106,11 +103,11 @@ fn credential(req: &Request) -> Option<String> {
     if let Some(token) = header.as_deref().and_then(|h| h.strip_prefix("Bearer ")) {
         return Some(token.trim().to_string());
     }
-    req.url()
-        .ok()?
-        .query_pairs()
+    let url = req.inner().url();
+    crate::api::query_pairs(&url)
+        .into_iter()
         .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
+        .map(|(_, v)| v)
 }
 
 async fn read_body(req: &mut Request) -> std::result::Result<Vec<u8>, ApiError> {
@@ -166,7 +163,8 @@ fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
     json(200, &json!({ "agents": list }).to_string()).map_err(|e| internal("agents", e))
 }
 
-/// Test-only (`HELIX_TEST_ROUTES=true`): the store conformance suite against this D1.
+/// Test-only (feature `test-routes`): the store conformance suite against this D1.
+#[cfg(feature = "test-routes")]
 async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
     let db = env.d1("DB").map_err(|e| internal("d1 binding", e))?;
     let store = d1::D1Store::new(db);
@@ -226,11 +224,8 @@ async fn forward(
     req: &Request,
     body: Option<Vec<u8>>,
 ) -> std::result::Result<Response, ApiError> {
-    let url = req.url().map_err(|e| internal("url", e))?;
-    let path_and_query = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_string(),
-    };
+    let url = req.inner().url();
+    let path_and_query = crate::api::path_and_query(&url).to_string();
     let last_event_id = req.headers().get("last-event-id").ok().flatten();
     call_object(env, id, req.method(), &path_and_query, last_event_id, body).await
 }
@@ -258,15 +253,14 @@ async fn call_object(
     if let Some(v) = &last_event_id {
         set("last-event-id", v)?;
     }
-    let mut init = RequestInit::new();
-    init.with_method(method).with_headers(headers);
-    if let Some(body) = body {
-        init.with_body(Some(
-            worker::js_sys::Uint8Array::from(body.as_slice()).into(),
-        ));
-    }
-    let request = Request::new_with_init(&format!("https://session{path_and_query}"), &init)
-        .map_err(|e| internal("request", e))?;
+    let body = body.map(|b| worker::js_sys::Uint8Array::from(b.as_slice()).into());
+    let request = llm::request(
+        &format!("https://session{path_and_query}"),
+        method.as_ref(),
+        &headers,
+        body,
+    )
+    .map_err(|e| internal("request", e))?;
     stub.fetch_with_request(request).await.map_err(|e| {
         log(
             "object_unreachable",
@@ -311,6 +305,7 @@ mod tests {
     use super::*;
     use wasm_bindgen::JsCast;
     use wasm_bindgen_test::wasm_bindgen_test;
+    use worker::RequestInit;
 
     fn env_with(vars: &[(&str, &str)]) -> Env {
         let obj = js_sys::Object::new();

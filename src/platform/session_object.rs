@@ -86,7 +86,7 @@ impl DurableObject for SessionObject {
     async fn alarm(&self) -> Result<Response> {
         let inner = self.inner.clone();
         if let Some(id) = inner.session_id() {
-            inner.drive(&id).await;
+            inner.drive(id).await;
         }
         Response::ok("")
     }
@@ -338,12 +338,16 @@ impl Inner {
 
     /// Drives the session after the response is sent.
     fn schedule(self: &Rc<Self>, id: &str) {
-        let (inner, id) = (self.clone(), id.to_string());
-        self.state.wait_until(async move { inner.drive(&id).await });
+        self.state.wait_until(self.clone().drive(id.to_string()));
     }
 
-    /// One slice of work, with the alarm as the durable trigger around it.
-    async fn drive(&self, id: &str) {
+    /// One slice of work, with the alarm as the durable trigger around it. Boxed: the
+    /// alarm and `wait_until` share one copy of the drive's state machine.
+    fn drive(self: Rc<Self>, id: String) -> futures::future::LocalBoxFuture<'static, ()> {
+        Box::pin(async move { self.drive_slice(&id).await })
+    }
+
+    async fn drive_slice(&self, id: &str) {
         let Ok(runner) = self.runner() else { return };
         let storage = self.state.storage();
         let now = Date::now().as_millis();
@@ -464,11 +468,5 @@ struct IdRow {
 }
 
 fn query(req: &Request) -> Vec<(String, String)> {
-    req.url()
-        .map(|u| {
-            u.query_pairs()
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::api::query_pairs(&req.inner().url())
 }

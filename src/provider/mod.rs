@@ -324,17 +324,35 @@ pub fn retry_after_ms(
     retry_after_ms: Option<&str>,
     now_ms: u64,
 ) -> Option<u64> {
-    if let Some(ms) = retry_after_ms
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| *v >= 0.0)
-    {
-        return Some(ms as u64);
+    if let Some(ms) = retry_after_ms.and_then(|v| decimal_millis(v.trim(), 1)) {
+        return Some(ms);
     }
     let value = retry_after?.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs >= 0.0).then_some((secs * 1000.0) as u64);
+    if let Some(ms) = decimal_millis(value, 1000) {
+        return Some(ms);
     }
     http_date_ms(value).map(|at| at.saturating_sub(now_ms))
+}
+
+/// Parses a non-negative decimal (`2`, `0.5`) times `scale`, without float parsing.
+fn decimal_millis(text: &str, scale: u64) -> Option<u64> {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() && frac.is_empty() || !digits(whole) || !digits(frac) {
+        return None;
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let mut value = whole.checked_mul(scale)?;
+    let mut unit = scale;
+    for b in frac.bytes().take(6) {
+        unit /= 10;
+        value += u64::from(b - b'0') * unit;
+    }
+    Some(value)
 }
 
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) to ms since the epoch.

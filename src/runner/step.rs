@@ -19,7 +19,7 @@ use crate::store::{
 };
 use futures::future::join_all;
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// The text of the corrective nudge sent when a required output is missing.
@@ -72,7 +72,7 @@ fn normalize_calls(
     step: u32,
     emitter: &Emitter,
 ) -> Vec<ToolCall> {
-    let mut seen: HashSet<String> = transcript
+    let mut seen: BTreeSet<String> = transcript
         .iter()
         .flat_map(|m| match m {
             Message::Assistant { tool_calls, .. } => {

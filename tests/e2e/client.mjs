@@ -32,7 +32,6 @@ export async function startWithMock(vars = {}, persistDir) {
       LLM_API_KEY: 'test-key',
       LLM_MAX_RETRIES: '2',
       ASK_USER_DEADLINE_MS: '300000',
-      HELIX_TEST_ROUTES: 'true',
       ...vars,
     },
   });

@@ -87,7 +87,8 @@ export async function startWorker({ persistDir, vars = {} } = {}) {
     cwd: ROOT,
     detached: true, // its own process group, so stop() reaches workerd too
     stdio: ['ignore', log, log],
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+    // The [build] step must keep the test build (with the test-only routes).
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', HELIX_BUILD_FEATURES: 'test-routes' },
   });
   running.add(child);
   const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -97,6 +97,6 @@ test('a suspended session survives a full restart and completes after approval',
 async function startWithMockAt(persistDir) {
   return startWorker({
     persistDir,
-    vars: { API_TOKEN, LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key', HELIX_TEST_ROUTES: 'true' },
+    vars: { API_TOKEN, LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key' },
   });
 }
