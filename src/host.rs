@@ -10,14 +10,18 @@ pub trait Host {
     fn now_ms(&self) -> u64;
     /// A fresh, unique id; `kind` is a short prefix such as `run` or `ckpt`.
     fn new_id(&self, kind: &str) -> String;
+    /// Records a structured event (the platform prints one JSON line). Fields never
+    /// carry secrets, tool arguments or results.
+    fn log(&self, _event: &str, _fields: serde_json::Value) {}
 }
 
-/// A host with a hand-moved clock and counting ids, for tests.
+/// A host with a hand-moved clock and counting ids that records log events, for tests.
 #[derive(Debug)]
 pub struct ManualHost {
     now: Cell<u64>,
     next: Cell<u64>,
     tag: String,
+    logs: std::cell::RefCell<Vec<(String, serde_json::Value)>>,
 }
 
 impl ManualHost {
@@ -27,7 +31,13 @@ impl ManualHost {
             now: Cell::new(now_ms),
             next: Cell::new(1),
             tag: tag.into(),
+            logs: Default::default(),
         }
+    }
+
+    /// The log events recorded so far.
+    pub fn logs(&self) -> Vec<(String, serde_json::Value)> {
+        self.logs.borrow().clone()
     }
 
     /// Moves the clock forward.
@@ -45,6 +55,10 @@ impl Host for ManualHost {
         let n = self.next.get();
         self.next.set(n + 1);
         format!("{kind}_{}{n}", self.tag)
+    }
+
+    fn log(&self, event: &str, fields: serde_json::Value) {
+        self.logs.borrow_mut().push((event.to_string(), fields));
     }
 }
 

@@ -369,3 +369,48 @@ fn driving_a_resumed_step_twice_at_once_runs_the_approved_tool_once() {
     assert_eq!(w.exec.count("delete_file"), 1);
     assert_consistent(&w, &initial());
 }
+
+#[test]
+fn runs_log_model_calls_tools_and_waits_without_arguments() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let call = w.model.call("delete_file", json!({"path": "/secret/path"}));
+    w.model.calls(vec![call.clone()]).text("done");
+    w.create(&r, "tester", "delete it");
+    drive(&r);
+    w.host.advance(1_500);
+    approve(&r, &call.id, true);
+    drive(&r);
+    let logs = w.host.logs();
+    let names: Vec<&str> = logs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "run_started",
+            "model_call",
+            "run_suspended",
+            "run_resumed",
+            "tool_executed",
+            "model_call",
+            "run_completed"
+        ]
+    );
+    let model = &logs[1].1;
+    assert_eq!(
+        (model["session"].as_str(), model["inputTokens"].as_u64()),
+        (Some(SESSION), Some(10))
+    );
+    assert_eq!(
+        logs[3].1["waitedMs"], 1_500,
+        "time spent waiting on the human"
+    );
+    assert_eq!(
+        (logs[4].1["tool"].as_str(), logs[4].1["success"].as_bool()),
+        (Some("delete_file"), Some(true))
+    );
+    let text = serde_json::to_string(&logs).unwrap();
+    assert!(
+        !text.contains("/secret/path"),
+        "logs never carry tool arguments"
+    );
+}

@@ -25,6 +25,10 @@ impl Host for WorkerHost {
     fn new_id(&self, kind: &str) -> String {
         format!("{kind}_{}", random_hex(12))
     }
+
+    fn log(&self, event: &str, fields: serde_json::Value) {
+        log(event, fields);
+    }
 }
 
 /// A var or secret, whichever is set (secrets win); empty values count as unset.

@@ -208,10 +208,6 @@ impl Inner {
                         state,
                     })
                     .await?;
-                log(
-                    "run_started",
-                    json!({ "session": id, "run": created.run_id, "agent": agent }),
-                );
                 self.schedule(&id);
                 json_response(
                     201,
@@ -362,13 +358,16 @@ impl Inner {
         let elapsed = Date::now().as_millis().saturating_sub(started);
         let next = match &progress {
             Ok(Progress::Suspended { next_deadline }) => {
-                log("run_suspended", json!({ "session": id, "ms": elapsed }));
+                log(
+                    "drive",
+                    json!({ "session": id, "outcome": "suspended", "ms": elapsed }),
+                );
                 next_deadline.map(|d| d.saturating_sub(now).max(1))
             }
             Ok(Progress::Idle(status)) => {
                 log(
-                    "run_idle",
-                    json!({ "session": id, "status": status, "ms": elapsed }),
+                    "drive",
+                    json!({ "session": id, "outcome": status, "ms": elapsed }),
                 );
                 None
             }

@@ -52,6 +52,11 @@ impl Emitter {
         &self.session_id
     }
 
+    /// The run the chunks belong to.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// Emits `body` live; returns its sequence number.
     pub fn chunk(&self, body: ChunkBody) -> u64 {
         self.journal.emit(self.event(body))

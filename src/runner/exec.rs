@@ -57,7 +57,16 @@ impl<S: Store> Runner<S> {
             }),
             self.abort.borrow().clone(),
         );
+        let started = self.host.now_ms();
         let result = tool.execute(call.arguments.clone(), ctx.clone()).await;
+        self.host.log(
+            "tool_executed",
+            serde_json::json!({
+                "session": emitter.session_id(), "run": emitter.run_id(), "tool": call.name,
+                "ms": self.host.now_ms().saturating_sub(started), "success": result.is_ok(),
+                "code": result.as_ref().err().map(|e| e.code()),
+            }),
+        );
         let writes = if result.is_ok() {
             ctx.take_writes()
         } else {

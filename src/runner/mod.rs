@@ -241,6 +241,15 @@ impl<S: Store> Runner<S> {
             .ok_or_else(|| RunError::AgentNotFound(name.into()))
     }
 
+    /// A structured log event about `live`'s current run.
+    pub(crate) fn log(&self, live: &Live, event: &str, mut fields: serde_json::Value) {
+        if let Some(obj) = fields.as_object_mut() {
+            obj.insert("session".into(), live.head.id.clone().into());
+            obj.insert("run".into(), live.head.run.run_id.clone().into());
+        }
+        self.host.log(event, fields);
+    }
+
     /// Fails with [`RunError::Aborted`] once `abort` was called during this drive.
     fn ensure_not_aborted(&self) -> Result<(), RunError> {
         if self.abort.borrow().is_aborted() {
@@ -439,6 +448,11 @@ impl<S: Store> Runner<S> {
             reason: request.reason,
         })];
         self.commit(live, ops::head_only(head, true), post).await?;
+        self.log(
+            live,
+            "run_interrupted",
+            serde_json::json!({ "step": live.head.step_count }),
+        );
         // Honoured: the durable flag was cleared by the commit, the in-memory one here.
         self.interrupt_requested.borrow_mut().take();
         Ok(())

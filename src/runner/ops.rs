@@ -155,6 +155,8 @@ impl<S: Store> Runner<S> {
             })
             .await?;
         self.journal.release(1);
+        let fields = serde_json::json!({ "session": request.session_id, "run": run_id, "turn": 1 });
+        self.host.log("run_started", fields);
         Ok(Created {
             session_id: request.session_id,
             run_id,

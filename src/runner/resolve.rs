@@ -38,6 +38,25 @@ impl<S: Store> Runner<S> {
         emitter.chunk(ChunkBody::RunResumed {
             turn: live.head.run.turn,
         });
+        // The suspension commit is the head's last update: the wait is measured from it.
+        let waited = self.host.now_ms().saturating_sub(live.head.updated_at);
+        for p in live
+            .head
+            .pending
+            .iter()
+            .filter(|p| p.kind == PendingKind::Client)
+        {
+            let answer = match live.answer(&p.tool_call_id) {
+                Some(Answer::ClientResult { .. }) => "result",
+                Some(Answer::ClientError { .. }) => "error",
+                _ => "expired",
+            };
+            let fields =
+                serde_json::json!({ "tool": p.tool_name, "waitedMs": waited, "answer": answer });
+            self.log(live, "client_tool_answered", fields);
+        }
+        let fields = serde_json::json!({ "waitedMs": waited, "calls": live.head.pending.len() });
+        self.log(live, "run_resumed", fields);
 
         let pending = live.head.pending.clone();
         let calls: Vec<ToolCall> = pending

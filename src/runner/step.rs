@@ -157,10 +157,27 @@ impl<S: Store> Runner<S> {
                 },
             });
         };
-        let turn = match model.generate(request, &mut on_delta).await {
+        let started = self.host.now_ms();
+        let result = model.generate(request, &mut on_delta).await;
+        let ms = self.host.now_ms().saturating_sub(started);
+        let turn = match result {
             Ok(turn) => turn,
-            Err(e) => return self.fail_run(live, ErrorInfo::of(&e)).await,
+            Err(e) => {
+                self.log(
+                    live,
+                    "model_call_failed",
+                    json!({ "step": step, "ms": ms, "code": e.code() }),
+                );
+                return self.fail_run(live, ErrorInfo::of(&e)).await;
+            }
         };
+        self.log(
+            live,
+            "model_call",
+            json!({ "step": step, "ms": ms, "inputTokens": turn.usage.input_tokens,
+                    "outputTokens": turn.usage.output_tokens, "cacheReadTokens": turn.usage.cache_read_tokens,
+                    "stop": turn.stop, "toolCalls": turn.tool_calls.len() }),
+        );
 
         let calls = normalize_calls(turn.tool_calls, &live.transcript, step, &emitter);
         // Usage and the stop reason are recorded per step, on the step's message.
@@ -421,6 +438,20 @@ impl<S: Store> Runner<S> {
             self.checkpointed_commit(head, messages, state_ops, status, emitter);
         events.extend(post);
         self.commit(live, commit, events).await?;
+        let event = match (live.head.status, &suspended) {
+            (_, Some(_)) => "run_suspended",
+            (SessionStatus::Completed, _) => "run_completed",
+            (SessionStatus::Failed, _) => "run_failed",
+            _ => "step_committed",
+        };
+        let usage = live.head.run.usage;
+        self.log(
+            live,
+            event,
+            json!({ "step": step, "runSteps": live.head.run.step_count, "inputTokens": usage.input_tokens,
+                    "outputTokens": usage.output_tokens, "pending": live.head.pending.len(),
+                    "code": live.head.error.as_ref().map(|e| e.code.clone()) }),
+        );
         if let (Some(ids), Some(h)) = (
             suspended,
             self.agents
@@ -492,7 +523,13 @@ impl<S: Store> Runner<S> {
         let emitter = self.emitter(&head, None);
         let post = failure_events(&emitter, &error);
         self.commit(live, super::ops::head_only(head, false), post)
-            .await
+            .await?;
+        self.log(
+            live,
+            "run_failed",
+            json!({ "code": error.code, "runSteps": live.head.run.step_count }),
+        );
+        Ok(())
     }
 }
 
