@@ -30,6 +30,9 @@ impl<S: Store> Runner<S> {
             let next_deadline = waiting.iter().filter_map(|p| p.deadline).min();
             return Ok(Some(Progress::Suspended { next_deadline }));
         }
+        // The suspension commit is the head's last update: the wait is measured from it
+        // (before the claim below updates the head again).
+        let waited = self.host.now_ms().saturating_sub(live.head.updated_at);
         self.claim_approved(live).await?;
         if let Some(h) = agent.hooks() {
             h.on_agent_resumed();
@@ -38,8 +41,6 @@ impl<S: Store> Runner<S> {
         emitter.chunk(ChunkBody::RunResumed {
             turn: live.head.run.turn,
         });
-        // The suspension commit is the head's last update: the wait is measured from it.
-        let waited = self.host.now_ms().saturating_sub(live.head.updated_at);
         for p in live
             .head
             .pending
