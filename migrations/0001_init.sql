@@ -70,3 +70,16 @@ CREATE TABLE cas_guard (
   id INTEGER PRIMARY KEY,
   ok INTEGER NOT NULL CHECK (ok = 1)
 );
+
+-- Child sessions started by a parent's sub-agent tool calls (the sub-agents feature):
+-- who owns which child, for routing answers from the root and waking the parent.
+CREATE TABLE subsessions (
+  parent_id    TEXT NOT NULL,
+  child_id     TEXT NOT NULL,
+  agent        TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  status       TEXT NOT NULL,
+  created_at   INTEGER NOT NULL,
+  updated_at   INTEGER NOT NULL,
+  PRIMARY KEY (parent_id, child_id)
+);

@@ -9,7 +9,7 @@ import { openStream } from './sse.mjs';
 
 let worker;
 let llm;
-before(async () => { ({ worker, llm } = await startWithMock({ ASK_USER_DEADLINE_MS: '2500' })); });
+before(async () => { ({ worker, llm } = await startWithMock({ ASK_USER_DEADLINE_MS: '2500', SSE_PING_MS: '300' })); });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 beforeEach(() => llm?.reset());
 
@@ -67,6 +67,20 @@ test('an approval suspends the run; approving resumes it on the same stream to t
   assert.equal(msgs.body.messages[0].content, 'delete /tmp/x');
   assert.equal(msgs.body.messages[3].content, 'Deleted it.');
   assert.deepEqual([msgs.body.total, msgs.body.hasMore], [4, false]);
+});
+
+test('a suspended stream stays open with ping comments', async () => {
+  const id = newId('ping');
+  llm.push({ calls: [{ name: 'delete_file', args: { path: '/x' } }] });
+  await create(id, 'delete /x');
+  const sse = await stream(id);
+  await sse.until((e) => e.type === 'run_suspended');
+  const start = Date.now();
+  while (sse.comments < 2 && Date.now() - start < 5_000) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(sse.comments >= 2, `pings seen: ${sse.comments}`);
+  assert.equal(sse.ended, false, 'the connection stays open while suspended');
+  sse.close();
+  await api(worker, 'POST', `/v1/sessions/${id}/abort`, {});
 });
 
 test('a denied approval never runs the tool and the model is told', async () => {
