@@ -275,6 +275,7 @@ async fn call_object(
     })
 }
 
+/// An internal failure: logged in detail, answered with a safe 500.
 fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
     log(
         "internal_error",

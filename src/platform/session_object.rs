@@ -7,6 +7,7 @@
 
 use super::d1::D1Store;
 use super::host::{WorkerHost, config_value, log};
+use super::internal;
 use super::journal::{CLIENT_QUEUE, DoJournal};
 use super::llm::PlatformModels;
 use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
@@ -89,19 +90,6 @@ impl DurableObject for SessionObject {
             inner.drive(id).await;
         }
         Response::ok("")
-    }
-}
-
-fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
-    log(
-        "internal_error",
-        json!({ "what": what, "error": e.to_string() }),
-    );
-    ApiError {
-        status: 500,
-        code: "framework_error",
-        message: "Internal error.".into(),
-        retryable: true,
     }
 }
 
