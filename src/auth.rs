@@ -66,15 +66,15 @@ pub enum AuthError {
     Forbidden,
 }
 
-fn mac(key: &str, session_id: &str, expiry: u64) -> HmacSha256 {
-    // Any key length is valid for HMAC, so this cannot fail.
-    let mut mac =
-        <HmacSha256 as KeyInit>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!());
+/// The MAC of a token. HMAC takes keys of any length, so this is `None` only in theory;
+/// callers treat `None` as "no valid token" rather than panicking.
+fn mac(key: &str, session_id: &str, expiry: u64) -> Option<HmacSha256> {
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(key.as_bytes()).ok()?;
     mac.update(b"helix-edge/session-token/v1\0");
     mac.update(session_id.as_bytes());
     mac.update(b"\0");
     mac.update(expiry.to_string().as_bytes());
-    mac
+    Some(mac)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -92,9 +92,9 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 }
 
 /// A token for `session_id` that expires at `expiry` (seconds since the epoch).
-pub fn session_token(key: &str, session_id: &str, expiry: u64) -> String {
-    let tag = mac(key, session_id, expiry).finalize().into_bytes();
-    format!("{session_id}:{expiry}:{}", hex(&tag))
+pub fn session_token(key: &str, session_id: &str, expiry: u64) -> Option<String> {
+    let tag = mac(key, session_id, expiry)?.finalize().into_bytes();
+    Some(format!("{session_id}:{expiry}:{}", hex(&tag)))
 }
 
 /// The session a token is valid for, if it is genuine and unexpired at `now_secs`.
@@ -104,7 +104,7 @@ pub fn verify_session_token(key: &str, token: &str, now_secs: u64) -> Option<Str
     let expiry: u64 = expiry.parse().ok()?;
     let tag = unhex(tag)?;
     // Constant-time comparison of the tag.
-    mac(key, session_id, expiry).verify_slice(&tag).ok()?;
+    mac(key, session_id, expiry)?.verify_slice(&tag).ok()?;
     (now_secs < expiry).then(|| session_id.to_string())
 }
 
@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn a_session_token_opens_its_session_only_until_it_expires() {
         let config = AuthConfig::Token(KEY.into());
-        let token = session_token(KEY, "s.1", 1_000);
+        let token = session_token(KEY, "s.1", 1_000).unwrap();
         assert_eq!(
             authorize(&config, Some(&token), Some("s.1"), 999),
             Ok(Principal::Session("s.1".into()))
@@ -185,8 +185,8 @@ mod tests {
     #[test]
     fn forged_or_malformed_tokens_are_unauthorized() {
         let config = AuthConfig::Token(KEY.into());
-        let token = session_token(KEY, "s", 5_000);
-        let forged = session_token("other key", "s", 5_000);
+        let token = session_token(KEY, "s", 5_000).unwrap();
+        let forged = session_token("other key", "s", 5_000).unwrap();
         let extended = token.replace(":5000:", ":9000:");
         for bad in [
             forged.as_str(),

@@ -205,7 +205,7 @@ async fn create(
     let token = match config {
         AuthConfig::Token(key) => {
             let expiry = worker::Date::now().as_millis() / 1000 + SESSION_TOKEN_TTL_SECS;
-            Some(session_token(key, &id, expiry))
+            session_token(key, &id, expiry)
         }
         _ => None,
     };
