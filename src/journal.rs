@@ -7,12 +7,14 @@
 //! - Live chunks (text deltas, tool starts and ends) are [`emit`](Journal::emit)ted as
 //!   they happen; until the step commits they are *unconfirmed*.
 //! - Chunks that must only be seen once the commit is durable (state patches,
-//!   suspension, `end`) are [`stage`](Journal::stage)d for the version the commit will
-//!   create, then [`release`](Journal::release)d after the commit succeeds. Release also
-//!   confirms everything emitted before.
-//! - After a restart, [`recover`](Journal::recover) compares the journal with the
-//!   durable version: a staged batch whose commit landed is released (nothing lost); one
-//!   whose commit did not is dropped (nothing invented); unconfirmed live chunks are
+//!   suspension, `end`) are [`stage`](Journal::stage)d under the commit's unique id,
+//!   then [`release`](Journal::release)d after the commit succeeds, or
+//!   [`discard`](Journal::discard)ed when it fails. Release also confirms everything
+//!   emitted before, and drops batches of rival writes of the same or older versions
+//!   (they lost the compare-and-set).
+//! - After a restart, [`recover`](Journal::recover) is given the durable head's version
+//!   and commit id: the batch of that commit is released if it was not yet (nothing
+//!   lost); every other batch is dropped (nothing invented); unconfirmed live chunks are
 //!   reported so the runner can send `stream_resync`.
 
 use crate::chunk::StreamEvent;
@@ -30,13 +32,14 @@ pub struct Recovery {
 pub trait Journal {
     /// Appends a live event; returns its sequence number (gap-free from 1).
     fn emit(&self, event: StreamEvent) -> u64;
-    /// Holds `events` back until the commit creating `version` lands (replaces any
-    /// earlier staged batch).
-    fn stage(&self, version: u64, events: Vec<StreamEvent>);
-    /// The commit creating `version` landed: appends the staged batch and confirms all.
-    fn release(&self, version: u64);
-    /// Brings the journal in line with the durable `version` after a restart.
-    fn recover(&self, version: u64) -> Recovery;
+    /// Holds `events` back until commit `commit_id` (creating `version`) lands.
+    fn stage(&self, commit_id: &str, version: u64, events: Vec<StreamEvent>);
+    /// Commit `commit_id` landed: appends its batch and confirms everything so far.
+    fn release(&self, commit_id: &str);
+    /// Commit `commit_id` failed: drops its batch.
+    fn discard(&self, commit_id: &str);
+    /// Brings the journal in line with the durable head (`version`, `commit_id`).
+    fn recover(&self, version: u64, commit_id: &str) -> Recovery;
     /// Marks every event so far as confirmed at `version` (after a resync).
     fn confirm(&self, version: u64);
     /// Records that `step` of `run_id` begins; returns how many times it has begun.
@@ -49,7 +52,7 @@ pub struct MemoryJournal {
     events: RefCell<Vec<StreamEvent>>,
     /// Events up to this count are confirmed.
     confirmed: Cell<usize>,
-    staged: RefCell<Option<(u64, Vec<StreamEvent>)>>,
+    staged: RefCell<Vec<(String, u64, Vec<StreamEvent>)>>,
     attempts: RefCell<HashMap<(String, u32), u32>>,
 }
 
@@ -72,29 +75,39 @@ impl Journal for MemoryJournal {
         events.len() as u64
     }
 
-    fn stage(&self, version: u64, events: Vec<StreamEvent>) {
-        *self.staged.borrow_mut() = Some((version, events));
+    fn stage(&self, commit_id: &str, version: u64, events: Vec<StreamEvent>) {
+        self.staged
+            .borrow_mut()
+            .push((commit_id.into(), version, events));
     }
 
-    fn release(&self, version: u64) {
-        let staged = self.staged.borrow_mut().take();
+    fn release(&self, commit_id: &str) {
+        let mut staged = self.staged.borrow_mut();
         let mut events = self.events.borrow_mut();
-        if let Some((v, batch)) = staged
-            && v == version
-        {
+        if let Some(pos) = staged.iter().position(|(id, _, _)| id == commit_id) {
+            let (_, version, batch) = staged.remove(pos);
             events.extend(batch);
+            staged.retain(|(_, v, _)| *v > version);
         }
         self.confirmed.set(events.len());
     }
 
-    fn recover(&self, version: u64) -> Recovery {
-        let landed = matches!(&*self.staged.borrow(), Some((v, _)) if *v <= version);
+    fn discard(&self, commit_id: &str) {
+        self.staged
+            .borrow_mut()
+            .retain(|(id, _, _)| id != commit_id);
+    }
+
+    fn recover(&self, _version: u64, commit_id: &str) -> Recovery {
+        let landed = self
+            .staged
+            .borrow()
+            .iter()
+            .any(|(id, _, _)| id == commit_id);
         if landed {
-            let v = self.staged.borrow().as_ref().map_or(version, |(v, _)| *v);
-            self.release(v);
-            return Recovery { torn_from: None };
+            self.release(commit_id);
         }
-        self.staged.borrow_mut().take();
+        self.staged.borrow_mut().clear();
         let len = self.events.borrow().len();
         let confirmed = self.confirmed.get();
         Recovery {

@@ -403,3 +403,67 @@ fn an_abort_during_a_step_signals_its_tools_and_the_step_never_commits() {
     assert_eq!(w.model.remaining(), 1, "no model call after the abort");
     assert_consistent(&w, &initial());
 }
+
+#[test]
+fn a_failed_create_or_commit_leaves_nothing_staged_behind() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model.text("hello");
+    w.create(&r, "tester", "first");
+    let duplicate = block(r.create(helix_edge::runner::CreateSession {
+        session_id: SESSION.into(),
+        agent: "tester".into(),
+        message: "second".into(),
+        state: None,
+    }));
+    assert!(duplicate.is_err());
+    // A fresh process recovers the journal against the durable version (>= 1).
+    assert_eq!(
+        drive(&w.runner("p2")),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    let starts = w
+        .chunks()
+        .iter()
+        .filter(|c| matches!(c, ChunkBody::RunStarted { .. }))
+        .count();
+    assert_eq!(
+        starts, 1,
+        "the losing creator's run_started never reaches the winner's stream"
+    );
+}
+
+#[test]
+fn a_rival_write_in_the_same_process_never_steals_another_commits_events() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "kept"}))])
+        .text("done");
+    w.create(&r, "tester", "x");
+    let duplicate = r.create(helix_edge::runner::CreateSession {
+        session_id: SESSION.into(),
+        agent: "tester".into(),
+        message: "again".into(),
+        state: None,
+    });
+    let (progress, dup) = block(async { futures::join!(r.drive(SESSION, 100), duplicate) });
+    assert!(dup.is_err());
+    assert_eq!(progress.unwrap(), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        patch_paths(&w),
+        ["/notes/-"],
+        "the drive's state patch was released"
+    );
+    assert!(matches!(
+        w.journal.events().last(),
+        Some(StreamEvent::End { .. })
+    ));
+    let starts = w
+        .chunks()
+        .iter()
+        .filter(|c| matches!(c, ChunkBody::RunStarted { .. }))
+        .count();
+    assert_eq!(starts, 1);
+    assert_consistent(&w, &initial());
+}

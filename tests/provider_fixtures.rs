@@ -16,10 +16,14 @@ use helix_edge::provider::{HttpModel, ProviderConfig};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
+/// The provider recordings live in `shared/fixtures` beside the repository (as CI
+/// checks it out); `HELIX_FIXTURES_DIR` points elsewhere.
 fn fixture(path: &str) -> Vec<u8> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
+    let dir = std::env::var_os("HELIX_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
     std::fs::read(dir.join(path)).unwrap_or_else(|e| {
-        panic!("fixture {path} is missing ({e}): the provider recordings live in shared/fixtures beside the repository")
+        panic!("fixture {} is missing ({e}): set HELIX_FIXTURES_DIR or put shared/ beside the repository", dir.join(path).display())
     })
 }
 

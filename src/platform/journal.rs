@@ -63,6 +63,7 @@ struct CountRow {
 /// parses events back (which would also put a chunk deserializer in the bundle).
 #[derive(serde::Serialize, Deserialize)]
 struct Staged {
+    commit_id: String,
     version: u64,
     events: Vec<(String, String)>,
 }
@@ -123,6 +124,23 @@ impl DoJournal {
         };
         if let Err(e) = result {
             log_error("meta", e);
+        }
+    }
+
+    fn staged(&self) -> Vec<Staged> {
+        self.meta("staged")
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default()
+    }
+
+    fn set_staged(&self, staged: &[Staged]) {
+        if staged.is_empty() {
+            self.set_meta("staged", None);
+            return;
+        }
+        match serde_json::to_string(staged) {
+            Ok(json) => self.set_meta("staged", Some(&json)),
+            Err(e) => worker::console_error!("cannot stage events: {}", e),
         }
     }
 
@@ -221,41 +239,45 @@ impl Journal for DoJournal {
         self.append(&event)
     }
 
-    fn stage(&self, version: u64, events: Vec<StreamEvent>) {
+    fn stage(&self, commit_id: &str, version: u64, events: Vec<StreamEvent>) {
         let events = events
             .iter()
             .map(|e| (e.name().to_string(), e.data_json()))
             .collect();
-        match serde_json::to_string(&Staged { version, events }) {
-            Ok(json) => self.set_meta("staged", Some(&json)),
-            Err(e) => worker::console_error!("cannot stage events: {}", e),
-        }
+        let mut staged = self.staged();
+        staged.push(Staged {
+            commit_id: commit_id.into(),
+            version,
+            events,
+        });
+        self.set_staged(&staged);
     }
 
-    fn release(&self, version: u64) {
-        let staged: Option<Staged> = self
-            .meta("staged")
-            .and_then(|s| serde_json::from_str(&s).ok());
-        self.set_meta("staged", None);
-        if let Some(staged) = staged.filter(|s| s.version == version) {
-            for (name, data) in &staged.events {
+    fn release(&self, commit_id: &str) {
+        let mut staged = self.staged();
+        if let Some(pos) = staged.iter().position(|s| s.commit_id == commit_id) {
+            let batch = staged.remove(pos);
+            for (name, data) in &batch.events {
                 self.append_parts(name, data);
             }
+            // Rival writes of this or an older version lost the compare-and-set.
+            staged.retain(|s| s.version > batch.version);
+            self.set_staged(&staged);
         }
         self.set_meta("confirmed", Some(&self.last_seq.get().to_string()));
     }
 
-    fn recover(&self, version: u64) -> Recovery {
-        let staged: Option<Staged> = self
-            .meta("staged")
-            .and_then(|s| serde_json::from_str(&s).ok());
-        if let Some(staged) = staged {
-            if staged.version <= version {
-                self.release(staged.version);
-                return Recovery { torn_from: None };
-            }
-            self.set_meta("staged", None);
+    fn discard(&self, commit_id: &str) {
+        let mut staged = self.staged();
+        staged.retain(|s| s.commit_id != commit_id);
+        self.set_staged(&staged);
+    }
+
+    fn recover(&self, _version: u64, commit_id: &str) -> Recovery {
+        if self.staged().iter().any(|s| s.commit_id == commit_id) {
+            self.release(commit_id);
         }
+        self.set_staged(&[]);
         let confirmed = self.confirmed();
         Recovery {
             torn_from: (self.last_seq.get() > confirmed).then_some(confirmed + 1),

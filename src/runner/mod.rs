@@ -195,6 +195,9 @@ pub struct Runner<S: Store> {
     /// An interrupt requested while a drive is in progress: the durable flag is what a
     /// later drive sees; this is how the drive in progress sees it at its next step.
     interrupt_requested: RefCell<Option<InterruptRequest>>,
+    /// Whether this instance has brought the journal in line with durable state (once:
+    /// recovery is about what earlier processes left behind).
+    recovered: Cell<bool>,
     driving: Cell<bool>,
 }
 
@@ -226,6 +229,7 @@ impl<S: Store> Runner<S> {
             config,
             abort: RefCell::new(AbortSignal::new()),
             interrupt_requested: RefCell::new(None),
+            recovered: Cell::new(false),
             driving: Cell::new(false),
         }
     }
@@ -293,14 +297,16 @@ impl<S: Store> Runner<S> {
             answers: loaded.answers,
             interrupt: loaded.interrupt,
         };
-        if recover {
+        if recover && !self.recovered.replace(true) {
             self.resync(&live);
         }
         Ok(live)
     }
 
     fn resync(&self, live: &Live) {
-        let recovery = self.journal.recover(live.head.version);
+        let recovery = self
+            .journal
+            .recover(live.head.version, &live.head.commit_id);
         if let Some(from_sequence) = recovery.torn_from {
             let emitter = self.emitter(&live.head, None);
             emitter.chunk(crate::chunk::ChunkBody::StreamResync {
@@ -322,17 +328,20 @@ impl<S: Store> Runner<S> {
         commit: Commit,
         post: Vec<crate::chunk::StreamEvent>,
     ) -> Result<(), RunError> {
-        let next = live.head.version + 1;
-        self.journal.stage(next, post);
+        let commit_id = self.host.new_id("commit");
+        let mut commit = commit;
+        commit.head.commit_id = commit_id.clone();
+        self.journal.stage(&commit_id, live.head.version + 1, post);
         let head = commit.head.clone();
         let messages = commit.messages.clone();
         let truncate = commit.truncate_messages_to;
         let clears_interrupt = commit.clear_interrupt;
-        let version = self
+        let result = self
             .store
             .commit(&live.head.id, live.head.version, commit)
-            .await?;
-        self.journal.release(version);
+            .await;
+        let version = result.inspect_err(|_| self.journal.discard(&commit_id))?;
+        self.journal.release(&commit_id);
         live.head = head;
         live.head.version = version;
         if let Some(n) = truncate {

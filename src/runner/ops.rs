@@ -121,6 +121,7 @@ impl<S: Store> Runner<S> {
             agent: request.agent,
             status: SessionStatus::Active,
             version: 1,
+            commit_id: self.host.new_id("commit"),
             step_count: 0,
             message_count: 1,
             run: new_run(run_id.clone(), 1, now),
@@ -144,17 +145,21 @@ impl<S: Store> Runner<S> {
         let started = self
             .emitter(&head, None)
             .event(ChunkBody::RunStarted { turn: 1 });
-        self.journal.stage(1, vec![started]);
+        let commit_id = head.commit_id.clone();
+        self.journal.stage(&commit_id, 1, vec![started]);
         let messages = vec![Message::user(request.message)];
+        let session = NewSession {
+            head,
+            state,
+            messages,
+            checkpoint,
+        };
+        // A losing creator must leave nothing staged in the winner's journal.
         self.store
-            .create(NewSession {
-                head,
-                state,
-                messages,
-                checkpoint,
-            })
-            .await?;
-        self.journal.release(1);
+            .create(session)
+            .await
+            .inspect_err(|_| self.journal.discard(&commit_id))?;
+        self.journal.release(&commit_id);
         let fields = serde_json::json!({ "session": request.session_id, "run": run_id, "turn": 1 });
         self.host.log("run_started", fields);
         Ok(Created {

@@ -36,6 +36,7 @@ fn head(id: &str) -> SessionHead {
         agent: "assistant".into(),
         status: SessionStatus::Active,
         version: 1,
+        commit_id: String::new(),
         step_count: 0,
         message_count: 1,
         run: RunRecord {

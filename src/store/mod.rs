@@ -136,6 +136,10 @@ pub struct SessionHead {
     pub status: SessionStatus,
     /// Compare-and-set guard, bumped by every commit.
     pub version: u64,
+    /// Unique id of the commit that wrote this head: tells a journal whose staged
+    /// stream events belong to the durable state after a crash.
+    #[serde(default)]
+    pub commit_id: String,
     /// Model steps over all runs.
     pub step_count: u32,
     /// Transcript length.
