@@ -410,12 +410,7 @@ fn a_failed_create_or_commit_leaves_nothing_staged_behind() {
     let r = w.runner("p1");
     w.model.text("hello");
     w.create(&r, "tester", "first");
-    let duplicate = block(r.create(helix_edge::runner::CreateSession {
-        session_id: SESSION.into(),
-        agent: "tester".into(),
-        message: "second".into(),
-        state: None,
-    }));
+    let duplicate = block(r.create(create_request("tester", "second")));
     assert!(duplicate.is_err());
     // A fresh process recovers the journal against the durable version (>= 1).
     assert_eq!(
@@ -441,12 +436,7 @@ fn a_rival_write_in_the_same_process_never_steals_another_commits_events() {
         .calls(vec![w.model.call("add_note", json!({"text": "kept"}))])
         .text("done");
     w.create(&r, "tester", "x");
-    let duplicate = r.create(helix_edge::runner::CreateSession {
-        session_id: SESSION.into(),
-        agent: "tester".into(),
-        message: "again".into(),
-        state: None,
-    });
+    let duplicate = r.create(create_request("tester", "again"));
     let (progress, dup) = block(async { futures::join!(r.drive(SESSION, 100), duplicate) });
     assert!(dup.is_err());
     assert_eq!(progress.unwrap(), Progress::Idle(SessionStatus::Completed));

@@ -369,12 +369,7 @@ fn busy_sessions_refuse_new_messages_and_retries() {
         block(r.retry(SESSION, None)),
         Err(RunError::Busy(_))
     ));
-    let again = block(r.create(helix_edge::runner::CreateSession {
-        session_id: SESSION.into(),
-        agent: "tester".into(),
-        message: "dup".into(),
-        state: None,
-    }));
+    let again = block(r.create(create_request("tester", "dup")));
     assert!(matches!(
         again,
         Err(RunError::Store(helix_edge::store::StoreError::Exists(_)))

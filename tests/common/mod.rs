@@ -167,6 +167,16 @@ pub fn summarizer() -> Agent {
         .unwrap()
 }
 
+/// A request to create the test session.
+pub fn create_request(agent: &str, message: &str) -> CreateSession {
+    CreateSession {
+        session_id: SESSION.into(),
+        agent: agent.into(),
+        message: message.into(),
+        state: None,
+    }
+}
+
 pub struct World {
     pub store: Rc<MemoryStore>,
     pub journal: Rc<MemoryJournal>,
@@ -225,13 +235,7 @@ impl World {
     }
 
     pub fn create(&self, runner: &Runner<Rc<MemoryStore>>, agent: &str, message: &str) {
-        block(runner.create(CreateSession {
-            session_id: SESSION.into(),
-            agent: agent.into(),
-            message: message.into(),
-            state: None,
-        }))
-        .unwrap();
+        block(runner.create(create_request(agent, message))).unwrap();
     }
 
     pub fn session(&self) -> helix_edge::store::Loaded {
