@@ -527,3 +527,79 @@ fn an_aborted_call_stops_reading_and_is_not_retried() {
         "{turn:?}"
     );
 }
+
+fn decode_json(kind: &str, body: &str) -> (Result<ModelTurn, ProviderError>, Vec<Delta>) {
+    let headers = vec![(
+        "content-type".to_string(),
+        "application/json; charset=utf-8".to_string(),
+    )];
+    let chunks = body.as_bytes().chunks(7).map(|c| Ok(c.to_vec())).collect();
+    let model = HttpModel::new(
+        config(kind),
+        fake::ChunkedTransport::new(vec![fake::Answer::Http(200, headers, chunks)]),
+    );
+    let settings = ModelSettings::default();
+    let messages = [Message::user("hi")];
+    let request = ModelRequest {
+        system: String::new(),
+        messages: &messages,
+        tools: vec![],
+        settings: &settings,
+        abort: Default::default(),
+    };
+    let mut deltas = Vec::new();
+    let turn = block(helix_edge::model::Model::generate(
+        &model,
+        request,
+        &mut |d| deltas.push(d),
+    ));
+    (turn, deltas)
+}
+
+#[test]
+fn servers_that_ignore_stream_and_answer_json_are_understood() {
+    let completion = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Sure.",
+        "tool_calls":[{"id":"call_1","type":"function","function":{"name":"add_note","arguments":"{\"text\":\"milk\"}"}}]},
+        "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":12,"completion_tokens":4}}"#;
+    let (turn, deltas) = decode_json("openai", completion);
+    let t = turn.unwrap();
+    assert_eq!(
+        (t.text.as_str(), t.stop, usage(&t)),
+        ("Sure.", StopReason::ToolUse, (12, 4))
+    );
+    assert_eq!(
+        call(&t, 0),
+        ("call_1", "add_note", &json!({"text": "milk"}))
+    );
+    assert_eq!(
+        deltas,
+        [Delta::Text("Sure.".into())],
+        "the text still reaches the stream"
+    );
+
+    let message = r#"{"id":"msg","type":"message","role":"assistant","content":[
+        {"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"Hi"},
+        {"type":"tool_use","id":"toolu_1","name":"get_time","input":{}}],
+        "stop_reason":"tool_use","usage":{"input_tokens":9,"output_tokens":3,"cache_read_input_tokens":2}}"#;
+    let t = decode_json("anthropic", message).0.unwrap();
+    assert_eq!(
+        (
+            t.text.as_str(),
+            t.stop,
+            usage(&t),
+            t.usage.cache_read_tokens
+        ),
+        ("Hi", StopReason::ToolUse, (9, 3), 2)
+    );
+    assert_eq!(t.thinking[0].signature.as_deref(), Some("sig"));
+    assert_eq!(call(&t, 0), ("toolu_1", "get_time", &json!({})));
+
+    assert!(matches!(
+        decode_json("openai", r#"{"choices":[]}"#).0,
+        Err(ProviderError::Corrupt(_))
+    ));
+    assert!(matches!(
+        decode_json("openai", "not json").0,
+        Err(ProviderError::Corrupt(_))
+    ));
+}

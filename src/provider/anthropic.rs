@@ -411,3 +411,56 @@ impl Decoder for AnthropicDecoder {
         })
     }
 }
+
+/// Decodes a non-streaming Messages response.
+pub fn decode_message(body: &Value) -> Result<ModelTurn, ProviderError> {
+    let blocks = body
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ProviderError::Corrupt("the message has no content".into()))?;
+    let mut turn = ModelTurn::default();
+    for block in blocks {
+        let field = |key: &str| {
+            block
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => turn.text.push_str(&field("text")),
+            Some("tool_use") => turn.tool_calls.push(ToolCall {
+                id: field("id"),
+                name: field("name"),
+                arguments: block
+                    .get("input")
+                    .cloned()
+                    .unwrap_or(Value::Object(Map::new())),
+            }),
+            Some("thinking") => turn.thinking.push(Thinking {
+                content: field("thinking"),
+                signature: block
+                    .get("signature")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+                redacted: None,
+            }),
+            Some("redacted_thinking") => turn.thinking.push(Thinking {
+                redacted: Some(field("data")),
+                ..Default::default()
+            }),
+            _ => {}
+        }
+    }
+    let mut decoder = AnthropicDecoder::new();
+    if let Some(usage) = body.get("usage") {
+        decoder.usage(usage);
+    }
+    turn.usage = decoder.usage;
+    turn.stop = match body.get("stop_reason").and_then(Value::as_str) {
+        Some(reason) => stop_reason(reason),
+        None if turn.tool_calls.is_empty() => StopReason::EndTurn,
+        None => StopReason::ToolUse,
+    };
+    Ok(turn)
+}

@@ -318,3 +318,84 @@ impl Decoder for OpenAiDecoder {
         })
     }
 }
+
+/// Decodes a non-streaming `chat.completion` body (servers that ignore `stream: true`).
+pub fn decode_completion(body: &Value) -> Result<ModelTurn, ProviderError> {
+    let choice = body
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| ProviderError::Corrupt("the completion has no choices".into()))?;
+    let message = choice.get("message").cloned().unwrap_or(Value::Null);
+    let text = message
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let reasoning = message
+        .get("reasoning_content")
+        .or_else(|| message.get("reasoning"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let tool_calls: Vec<ToolCall> = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|c| {
+                    let function = c.get("function").cloned().unwrap_or(Value::Null);
+                    let args = function
+                        .get("arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    ToolCall {
+                        id: c
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        name: function
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        arguments: if args.trim().is_empty() {
+                            Value::Object(Map::new())
+                        } else {
+                            serde_json::from_str(args).unwrap_or(Value::String(args.into()))
+                        },
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let stop = match choice.get("finish_reason").and_then(Value::as_str) {
+        Some(reason) => stop_reason(reason),
+        None if tool_calls.is_empty() => StopReason::EndTurn,
+        None => StopReason::ToolUse,
+    };
+    let usage = body.get("usage").map_or(Usage::default(), |u| Usage {
+        input_tokens: count(u, "prompt_tokens"),
+        output_tokens: count(u, "completion_tokens"),
+        cache_read_tokens: u
+            .get("prompt_tokens_details")
+            .map_or(0, |d| count(d, "cached_tokens")),
+        cache_write_tokens: 0,
+    });
+    let thinking = if reasoning.is_empty() {
+        vec![]
+    } else {
+        vec![crate::message::Thinking {
+            content: reasoning.into(),
+            ..Default::default()
+        }]
+    };
+    Ok(ModelTurn {
+        text,
+        thinking,
+        tool_calls,
+        stop,
+        usage,
+    })
+}
