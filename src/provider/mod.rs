@@ -226,26 +226,6 @@ impl ProviderConfig {
         }
     }
 
-    /// Decodes a whole (non-streaming) JSON response, for servers that ignore `stream`.
-    pub fn decode_whole(&self, body: &str) -> Result<ModelTurn, ProviderError> {
-        let value: Value = serde_json::from_str(body)
-            .map_err(|e| ProviderError::Corrupt(format!("the response is not JSON ({e})")))?;
-        if let Some(error) = value.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error");
-            return Err(ProviderError::Stream {
-                message: self.scrub(message),
-                retryable: false,
-            });
-        }
-        match self.kind {
-            ProviderKind::Anthropic => anthropic::decode_message(&value),
-            _ => openai::decode_completion(&value),
-        }
-    }
-
     /// Removes the key from text that came from outside (provider error messages).
     pub fn scrub(&self, text: &str) -> String {
         match &self.api_key {
@@ -521,21 +501,6 @@ impl<T: Transport> HttpModel<T> {
                 .config
                 .scrub(&error_message(&String::from_utf8_lossy(&body)));
             return Err(classify(response.status, wait, message));
-        }
-        let json = response
-            .header("content-type")
-            .is_some_and(|t| t.contains("application/json"));
-        if json {
-            let mut body = Vec::new();
-            while let Some(chunk) = response.body.next().await {
-                body.extend_from_slice(&chunk?);
-            }
-            let turn = self.config.decode_whole(&String::from_utf8_lossy(&body))?;
-            if !turn.text.is_empty() {
-                *emitted = true;
-                on_delta(Delta::Text(turn.text.clone()));
-            }
-            return Ok(turn);
         }
         let mut framer = SseFramer::new();
         let mut decoder = self.config.decoder();

@@ -166,17 +166,6 @@ test('wrong answer kinds and unknown calls are refused', async () => {
   await api(worker, 'POST', `/v1/sessions/${id}/abort`, {});
 });
 
-test('a model server that ignores stream and answers JSON still drives the run', async () => {
-  const id = newId('json');
-  llm.push({ json: true, calls: [{ name: 'add_note', args: { text: 'from json' } }] }, { json: true, text: 'Done via JSON.' });
-  await create(id, 'note from json');
-  const sse = await stream(id);
-  const events = await sse.until((e) => e.type === 'end');
-  assert.ok(events.some((e) => e.type === 'text_delta' && e.json.delta === 'Done via JSON.'));
-  const session = await api(worker, 'GET', `/v1/sessions/${id}`);
-  assert.deepEqual(session.body.state, { notes: [{ text: 'from json' }] });
-});
-
 test('parallel add_note calls all land and the patches replay to the final state', async () => {
   const id = newId('notes');
   llm.push({ calls: ['a', 'b', 'c', 'd'].map((text) => ({ name: 'add_note', args: { text } })) }, { text: 'Noted.' });

@@ -50,21 +50,6 @@ export async function startMockLlm() {
       res.end(JSON.stringify(answer.body ?? { error: { message: `mock ${answer.status}` } }));
       return;
     }
-    if (answer.json) {
-      // A server that ignores `stream: true` and answers with one completion object.
-      const calls = (answer.calls ?? []).map((c) => ({
-        id: c.id ?? `call_mock_${nextId++}`, type: 'function',
-        function: { name: c.name, arguments: JSON.stringify(c.args ?? {}) },
-      }));
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({
-        id: 'chatcmpl-mock', object: 'chat.completion', created: 0, model: 'mock',
-        choices: [{ index: 0, finish_reason: calls.length ? 'tool_calls' : 'stop',
-          message: { role: 'assistant', content: answer.text ?? null, ...(calls.length ? { tool_calls: calls } : {}) } }],
-        usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
-      }));
-      return;
-    }
     if (answer.hang) {
       hung.add(res);
       return;
