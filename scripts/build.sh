@@ -20,7 +20,7 @@ worker-build --release ${features:+--features "$features"}
 # Shrink the wasm: -Oz without the names section, with the feature set worker-build
 # would enable (what workerd supports).
 wasm=build/index_bg.wasm
-wasm-opt "$wasm" -o "$wasm.opt" -Oz --strip-debug --strip-producers \
+wasm-opt "$wasm" -o "$wasm.opt" -Oz --gufa --dae-optimizing -Oz --converge --strip-debug --strip-producers \
   --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
   --enable-bulk-memory --enable-multivalue --enable-reference-types --enable-exception-handling
 mv "$wasm.opt" "$wasm"

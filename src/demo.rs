@@ -17,9 +17,7 @@ use serde_json::{Value, json};
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DemoModel;
 
-const HELP: &str = "I am the helix-edge demo model. Try: \"note buy milk\", \"what time is it\", \
-                    \"delete /tmp/x\" (needs approval), \"email a@x,b@x,c@x,d@x about lunch\" (needs approval), \
-                    or \"ask me something\".";
+const HELP: &str = "Demo model. Try: note buy milk; what time is it; delete /tmp/x; email a,b,c,d; ask me something";
 
 fn has(tools: &[ToolSpec], name: &str) -> bool {
     tools.iter().any(|t| t.name == name)

@@ -12,7 +12,32 @@ pub trait Host {
     fn new_id(&self, kind: &str) -> String;
     /// Records a structured event (the platform prints one JSON line). Fields never
     /// carry secrets, tool arguments or results.
-    fn log(&self, _event: &str, _fields: serde_json::Value) {}
+    fn log(&self, _event: &str, _fields: &[(&str, LogValue<'_>)]) {}
+}
+
+/// One field value of a log event: only plain scalars, by construction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogValue<'a> {
+    /// A string.
+    Str(&'a str),
+    /// A count, a duration or an id number.
+    Num(u64),
+    /// A flag.
+    Bool(bool),
+    /// Absent.
+    Null,
+}
+
+impl LogValue<'_> {
+    /// The JSON text of the value.
+    pub fn to_json(&self) -> String {
+        match self {
+            Self::Str(s) => serde_json::to_string(s).unwrap_or_default(),
+            Self::Num(n) => n.to_string(),
+            Self::Bool(b) => b.to_string(),
+            Self::Null => "null".into(),
+        }
+    }
 }
 
 /// A host with a hand-moved clock and counting ids that records log events, for tests.
@@ -57,8 +82,19 @@ impl Host for ManualHost {
         format!("{kind}_{}{n}", self.tag)
     }
 
-    fn log(&self, event: &str, fields: serde_json::Value) {
-        self.logs.borrow_mut().push((event.to_string(), fields));
+    fn log(&self, event: &str, fields: &[(&str, LogValue<'_>)]) {
+        let object = fields
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    serde_json::from_str(&v.to_json()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        self.logs
+            .borrow_mut()
+            .push((event.to_string(), serde_json::Value::Object(object)));
     }
 }
 

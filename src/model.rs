@@ -85,6 +85,21 @@ pub enum StopReason {
     Unknown,
 }
 
+impl StopReason {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::ToolUse => "tool_use",
+            Self::MaxTokens => "max_tokens",
+            Self::ContentFilter => "content_filter",
+            Self::Refusal => "refusal",
+            Self::Error => "error",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// Tokens used by one call (or summed over several).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

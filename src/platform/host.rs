@@ -1,6 +1,6 @@
 //! The Workers clock and CSPRNG as the core's [`Host`], and small helpers around env.
 
-use crate::host::Host;
+use crate::host::{Host, LogValue};
 
 /// Time from `Date.now()`, ids from `crypto.getRandomValues`.
 pub struct WorkerHost;
@@ -26,8 +26,21 @@ impl Host for WorkerHost {
         format!("{kind}_{}", random_hex(12))
     }
 
-    fn log(&self, event: &str, fields: serde_json::Value) {
-        log(event, fields);
+    fn log(&self, event: &str, fields: &[(&str, LogValue<'_>)]) {
+        let mut line = format!(
+            "{{\"event\":{},\"ts\":{}",
+            LogValue::Str(event).to_json(),
+            worker::Date::now().as_millis()
+        );
+        for (key, value) in fields {
+            line.push_str(&format!(
+                ",{}:{}",
+                LogValue::Str(key).to_json(),
+                value.to_json()
+            ));
+        }
+        line.push('}');
+        worker::console_log!("{}", line);
     }
 }
 

@@ -423,7 +423,6 @@ impl Inner {
         for (k, v) in [
             ("content-type", "text/event-stream"),
             ("cache-control", "no-cache"),
-            ("x-accel-buffering", "no"),
         ] {
             headers.set(k, v).map_err(|e| internal("headers", e))?;
         }

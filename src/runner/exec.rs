@@ -7,6 +7,7 @@ use super::emit::Emitter;
 use crate::agent::Agent;
 use crate::chunk::{ChunkBody, Executor};
 use crate::error::{Coded, ToolError};
+use crate::host::LogValue;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::Store;
@@ -59,13 +60,21 @@ impl<S: Store> Runner<S> {
         );
         let started = self.host.now_ms();
         let result = tool.execute(call.arguments.clone(), ctx.clone()).await;
+        let ms = self.host.now_ms().saturating_sub(started);
+        let code = result
+            .as_ref()
+            .err()
+            .map_or(LogValue::Null, |e| LogValue::Str(e.code()));
         self.host.log(
             "tool_executed",
-            serde_json::json!({
-                "session": emitter.session_id(), "run": emitter.run_id(), "tool": call.name,
-                "ms": self.host.now_ms().saturating_sub(started), "success": result.is_ok(),
-                "code": result.as_ref().err().map(|e| e.code()),
-            }),
+            &[
+                ("session", LogValue::Str(emitter.session_id())),
+                ("run", LogValue::Str(emitter.run_id())),
+                ("tool", LogValue::Str(&call.name)),
+                ("ms", LogValue::Num(ms)),
+                ("success", LogValue::Bool(result.is_ok())),
+                ("code", code),
+            ],
         );
         let writes = if result.is_ok() {
             ctx.take_writes()

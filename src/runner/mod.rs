@@ -30,7 +30,7 @@ pub use ops::{CreateSession, Created, Submission};
 use crate::agent::{Agent, Agents};
 use crate::chunk::RunStatus;
 use crate::error::{Category, Coded, ErrorInfo, ProviderError};
-use crate::host::Host;
+use crate::host::{Host, LogValue};
 use crate::journal::Journal;
 use crate::message::Message;
 use crate::model::Models;
@@ -246,12 +246,13 @@ impl<S: Store> Runner<S> {
     }
 
     /// A structured log event about `live`'s current run.
-    pub(crate) fn log(&self, live: &Live, event: &str, mut fields: serde_json::Value) {
-        if let Some(obj) = fields.as_object_mut() {
-            obj.insert("session".into(), live.head.id.clone().into());
-            obj.insert("run".into(), live.head.run.run_id.clone().into());
-        }
-        self.host.log(event, fields);
+    pub(crate) fn log(&self, live: &Live, event: &str, fields: &[(&str, LogValue<'_>)]) {
+        let mut all = vec![
+            ("session", LogValue::Str(&live.head.id)),
+            ("run", LogValue::Str(&live.head.run.run_id)),
+        ];
+        all.extend_from_slice(fields);
+        self.host.log(event, &all);
     }
 
     /// Fails with [`RunError::Aborted`] once `abort` was called during this drive.
@@ -457,11 +458,8 @@ impl<S: Store> Runner<S> {
             reason: request.reason,
         })];
         self.commit(live, ops::head_only(head, true), post).await?;
-        self.log(
-            live,
-            "run_interrupted",
-            serde_json::json!({ "step": live.head.step_count }),
-        );
+        let step = u64::from(live.head.step_count);
+        self.log(live, "run_interrupted", &[("step", LogValue::Num(step))]);
         // Honoured: the durable flag was cleared by the commit, the in-memory one here.
         self.interrupt_requested.borrow_mut().take();
         Ok(())

@@ -160,8 +160,11 @@ impl<S: Store> Runner<S> {
             .await
             .inspect_err(|_| self.journal.discard(&commit_id))?;
         self.journal.release(&commit_id);
-        let fields = serde_json::json!({ "session": request.session_id, "run": run_id, "turn": 1 });
-        self.host.log("run_started", fields);
+        let fields = [
+            ("session", crate::host::LogValue::Str(&request.session_id)),
+            ("run", crate::host::LogValue::Str(&run_id)),
+        ];
+        self.host.log("run_started", &fields);
         Ok(Created {
             session_id: request.session_id,
             run_id,

@@ -7,6 +7,7 @@ use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::error::ToolError;
+use crate::host::LogValue::Num;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::{Answer, AnswerOutcome, PendingKind, Store};
@@ -41,23 +42,20 @@ impl<S: Store> Runner<S> {
         emitter.chunk(ChunkBody::RunResumed {
             turn: live.head.run.turn,
         });
-        for p in live
+        // How long the humans (approvals) and clients (client tools) took to answer.
+        let client = live
             .head
             .pending
             .iter()
             .filter(|p| p.kind == PendingKind::Client)
-        {
-            let answer = match live.answer(&p.tool_call_id) {
-                Some(Answer::ClientResult { .. }) => "result",
-                Some(Answer::ClientError { .. }) => "error",
-                _ => "expired",
-            };
-            let fields =
-                serde_json::json!({ "tool": p.tool_name, "waitedMs": waited, "answer": answer });
-            self.log(live, "client_tool_answered", fields);
-        }
-        let fields = serde_json::json!({ "waitedMs": waited, "calls": live.head.pending.len() });
-        self.log(live, "run_resumed", fields);
+            .count();
+        let calls = live.head.pending.len() as u64;
+        let fields = [
+            ("waitedMs", Num(waited)),
+            ("calls", Num(calls)),
+            ("clientCalls", Num(client as u64)),
+        ];
+        self.log(live, "run_resumed", &fields);
 
         let pending = live.head.pending.clone();
         let calls: Vec<ToolCall> = pending

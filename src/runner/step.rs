@@ -10,6 +10,7 @@ use super::{Live, RunError, Runner};
 use crate::agent::{Agent, FINISH_TOOL};
 use crate::chunk::{ChunkBody, Executor, RunStatus, StreamEvent, SuspendReason};
 use crate::error::{Coded, ErrorInfo, ToolError};
+use crate::host::LogValue::{Null, Num, Str};
 use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest};
 use crate::state::{PatchOp, merge};
@@ -163,21 +164,25 @@ impl<S: Store> Runner<S> {
         let turn = match result {
             Ok(turn) => turn,
             Err(e) => {
-                self.log(
-                    live,
-                    "model_call_failed",
-                    json!({ "step": step, "ms": ms, "code": e.code() }),
-                );
+                let fields = [
+                    ("step", Num(step.into())),
+                    ("ms", Num(ms)),
+                    ("code", Str(e.code())),
+                ];
+                self.log(live, "model_call_failed", &fields);
                 return self.fail_run(live, ErrorInfo::of(&e)).await;
             }
         };
-        self.log(
-            live,
-            "model_call",
-            json!({ "step": step, "ms": ms, "inputTokens": turn.usage.input_tokens,
-                    "outputTokens": turn.usage.output_tokens, "cacheReadTokens": turn.usage.cache_read_tokens,
-                    "stop": turn.stop, "toolCalls": turn.tool_calls.len() }),
-        );
+        let usage = turn.usage;
+        let fields = [
+            ("step", Num(step.into())),
+            ("ms", Num(ms)),
+            ("inputTokens", Num(usage.input_tokens)),
+            ("outputTokens", Num(usage.output_tokens)),
+            ("cacheReadTokens", Num(usage.cache_read_tokens)),
+            ("stop", Str(turn.stop.as_str())),
+        ];
+        self.log(live, "model_call", &fields);
 
         let calls = normalize_calls(turn.tool_calls, &live.transcript, step, &emitter);
         // Usage and the stop reason are recorded per step, on the step's message.
@@ -444,14 +449,14 @@ impl<S: Store> Runner<S> {
             (SessionStatus::Failed, _) => "run_failed",
             _ => "step_committed",
         };
-        let usage = live.head.run.usage;
-        self.log(
-            live,
-            event,
-            json!({ "step": step, "runSteps": live.head.run.step_count, "inputTokens": usage.input_tokens,
-                    "outputTokens": usage.output_tokens, "pending": live.head.pending.len(),
-                    "code": live.head.error.as_ref().map(|e| e.code.clone()) }),
-        );
+        // Token usage is in each `model_call` line and summed on the run record.
+        let code = live.head.error.as_ref().map_or(Null, |e| Str(&e.code));
+        let fields = [
+            ("step", Num(step.into())),
+            ("pending", Num(live.head.pending.len() as u64)),
+            ("code", code),
+        ];
+        self.log(live, event, &fields);
         if let (Some(ids), Some(h)) = (
             suspended,
             self.agents
@@ -524,10 +529,11 @@ impl<S: Store> Runner<S> {
         let post = failure_events(&emitter, &error);
         self.commit(live, super::ops::head_only(head, false), post)
             .await?;
+        let steps = u64::from(live.head.run.step_count);
         self.log(
             live,
             "run_failed",
-            json!({ "code": error.code, "runSteps": live.head.run.step_count }),
+            &[("code", Str(&error.code)), ("runSteps", Num(steps))],
         );
         Ok(())
     }
