@@ -68,13 +68,12 @@ impl PatchOp {
         matches!(self, Self::Add { path, .. } if path.ends_with("/-"))
     }
 
-    /// Applies the operation to `doc`, leaving it unchanged on error.
-    pub fn apply(&self, doc: &mut Value) -> Result<(), StateError> {
+    fn operation(&self) -> Result<PatchOperation, StateError> {
         let path = PointerBuf::parse(self.path()).map_err(|e| StateError::InvalidPath {
             path: self.path().into(),
             reason: e.to_string(),
         })?;
-        let op = match self {
+        Ok(match self {
             Self::Add { value, .. } => PatchOperation::Add(AddOperation {
                 path,
                 value: value.clone(),
@@ -84,7 +83,12 @@ impl PatchOp {
                 path,
                 value: value.clone(),
             }),
-        };
+        })
+    }
+
+    /// Applies the operation to `doc`, leaving it unchanged on error.
+    pub fn apply(&self, doc: &mut Value) -> Result<(), StateError> {
+        let op = self.operation()?;
         // A single add/remove/replace fails before it mutates anything.
         json_patch::patch_unsafe(doc, std::slice::from_ref(&op)).map_err(|e| {
             StateError::PatchFailed {
@@ -93,6 +97,18 @@ impl PatchOp {
             }
         })
     }
+}
+
+/// Applies `ops` in order, all or nothing: on an error `doc` is unchanged.
+pub fn apply_all(doc: &mut Value, ops: &[PatchOp]) -> Result<(), StateError> {
+    let operations = ops
+        .iter()
+        .map(PatchOp::operation)
+        .collect::<Result<Vec<_>, _>>()?;
+    json_patch::patch(doc, &operations).map_err(|e| StateError::PatchFailed {
+        path: e.path.to_string(),
+        reason: e.kind.to_string(),
+    })
 }
 
 /// Whether `op` would apply to `doc`, without applying it.

@@ -1,35 +1,43 @@
-//! The [`Store`] on D1 (schema in `migrations/`). Every commit is one `batch()`:
-//! a version-guarded `UPDATE` of the session row, a guard insert that fails when that
-//! update changed nothing (rolling the whole batch back: a lost race is
-//! [`StoreError::Stale`], never a partial write), then the new messages, the state
-//! patch, the run and the checkpoint. Bytes written per commit follow the size of the
-//! change: messages are appended, state is patched, and a full snapshot is written only
-//! every [`SNAPSHOT_EVERY`] state changes.
+//! The [`Store`] on D1 (schema in `migrations/`; the rows each write sends are planned
+//! in [`crate::store::rows`]). Every commit is one `batch()`: a version-guarded update of
+//! the session row, a guard insert that fails when that update changed nothing (rolling
+//! the whole batch back: a lost race is [`StoreError::Stale`], never a partial write),
+//! then the new messages, the state log row, the run and the checkpoint.
+//!
+//! Reads are served from a write-through [`Image`] of each session: in a Durable Object
+//! the store serves one session and is its only writer, so after the first read a drive
+//! costs one D1 round trip per commit and none to load. The compare-and-set still
+//! guards every commit, so an image that is out of date can only make a commit fail
+//! (then it is dropped and read again), never overwrite anything.
 
 use crate::message::Message;
-use crate::state::PatchOp;
+use crate::store::rows::{
+    self, Arg, Image, SELECT_ANSWERS, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, StateRow,
+    Statement, from_json, plan_commit, plan_create,
+};
 use crate::store::{
     Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession,
-    RunRecord, SessionHead, StateChange, Store, StoreError,
+    RunRecord, Store, StoreError,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
-/// A full state snapshot is written after this many state changes.
-pub const SNAPSHOT_EVERY: u64 = 32;
-
 /// Sessions in D1.
 pub struct D1Store {
     db: D1Database,
-    /// The latest known state per session, with its version: commits patch it to check
-    /// their operations before writing, and snapshots come from it without a read. In a
-    /// Durable Object the store serves one session and is its only writer.
-    states: RefCell<BTreeMap<String, (u64, Value)>>,
+    /// Write-through images of the sessions this store serves.
+    images: RefCell<BTreeMap<String, Image>>,
+    /// Bumped by every write once it lands: an image read or planned while it moved may
+    /// miss that write, so it is not kept.
+    epoch: Cell<u64>,
+    /// Whether images are kept (off: every read goes to D1, as the conformance suite
+    /// checks both ways).
+    caching: bool,
 }
 
 fn backend(e: worker::Error) -> StoreError {
@@ -39,15 +47,7 @@ fn backend(e: worker::Error) -> StoreError {
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn rows<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, StoreError> {
+fn decode<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, StoreError> {
     result.results::<T>().map_err(backend)
 }
 
@@ -68,7 +68,7 @@ struct HeadRow {
 }
 
 #[derive(Deserialize)]
-struct StateRow {
+struct StateLogRow {
     kind: String,
     body: String,
 }
@@ -90,58 +90,30 @@ struct CheckpointRow {
     body: String,
 }
 
-/// Folds a snapshot and the patches after it into a state.
-fn fold_state(rows: Vec<StateRow>) -> Result<Value, StoreError> {
-    let mut rows = rows.into_iter();
-    let first = rows
-        .next()
-        .ok_or_else(|| StoreError::Corrupt("no state snapshot".into()))?;
-    if first.kind != "snapshot" {
-        return Err(StoreError::Corrupt(
-            "the state log does not start with a snapshot".into(),
-        ));
-    }
-    let mut state: Value = from_json(&first.body)?;
-    for row in rows {
-        if row.kind == "snapshot" {
-            state = from_json(&row.body)?;
-            continue;
-        }
-        let ops: Vec<PatchOp> = from_json(&row.body)?;
-        for op in &ops {
-            op.apply(&mut state)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        }
-    }
-    Ok(state)
+fn state_rows(rows: &[StateLogRow]) -> impl Iterator<Item = StateRow<'_>> {
+    rows.iter().map(|r| StateRow {
+        kind: &r.kind,
+        body: &r.body,
+    })
 }
 
 impl D1Store {
-    /// A store over the `DB` binding.
+    /// A store over the `DB` binding that keeps images of the sessions it serves.
     pub fn new(db: D1Database) -> Self {
         Self {
             db,
-            states: RefCell::new(BTreeMap::new()),
+            images: RefCell::new(BTreeMap::new()),
+            epoch: Cell::new(0),
+            caching: true,
         }
     }
 
-    fn cache(&self, id: &str, version: u64, state: Value) {
-        self.states
-            .borrow_mut()
-            .insert(id.to_string(), (version, state));
-    }
-
-    /// The state at `version`, from the cache when it holds that version.
-    async fn current_state(&self, id: &str, version: u64) -> Result<Value, StoreError> {
-        let cached = self
-            .states
-            .borrow()
-            .get(id)
-            .filter(|(v, _)| *v == version)
-            .map(|(_, s)| s.clone());
-        match cached {
-            Some(state) => Ok(state),
-            None => self.state_at(id, version).await,
+    /// A store that reads everything from D1 every time.
+    #[cfg(feature = "test-routes")]
+    pub fn uncached(db: D1Database) -> Self {
+        Self {
+            caching: false,
+            ..Self::new(db)
         }
     }
 
@@ -149,158 +121,126 @@ impl D1Store {
         self.db.prepare(sql).bind(args).map_err(backend)
     }
 
+    fn prepared(&self, s: &Statement) -> Result<D1PreparedStatement, StoreError> {
+        let args: Vec<JsValue> = s
+            .args
+            .iter()
+            .map(|a| match a {
+                Arg::Text(t) => text(t),
+                Arg::Int(n) => num(*n),
+            })
+            .collect();
+        self.stmt(s.sql, &args)
+    }
+
+    async fn execute(&self, batch: &[Statement]) -> Result<(), StoreError> {
+        let prepared = batch
+            .iter()
+            .map(|s| self.prepared(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.db.batch(prepared).await.map_err(backend).map(|_| ())
+    }
+
+    /// Records that a write landed.
+    fn bump(&self) {
+        self.epoch.set(self.epoch.get() + 1);
+    }
+
+    /// Keeps `image` unless a write landed since `epoch` (it may predate that write).
+    fn keep(&self, id: &str, image: Image, epoch: u64) {
+        let mut images = self.images.borrow_mut();
+        if self.caching && self.epoch.get() == epoch {
+            images.insert(id.to_string(), image);
+        } else {
+            images.remove(id);
+        }
+    }
+
+    /// Reads a session's image from D1 in one consistent batch.
+    async fn fetch(&self, id: &str) -> Result<Option<Image>, StoreError> {
+        let results = self
+            .db
+            .batch(vec![
+                self.stmt(SELECT_HEAD, &[text(id)])?,
+                self.stmt(SELECT_STATE, &[text(id)])?,
+                self.stmt(SELECT_ANSWERS, &[text(id)])?,
+            ])
+            .await
+            .map_err(backend)?;
+        let [head, state, answers] = results.as_slice() else {
+            return Err(StoreError::Backend(
+                "a read batch returned the wrong number of results".into(),
+            ));
+        };
+        let Some(head) = decode::<HeadRow>(head)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let state = decode::<StateLogRow>(state)?;
+        let answers = decode::<AnswerRow>(answers)?;
+        Image::from_rows(
+            &head.head,
+            head.interrupt.as_deref(),
+            head.snapshot_version,
+            state_rows(&state),
+            answers
+                .iter()
+                .map(|a| (a.tool_call_id.clone(), a.body.as_str())),
+        )
+        .map(Some)
+    }
+
+    /// Runs `f` on the session's image, read from D1 if it is not kept; `None` if
+    /// there is no such session.
+    async fn with_image<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut Image) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        if let Some(image) = self.images.borrow_mut().get_mut(id) {
+            return Ok(Some(f(image)));
+        }
+        let epoch = self.epoch.get();
+        let Some(mut image) = self.fetch(id).await? else {
+            return Ok(None);
+        };
+        let result = f(&mut image);
+        self.keep(id, image, epoch);
+        Ok(Some(result))
+    }
+
     /// The state at session `version`: the newest snapshot at or before it, plus patches.
     async fn state_at(&self, id: &str, version: u64) -> Result<Value, StoreError> {
-        let sql = "SELECT kind, body FROM state_log WHERE session_id = ?1 AND version <= ?2 AND version >= \
-                   (SELECT MAX(version) FROM state_log WHERE session_id = ?1 AND kind = 'snapshot' AND version <= ?2) \
-                   ORDER BY version";
         let result = self
-            .stmt(sql, &[text(id), num(version)])?
+            .stmt(SELECT_STATE_AT, &[text(id), num(version)])?
             .all()
             .await
             .map_err(backend)?;
-        fold_state(rows(&result)?)
-    }
-
-    fn message_inserts(
-        &self,
-        id: &str,
-        base: u64,
-        messages: &[Message],
-    ) -> Result<Vec<D1PreparedStatement>, StoreError> {
-        messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let sql = "INSERT INTO messages (session_id, seq, body) VALUES (?1, ?2, ?3)";
-                self.stmt(sql, &[text(id), num(base + i as u64), text(&to_json(m)?)])
-            })
-            .collect()
-    }
-
-    fn run_upsert(&self, id: &str, run: &RunRecord) -> Result<D1PreparedStatement, StoreError> {
-        let sql = "INSERT INTO runs (session_id, run_id, turn, body) VALUES (?1, ?2, ?3, ?4) \
-                   ON CONFLICT (session_id, run_id) DO UPDATE SET body = excluded.body";
-        self.stmt(
-            sql,
-            &[
-                text(id),
-                text(&run.run_id),
-                num(u64::from(run.turn)),
-                text(&to_json(run)?),
-            ],
-        )
-    }
-
-    fn checkpoint_insert(
-        &self,
-        id: &str,
-        version: u64,
-        c: &CheckpointRecord,
-    ) -> Result<D1PreparedStatement, StoreError> {
-        let sql = "INSERT INTO checkpoints (session_id, id, version, body) VALUES (?1, ?2, ?3, ?4)";
-        self.stmt(
-            sql,
-            &[text(id), text(&c.id), num(version), text(&to_json(c)?)],
-        )
-    }
-
-    fn state_insert(
-        &self,
-        id: &str,
-        version: u64,
-        kind: &str,
-        body: &str,
-    ) -> Result<D1PreparedStatement, StoreError> {
-        let sql = "INSERT INTO state_log (session_id, version, kind, body) VALUES (?1, ?2, ?3, ?4)";
-        self.stmt(sql, &[text(id), num(version), text(kind), text(body)])
-    }
-
-    async fn head_row(&self, id: &str) -> Result<Option<HeadRow>, StoreError> {
-        let sql = "SELECT head, interrupt, snapshot_version FROM sessions WHERE id = ?1";
-        let result = self.stmt(sql, &[text(id)])?.all().await.map_err(backend)?;
-        Ok(rows::<HeadRow>(&result)?.into_iter().next())
+        let log = decode::<StateLogRow>(&result)?;
+        Ok(rows::fold_state(state_rows(&log))?.0)
     }
 }
 
 impl Store for D1Store {
     async fn create(&self, session: NewSession) -> Result<(), StoreError> {
         let id = session.head.id.clone();
-        let mut head = session.head;
-        head.version = 1;
-        head.message_count = session.messages.len() as u64;
-        let sql = "INSERT INTO sessions (id, agent, status, version, head, interrupt, snapshot_version, created_at, \
-                   updated_at) VALUES (?1, ?2, ?3, 1, ?4, NULL, 1, ?5, ?5)";
-        let status = to_json(&head.status)?;
-        let mut batch = vec![self.stmt(
-            sql,
-            &[
-                text(&id),
-                text(&head.agent),
-                text(status.trim_matches('"')),
-                text(&to_json(&head)?),
-                num(head.created_at),
-            ],
-        )?];
-        batch.extend(self.message_inserts(&id, 0, &session.messages)?);
-        batch.push(self.state_insert(&id, 1, "snapshot", &to_json(&session.state)?)?);
-        let initial = session.state;
-        batch.push(self.run_upsert(&id, &head.run)?);
-        batch.push(self.checkpoint_insert(&id, 1, &session.checkpoint)?);
-        match self.db.batch(batch).await {
-            Ok(_) => {
-                self.cache(&id, 1, initial);
+        let (batch, image) = plan_create(session)?;
+        let epoch = self.epoch.get();
+        let outcome = self.execute(&batch).await;
+        match outcome {
+            Ok(()) => {
+                self.keep(&id, image, epoch);
+                self.bump();
                 Ok(())
             }
-            Err(e) => match backend(e) {
-                StoreError::Backend(m) if m.contains("UNIQUE constraint failed: sessions.id") => {
-                    Err(StoreError::Exists(id))
-                }
-                other => Err(other),
-            },
+            Err(StoreError::Backend(m)) if m.contains("UNIQUE constraint failed: sessions.id") => {
+                Err(StoreError::Exists(id))
+            }
+            Err(other) => Err(other),
         }
     }
 
     async fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError> {
-        let Some(row) = self.head_row(id).await? else {
-            return Ok(None);
-        };
-        let head: SessionHead = from_json(&row.head)?;
-        let state_sql = "SELECT kind, body FROM state_log WHERE session_id = ?1 AND version >= ?2 ORDER BY version";
-        let answers_sql = "SELECT tool_call_id, body FROM answers WHERE session_id = ?1";
-        let results = self
-            .db
-            .batch(vec![
-                self.stmt(state_sql, &[text(id), num(row.snapshot_version)])?,
-                self.stmt(answers_sql, &[text(id)])?,
-            ])
-            .await
-            .map_err(backend)?;
-        let [state_rows, answer_rows] = results.as_slice() else {
-            return Err(StoreError::Backend(
-                "a read batch returned the wrong number of results".into(),
-            ));
-        };
-        let state = fold_state(rows(state_rows)?)?;
-        let mut answers = Vec::new();
-        for a in rows::<AnswerRow>(answer_rows)? {
-            if head
-                .pending
-                .iter()
-                .any(|p| p.tool_call_id == a.tool_call_id)
-            {
-                answers.push((a.tool_call_id, from_json(&a.body)?));
-            }
-        }
-        let interrupt: Option<InterruptRequest> =
-            row.interrupt.as_deref().map(from_json).transpose()?;
-        self.cache(id, head.version, state.clone());
-        Ok(Some(Loaded {
-            head,
-            state,
-            answers,
-            interrupt,
-        }))
+        self.with_image(id, |image| image.loaded()).await
     }
 
     async fn messages(
@@ -309,9 +249,20 @@ impl Store for D1Store {
         offset: u64,
         limit: u64,
     ) -> Result<Vec<Message>, StoreError> {
-        if self.head_row(id).await?.is_none() {
-            return Err(StoreError::NotFound(id.into()));
-        }
+        let known = self
+            .with_image(id, |image| {
+                let whole = offset == 0 && limit >= image.head.message_count;
+                (
+                    image.messages(offset, limit),
+                    whole.then_some(image.head.version),
+                )
+            })
+            .await?;
+        let (whole, version) = match known {
+            None => return Err(StoreError::NotFound(id.into())),
+            Some((Some(messages), _)) => return Ok(messages),
+            Some((None, version)) => (version.is_some(), version),
+        };
         let sql = "SELECT body FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq";
         let result = self
             .stmt(
@@ -321,10 +272,19 @@ impl Store for D1Store {
             .all()
             .await
             .map_err(backend)?;
-        rows::<BodyRow>(&result)?
+        let messages = decode::<BodyRow>(&result)?
             .iter()
             .map(|r| from_json(&r.body))
-            .collect()
+            .collect::<Result<Vec<Message>, _>>()?;
+        // The whole transcript of the version still kept: keep it with the image.
+        if whole
+            && let Some(image) = self.images.borrow_mut().get_mut(id)
+            && Some(image.head.version) == version
+            && image.head.message_count == messages.len() as u64
+        {
+            image.messages = Some(messages.clone());
+        }
+        Ok(messages)
     }
 
     async fn commit(
@@ -333,115 +293,35 @@ impl Store for D1Store {
         expected_version: u64,
         commit: Commit,
     ) -> Result<u64, StoreError> {
-        let row = self
-            .head_row(id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(id.into()))?;
-        let version = expected_version + 1;
-        let mut head = commit.head;
-        head.version = version;
-        let base = head
-            .message_count
-            .checked_sub(commit.messages.len() as u64)
-            .ok_or_else(|| {
-                StoreError::Corrupt(
-                    "the commit has more new messages than its message count".into(),
-                )
-            })?;
-        if commit.truncate_messages_to.is_some_and(|n| n != base) {
-            return Err(StoreError::Corrupt(
-                "a restore must append right after the truncation".into(),
-            ));
-        }
-        let mut snapshot_version = row.snapshot_version;
-        let (state_stmt, new_state) = match commit.state {
-            StateChange::None => (None, None),
-            StateChange::Replace(state) => {
-                snapshot_version = version;
-                (
-                    Some(self.state_insert(id, version, "snapshot", &to_json(&state)?)?),
-                    Some(state),
-                )
-            }
-            StateChange::Patch(ops) => {
-                // Check the operations against the current state before writing them.
-                let mut state = self.current_state(id, expected_version).await?;
-                for op in &ops {
-                    op.apply(&mut state)
-                        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                }
-                let stmt = if version - row.snapshot_version >= SNAPSHOT_EVERY {
-                    snapshot_version = version;
-                    self.state_insert(id, version, "snapshot", &to_json(&state)?)?
-                } else {
-                    self.state_insert(id, version, "patch", &to_json(&ops)?)?
-                };
-                (Some(stmt), Some(state))
-            }
+        let epoch = self.epoch.get();
+        let kept = self.images.borrow_mut().remove(id);
+        let mut image = match kept {
+            Some(image) if image.head.version == expected_version => image,
+            // Not kept, or kept at another version: D1 decides.
+            _ => self
+                .fetch(id)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(id.into()))?,
         };
-        let status = to_json(&head.status)?;
-        let update = "UPDATE sessions SET version = ?1, status = ?2, head = ?3, updated_at = ?4, snapshot_version = ?5, \
-                      interrupt = CASE WHEN ?6 = 1 THEN NULL ELSE interrupt END WHERE id = ?7 AND version = ?8";
-        let mut batch = vec![
-            self.stmt(
-                update,
-                &[
-                    num(version),
-                    text(status.trim_matches('"')),
-                    text(&to_json(&head)?),
-                    num(head.updated_at),
-                    num(snapshot_version),
-                    num(u64::from(commit.clear_interrupt)),
-                    text(id),
-                    num(expected_version),
-                ],
-            )?,
-            // Fails the batch (CHECK ok = 1) when the guarded update matched no row.
-            self.stmt(
-                "INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (1, changes())",
-                &[],
-            )?,
-        ];
-        if let Some(n) = commit.truncate_messages_to {
-            batch.push(self.stmt(
-                "DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2",
-                &[text(id), num(n)],
-            )?);
-        }
-        batch.extend(self.message_inserts(id, base, &commit.messages)?);
-        batch.extend(state_stmt);
-        batch.push(self.run_upsert(id, &head.run)?);
-        if let Some(c) = &commit.checkpoint {
-            batch.push(self.checkpoint_insert(id, version, c)?);
-        }
-        let outcome = self.db.batch(batch).await;
-        {
-            let mut states = self.states.borrow_mut();
-            match (&outcome, new_state) {
-                (Ok(_), Some(state)) => {
-                    states.insert(id.to_string(), (version, state));
-                }
-                (Ok(_), None) => {
-                    if let Some(entry) = states.get_mut(id).filter(|(v, _)| *v == expected_version)
-                    {
-                        entry.0 = version;
+        let batch = plan_commit(&mut image, expected_version, commit)?;
+        let version = image.head.version;
+        match self.execute(&batch).await {
+            Ok(()) => {
+                self.keep(id, image, epoch);
+                self.bump();
+                Ok(version)
+            }
+            Err(e) => {
+                self.bump();
+                match e {
+                    StoreError::Backend(m) if m.contains("CHECK constraint failed") => {
+                        Err(StoreError::Stale {
+                            expected: expected_version,
+                        })
                     }
-                }
-                (Err(_), _) => {
-                    states.remove(id);
+                    other => Err(other),
                 }
             }
-        }
-        match outcome {
-            Ok(_) => Ok(version),
-            Err(e) => match backend(e) {
-                StoreError::Backend(m) if m.contains("CHECK constraint failed") => {
-                    Err(StoreError::Stale {
-                        expected: expected_version,
-                    })
-                }
-                other => Err(other),
-            },
         }
     }
 
@@ -461,7 +341,7 @@ impl Store for D1Store {
                 &[
                     text(id),
                     text(tool_call_id),
-                    text(&to_json(&answer)?),
+                    text(&rows::to_json(&answer)?),
                     num(now),
                 ],
             )?
@@ -474,6 +354,10 @@ impl Store for D1Store {
             .and_then(|m| m.changes)
             .unwrap_or(0);
         if changes == 1 {
+            self.bump();
+            if let Some(image) = self.images.borrow_mut().get_mut(id) {
+                image.answers.insert(tool_call_id.to_string(), answer);
+            }
             return Ok(AnswerOutcome::Stored);
         }
         match self.find_answer(id, tool_call_id).await? {
@@ -487,20 +371,30 @@ impl Store for D1Store {
         id: &str,
         tool_call_id: &str,
     ) -> Result<Option<Answer>, StoreError> {
+        // Answers never change once stored: a kept one is the durable one.
+        let kept = self
+            .images
+            .borrow()
+            .get(id)
+            .and_then(|image| image.answers.get(tool_call_id).cloned());
+        if kept.is_some() {
+            return Ok(kept);
+        }
         let sql = "SELECT body FROM answers WHERE session_id = ?1 AND tool_call_id = ?2";
         let result = self
             .stmt(sql, &[text(id), text(tool_call_id)])?
             .all()
             .await
             .map_err(backend)?;
-        rows::<BodyRow>(&result)?
+        decode::<BodyRow>(&result)?
             .first()
             .map(|r| from_json(&r.body))
             .transpose()
     }
 
     async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
-        let body = to_json(&InterruptRequest { reason })?;
+        let request = InterruptRequest { reason };
+        let body = rows::to_json(&request)?;
         let result = self
             .stmt(
                 "UPDATE sessions SET interrupt = ?1 WHERE id = ?2",
@@ -510,7 +404,13 @@ impl Store for D1Store {
             .await
             .map_err(backend)?;
         match result.meta().map_err(backend)?.and_then(|m| m.changes) {
-            Some(1) => Ok(()),
+            Some(1) => {
+                self.bump();
+                if let Some(image) = self.images.borrow_mut().get_mut(id) {
+                    image.interrupt = Some(request);
+                }
+                Ok(())
+            }
             _ => Err(StoreError::NotFound(id.into())),
         }
     }
@@ -518,7 +418,7 @@ impl Store for D1Store {
     async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
         let sql = "SELECT body FROM runs WHERE session_id = ?1 ORDER BY turn";
         let result = self.stmt(sql, &[text(id)])?.all().await.map_err(backend)?;
-        rows::<BodyRow>(&result)?
+        decode::<BodyRow>(&result)?
             .iter()
             .map(|r| from_json(&r.body))
             .collect()
@@ -527,7 +427,7 @@ impl Store for D1Store {
     async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
         let sql = "SELECT body FROM checkpoints WHERE session_id = ?1 ORDER BY version, rowid";
         let result = self.stmt(sql, &[text(id)])?.all().await.map_err(backend)?;
-        rows::<BodyRow>(&result)?
+        decode::<BodyRow>(&result)?
             .iter()
             .map(|r| from_json(&r.body))
             .collect()
@@ -544,7 +444,7 @@ impl Store for D1Store {
             .all()
             .await
             .map_err(backend)?;
-        let Some(row) = rows::<CheckpointRow>(&result)?.into_iter().next() else {
+        let Some(row) = decode::<CheckpointRow>(&result)?.into_iter().next() else {
             return Ok(None);
         };
         let state = self.state_at(id, row.version).await?;

@@ -77,6 +77,10 @@ async fn dispatch(mut req: Request, env: Env) -> std::result::Result<Response, A
     match (method.clone(), segments.as_slice()) {
         #[cfg(feature = "test-routes")]
         (Method::Post, ["__test", "conformance"]) => conformance(&env).await,
+        #[cfg(feature = "test-routes")]
+        (Method::Post, ["__test", "floor", id]) if valid_session_id(id) => {
+            call_object(&env, id, Method::Post, "/__test/floor", None, None).await
+        }
         (Method::Get, ["v1", "agents"]) => agents(&env),
         (Method::Post, ["v1", "sessions"]) => {
             let body = read_body(&mut req).await?;
@@ -163,17 +167,28 @@ fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
     json(200, &json!({ "agents": list }).to_string()).map_err(|e| internal("agents", e))
 }
 
-/// Test-only (feature `test-routes`): the store conformance suite against this D1.
+/// Test-only (feature `test-routes`): the store conformance suite against this D1, with
+/// the store keeping session images (as in a Durable Object) and reading everything.
 #[cfg(feature = "test-routes")]
 async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
-    let db = env.d1("DB").map_err(|e| internal("d1 binding", e))?;
-    let store = d1::D1Store::new(db);
-    let prefix = format!("conformance-{}", random_hex(6));
-    let results: Vec<_> = crate::store::conformance::run(&store, &prefix)
-        .await
-        .into_iter()
-        .map(|r| json!({ "name": r.name, "ok": r.outcome.is_ok(), "error": r.outcome.err() }))
-        .collect();
+    let mut results = Vec::new();
+    for (mode, store) in [
+        (
+            "images",
+            d1::D1Store::new(env.d1("DB").map_err(|e| internal("d1 binding", e))?),
+        ),
+        (
+            "uncached",
+            d1::D1Store::uncached(env.d1("DB").map_err(|e| internal("d1 binding", e))?),
+        ),
+    ] {
+        let prefix = format!("conformance-{mode}-{}", random_hex(6));
+        for r in crate::store::conformance::run(&store, &prefix).await {
+            let name = format!("{mode}: {}", r.name);
+            results
+                .push(json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() }));
+        }
+    }
     json(200, &json!({ "results": results }).to_string()).map_err(|e| internal("conformance", e))
 }
 

@@ -166,6 +166,10 @@ impl Inner {
             .flatten()
             .ok_or_else(|| ApiError::client(400, "validation_error", "Missing session id."))?;
         let path = req.path();
+        #[cfg(feature = "test-routes")]
+        if path == "/__test/floor" {
+            return self.floor().await;
+        }
         let op = path
             .trim_start_matches("/v1/sessions")
             .trim_start_matches('/');
@@ -305,6 +309,18 @@ impl Inner {
         Ok(loaded
             .ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?
             .head)
+    }
+
+    /// Test-only (feature `test-routes`): the benchmark's floor, the least a session
+    /// request can do — reach this object, make one D1 write, answer.
+    #[cfg(feature = "test-routes")]
+    async fn floor(&self) -> std::result::Result<Response, ApiError> {
+        let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+        db.prepare("INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (2, 1)")
+            .run()
+            .await
+            .map_err(|e| internal("floor", e))?;
+        json_response(200, &json!({ "ok": true }))
     }
 
     /// A request touched the session: resolve expired deadlines without waiting for the alarm.

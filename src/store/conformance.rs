@@ -540,4 +540,13 @@ mod tests {
         assert!(failures.is_empty(), "{failures:#?}");
         assert_eq!(results.len(), 10);
     }
+
+    #[test]
+    fn the_planned_d1_rows_pass_the_conformance_suite() {
+        let store = crate::store::rows::PlannedStore::new();
+        let results = futures::executor::block_on(run(&store, "t"));
+        let failures: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
+        assert!(failures.is_empty(), "{failures:#?}");
+        assert_eq!(results.len(), 10);
+    }
 }

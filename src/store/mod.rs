@@ -12,6 +12,7 @@
 
 pub mod conformance;
 mod memory;
+pub mod rows;
 
 pub use memory::MemoryStore;
 

@@ -37,13 +37,14 @@ export async function startMockLlm() {
   const queue = [];
   const requests = [];
   const hung = new Set();
+  let responder = null;
   const server = createServer(async (req, res) => {
     let body = '';
     for await (const part of req) body += part;
     let parsed = null;
     try { parsed = JSON.parse(body); } catch { /* recorded as null */ }
     requests.push({ path: req.url, headers: req.headers, body: parsed });
-    const answer = queue.shift() ?? { text: 'ok' };
+    const answer = queue.shift() ?? responder?.(parsed) ?? { text: 'ok' };
     if (answer.delayMs) await sleep(answer.delayMs);
     if (answer.status) {
       res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers ?? {}) });
@@ -76,6 +77,8 @@ export async function startMockLlm() {
     /** Queues answers, served in order. */
     push(...answers) { queue.push(...answers); },
     pending() { return queue.length; },
+    /** Answers every request the queue does not: `fn(requestBody)` returns an answer. */
+    respondWith(fn) { responder = fn; },
     /** Drops answers a previous test queued but never consumed. */
     reset() { queue.length = 0; },
     async close() {

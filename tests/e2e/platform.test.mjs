@@ -12,12 +12,13 @@ before(async () => { ({ worker, llm } = await startWithMock()); });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 beforeEach(() => llm?.reset());
 
-test('the D1 store passes the store conformance suite', async () => {
+test('the D1 store passes the store conformance suite, keeping session images and not', async () => {
   const res = await api(worker, 'POST', '/__test/conformance', {});
   assert.equal(res.status, 200);
   const failed = res.body.results.filter((r) => !r.ok);
   assert.deepEqual(failed, []);
-  assert.equal(res.body.results.length, 10);
+  const modes = res.body.results.map((r) => r.name.split(':')[0]);
+  assert.deepEqual([modes.filter((m) => m === 'images').length, modes.filter((m) => m === 'uncached').length], [10, 10]);
 });
 
 test('auth fails closed: 401 without or with bad credentials, 403 with another session\'s token', async () => {

@@ -1,0 +1,128 @@
+// End-to-end benchmark: full human-in-the-loop cycles against the real worker in
+// `wrangler dev` (local D1 and Durable Objects) with a zero-latency OpenAI-compatible
+// mock model on loopback, next to "the floor": the least a session request can do
+// (worker → Durable Object → one D1 write → response).
+//
+// One cycle: (a) POST /v1/sessions → `tool_approval_request` seen on the session's SSE
+// stream; (b) the approval POST → the stream's `end` event. The floor's two-request
+// cycle is two floor requests in sequence, the same number of client round trips.
+//
+// Reports numbers; asserts only that every request succeeded (a benchmark of failures
+// would be meaningless). Environment: BENCH_SESSIONS (default 200), BENCH_CONCURRENCY
+// (default "1,8"), BENCH_JSON (write the results there as JSON).
+
+import { writeFileSync } from 'node:fs';
+import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
+import { openStream } from '../tests/e2e/sse.mjs';
+
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8').split(',').map(Number);
+const WARMUP = 10;
+
+/** The model: asks to delete a file (approval always), then answers once it ran. */
+function respond(body) {
+  const last = body?.messages?.at(-1);
+  if (last?.role === 'tool') return { text: 'Deleted.' };
+  return { calls: [{ name: 'delete_file', args: { path: '/tmp/bench' } }] };
+}
+
+function fail(what, res) {
+  throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+async function cycle(worker, id) {
+  const t0 = performance.now();
+  const created = await api(worker, 'POST', '/v1/sessions', {
+    agent: 'assistant', sessionId: id, input: 'delete /tmp/bench',
+  });
+  if (created.status !== 201) fail('create', created);
+  const sse = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, {
+    headers: { authorization: `Bearer ${API_TOKEN}` },
+  });
+  try {
+    const events = await sse.until((e) => e.type === 'tool_approval_request');
+    const t1 = performance.now();
+    const request = events.find((e) => e.type === 'tool_approval_request');
+    const approved = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`, {
+      kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true,
+    });
+    if (approved.status !== 202) fail('approve', approved);
+    await sse.until((e) => e.type === 'end');
+    const t2 = performance.now();
+    return { a: t1 - t0, b: t2 - t1, cycle: t2 - t0 };
+  } finally {
+    sse.close();
+  }
+}
+
+async function floorRequest(worker, id) {
+  const res = await api(worker, 'POST', `/__test/floor/${id}`);
+  if (res.status !== 200) fail('floor', res);
+}
+
+async function floor(worker, id) {
+  const t0 = performance.now();
+  await floorRequest(worker, id);
+  const t1 = performance.now();
+  await floorRequest(worker, id);
+  return { one: t1 - t0, two: performance.now() - t0 };
+}
+
+/** Runs `task(i)` for i < n with at most `c` in flight; returns results and wall time. */
+async function pool(n, c, task) {
+  const results = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: c }, async () => {
+    while (next < n) results.push(await task(next++));
+  }));
+  return { results, wallMs: performance.now() - t0 };
+}
+
+function stats(values) {
+  const v = [...values].sort((x, y) => x - y);
+  const at = (q) => v[Math.min(v.length - 1, Math.floor(q * v.length))];
+  const r = (x) => Math.round(x * 100) / 100;
+  return { min: r(v[0]), median: r(at(0.5)), p95: r(at(0.95)) };
+}
+
+const { llm, worker } = await startWithMock();
+llm.respondWith(respond);
+const out = { sessions: SESSIONS, runs: [] };
+try {
+  const tag = Date.now().toString(36);
+  await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));
+  await pool(WARMUP, 2, (i) => floor(worker, `warm-floor-${tag}-${i}`));
+  for (const c of CONCURRENCY) {
+    const fl = await pool(SESSIONS, c, (i) => floor(worker, `floor-${tag}-c${c}-${i}`));
+    const cy = await pool(SESSIONS, c, (i) => cycle(worker, `bench-${tag}-c${c}-${i}`));
+    const run = {
+      concurrency: c,
+      floorRequestMs: stats(fl.results.map((r) => r.one)),
+      floorCycleMs: stats(fl.results.map((r) => r.two)),
+      createToApprovalMs: stats(cy.results.map((r) => r.a)),
+      approvalToEndMs: stats(cy.results.map((r) => r.b)),
+      cycleMs: stats(cy.results.map((r) => r.cycle)),
+      cyclesPerSecond: Math.round((SESSIONS / (cy.wallMs / 1000)) * 10) / 10,
+    };
+    run.medianRatio = Math.round((run.cycleMs.median / run.floorCycleMs.median) * 100) / 100;
+    out.runs.push(run);
+  }
+} finally {
+  await worker.stop();
+  worker.cleanup();
+  await llm.close();
+}
+
+const row = (name, s) => `| ${name} | ${s.min} | ${s.median} | ${s.p95} |`;
+for (const run of out.runs) {
+  console.log(`\nC=${run.concurrency}, ${SESSIONS} sessions (ms)\n`);
+  console.log('| measure | min | median | p95 |\n|---|---|---|---|');
+  console.log(row('floor: one request', run.floorRequestMs));
+  console.log(row('floor: two-request cycle', run.floorCycleMs));
+  console.log(row('(a) create → tool_approval_request', run.createToApprovalMs));
+  console.log(row('(b) approval → end', run.approvalToEndMs));
+  console.log(row('cycle (a)+(b)', run.cycleMs));
+  console.log(`\ncycles/s: ${run.cyclesPerSecond}; cycle median / floor cycle median: ${run.medianRatio}×`);
+}
+if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(out, null, 2));

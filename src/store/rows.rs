@@ -1,0 +1,604 @@
+//! The row layout of the D1 store (schema in `migrations/`), pure so that it runs and
+//! is measured natively: the statements a create or a commit writes, and the session
+//! [`Image`] they leave behind — the write-through copy of a session's rows that the
+//! store serves reads from.
+//!
+//! Bytes written per commit follow the size of the change, not of the session: messages
+//! are appended one row each, the state is a log of patches, and a full snapshot is
+//! written only once the patches since the last one add up to more than the snapshot
+//! itself ([`snapshot_due`]), so that a load reads at most about twice the state and a
+//! step's amortised cost stays proportional to its patch. Checkpoints reference a
+//! session version and a transcript length; they copy neither.
+
+use super::{
+    Answer, CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession, RunRecord, SessionHead,
+    StateChange, StoreError,
+};
+use crate::message::Message;
+use crate::state::PatchOp;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A snapshot is never due before the patches since the last one reach this size.
+pub const SNAPSHOT_MIN_BYTES: usize = 4096;
+
+/// Whether the state log should start over with a snapshot: once the patches since the
+/// last snapshot (`log_bytes`) outweigh it.
+pub fn snapshot_due(snapshot_bytes: usize, log_bytes: usize) -> bool {
+    log_bytes > snapshot_bytes.max(SNAPSHOT_MIN_BYTES)
+}
+
+/// A bound SQL parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    /// TEXT.
+    Text(String),
+    /// INTEGER (every value stays far below 2^53, so it survives a JS number).
+    Int(u64),
+}
+
+/// One SQL statement with its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    /// The SQL, with `?1`… placeholders.
+    pub sql: &'static str,
+    /// The parameters.
+    pub args: Vec<Arg>,
+}
+
+impl Statement {
+    /// The bytes of data it carries: text lengths, 8 per integer (the SQL text is a
+    /// constant of the deployment, not data).
+    pub fn bytes(&self) -> usize {
+        self.args
+            .iter()
+            .map(|a| match a {
+                Arg::Text(t) => t.len(),
+                Arg::Int(_) => 8,
+            })
+            .sum()
+    }
+}
+
+fn text(s: &str) -> Arg {
+    Arg::Text(s.to_string())
+}
+
+/// Serialises a stored value.
+pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Parses a stored value.
+pub fn from_json<T: DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Reads the session row.
+pub const SELECT_HEAD: &str =
+    "SELECT head, interrupt, snapshot_version FROM sessions WHERE id = ?1";
+/// Reads the state log from the newest snapshot on.
+pub const SELECT_STATE: &str = "SELECT kind, body FROM state_log WHERE session_id = ?1 AND version >= \
+     (SELECT snapshot_version FROM sessions WHERE id = ?1) ORDER BY version";
+/// Reads every answer of the session.
+pub const SELECT_ANSWERS: &str = "SELECT tool_call_id, body FROM answers WHERE session_id = ?1";
+/// Reads the state log needed to rebuild the state at version `?2`.
+pub const SELECT_STATE_AT: &str = "SELECT kind, body FROM state_log WHERE session_id = ?1 AND version <= ?2 AND version >= \
+     (SELECT MAX(version) FROM state_log WHERE session_id = ?1 AND kind = 'snapshot' AND version <= ?2) \
+     ORDER BY version";
+
+/// A session as its rows say, kept by the store that serves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    /// The head (with the durable version).
+    pub head: SessionHead,
+    /// The pending interrupt request.
+    pub interrupt: Option<InterruptRequest>,
+    /// The current state.
+    pub state: Value,
+    /// Version of the newest snapshot in the state log.
+    pub snapshot_version: u64,
+    /// Its size in bytes.
+    pub snapshot_bytes: usize,
+    /// Bytes of the patches after it.
+    pub log_bytes: usize,
+    /// Every stored answer, by call id.
+    pub answers: BTreeMap<String, Answer>,
+    /// The whole transcript, once it was read or written in full.
+    pub messages: Option<Vec<Message>>,
+}
+
+/// One row of the state log, as read.
+pub struct StateRow<'a> {
+    /// `snapshot` or `patch`.
+    pub kind: &'a str,
+    /// Its JSON.
+    pub body: &'a str,
+}
+
+/// Folds a snapshot and the patches after it into a state; returns it with the
+/// snapshot's size and the patches' total size.
+pub fn fold_state<'a>(
+    rows: impl IntoIterator<Item = StateRow<'a>>,
+) -> Result<(Value, usize, usize), StoreError> {
+    let mut rows = rows.into_iter();
+    let first = rows
+        .next()
+        .ok_or_else(|| StoreError::Corrupt("no state snapshot".into()))?;
+    if first.kind != "snapshot" {
+        return Err(StoreError::Corrupt(
+            "the state log does not start with a snapshot".into(),
+        ));
+    }
+    let mut state: Value = from_json(first.body)?;
+    let (mut snapshot_bytes, mut log_bytes) = (first.body.len(), 0);
+    for row in rows {
+        if row.kind == "snapshot" {
+            state = from_json(row.body)?;
+            (snapshot_bytes, log_bytes) = (row.body.len(), 0);
+            continue;
+        }
+        let ops: Vec<PatchOp> = from_json(row.body)?;
+        for op in &ops {
+            op.apply(&mut state)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        }
+        log_bytes += row.body.len();
+    }
+    Ok((state, snapshot_bytes, log_bytes))
+}
+
+impl Image {
+    /// An image from the rows read by [`SELECT_HEAD`], [`SELECT_STATE`] and
+    /// [`SELECT_ANSWERS`].
+    pub fn from_rows<'a>(
+        head: &str,
+        interrupt: Option<&str>,
+        snapshot_version: u64,
+        state: impl IntoIterator<Item = StateRow<'a>>,
+        answers: impl IntoIterator<Item = (String, &'a str)>,
+    ) -> Result<Self, StoreError> {
+        let (state, snapshot_bytes, log_bytes) = fold_state(state)?;
+        Ok(Self {
+            head: from_json(head)?,
+            interrupt: interrupt.map(from_json).transpose()?,
+            state,
+            snapshot_version,
+            snapshot_bytes,
+            log_bytes,
+            answers: answers
+                .into_iter()
+                .map(|(id, body)| Ok((id, from_json(body)?)))
+                .collect::<Result<_, StoreError>>()?,
+            messages: None,
+        })
+    }
+
+    /// The session as the runner loads it: answers only for the pending calls.
+    pub fn loaded(&self) -> Loaded {
+        Loaded {
+            head: self.head.clone(),
+            state: self.state.clone(),
+            answers: self
+                .head
+                .pending
+                .iter()
+                .filter_map(|p| {
+                    let answer = self.answers.get(&p.tool_call_id)?;
+                    Some((p.tool_call_id.clone(), answer.clone()))
+                })
+                .collect(),
+            interrupt: self.interrupt.clone(),
+        }
+    }
+
+    /// Messages `offset..offset+limit`, if the image holds the transcript.
+    pub fn messages(&self, offset: u64, limit: u64) -> Option<Vec<Message>> {
+        let all = self.messages.as_ref()?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(all.len());
+        let end = start
+            .saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
+            .min(all.len());
+        Some(all[start..end].to_vec())
+    }
+}
+
+fn message_inserts(
+    id: &str,
+    base: u64,
+    messages: &[Message],
+) -> Result<Vec<Statement>, StoreError> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            Ok(Statement {
+                sql: "INSERT INTO messages (session_id, seq, body) VALUES (?1, ?2, ?3)",
+                args: vec![text(id), Arg::Int(base + i as u64), Arg::Text(to_json(m)?)],
+            })
+        })
+        .collect()
+}
+
+fn run_upsert(id: &str, run: &RunRecord) -> Result<Statement, StoreError> {
+    Ok(Statement {
+        sql: "INSERT INTO runs (session_id, run_id, turn, body) VALUES (?1, ?2, ?3, ?4) \
+              ON CONFLICT (session_id, run_id) DO UPDATE SET body = excluded.body",
+        args: vec![
+            text(id),
+            text(&run.run_id),
+            Arg::Int(u64::from(run.turn)),
+            Arg::Text(to_json(run)?),
+        ],
+    })
+}
+
+fn checkpoint_insert(
+    id: &str,
+    version: u64,
+    c: &CheckpointRecord,
+) -> Result<Statement, StoreError> {
+    Ok(Statement {
+        sql: "INSERT INTO checkpoints (session_id, id, version, body) VALUES (?1, ?2, ?3, ?4)",
+        args: vec![
+            text(id),
+            text(&c.id),
+            Arg::Int(version),
+            Arg::Text(to_json(c)?),
+        ],
+    })
+}
+
+fn state_insert(id: &str, version: u64, kind: &str, body: String) -> Statement {
+    Statement {
+        sql: "INSERT INTO state_log (session_id, version, kind, body) VALUES (?1, ?2, ?3, ?4)",
+        args: vec![text(id), Arg::Int(version), text(kind), Arg::Text(body)],
+    }
+}
+
+fn status_text(head: &SessionHead) -> Result<String, StoreError> {
+    Ok(to_json(&head.status)?.trim_matches('"').to_string())
+}
+
+/// The statements that create a session (one batch; a taken id fails on the primary
+/// key) and the image they leave.
+pub fn plan_create(session: NewSession) -> Result<(Vec<Statement>, Image), StoreError> {
+    let mut head = session.head;
+    head.version = 1;
+    head.message_count = session.messages.len() as u64;
+    let id = head.id.clone();
+    let snapshot = to_json(&session.state)?;
+    let mut batch = vec![Statement {
+        sql: "INSERT INTO sessions (id, agent, status, version, head, interrupt, snapshot_version, created_at, \
+              updated_at) VALUES (?1, ?2, ?3, 1, ?4, NULL, 1, ?5, ?5)",
+        args: vec![
+            text(&id),
+            text(&head.agent),
+            Arg::Text(status_text(&head)?),
+            Arg::Text(to_json(&head)?),
+            Arg::Int(head.created_at),
+        ],
+    }];
+    batch.extend(message_inserts(&id, 0, &session.messages)?);
+    let snapshot_bytes = snapshot.len();
+    batch.push(state_insert(&id, 1, "snapshot", snapshot));
+    batch.push(run_upsert(&id, &head.run)?);
+    batch.push(checkpoint_insert(&id, 1, &session.checkpoint)?);
+    let image = Image {
+        head,
+        interrupt: None,
+        state: session.state,
+        snapshot_version: 1,
+        snapshot_bytes,
+        log_bytes: 0,
+        answers: BTreeMap::new(),
+        messages: Some(session.messages),
+    };
+    Ok((batch, image))
+}
+
+/// The statements of one compare-and-set commit, in batch order: the version-guarded
+/// update of the session row, a guard insert that fails the batch when that update
+/// matched nothing (so a lost race rolls everything back), then the messages, the state
+/// log row, the run and the checkpoint. Turns `image` into the image after the commit;
+/// on an error (a stale version, an inconsistent message count, a patch that does not
+/// apply) `image` is unchanged.
+pub fn plan_commit(
+    image: &mut Image,
+    expected_version: u64,
+    commit: Commit,
+) -> Result<Vec<Statement>, StoreError> {
+    if image.head.version != expected_version {
+        return Err(StoreError::Stale {
+            expected: expected_version,
+        });
+    }
+    let id = image.head.id.clone();
+    let version = expected_version + 1;
+    let mut head = commit.head;
+    head.version = version;
+    let base = commit
+        .truncate_messages_to
+        .unwrap_or(image.head.message_count);
+    if base > image.head.message_count || head.message_count != base + commit.messages.len() as u64
+    {
+        return Err(StoreError::Corrupt(format!(
+            "the commit says {} messages, but {} + {} were written",
+            head.message_count,
+            base,
+            commit.messages.len()
+        )));
+    }
+    // The state log row: a patch, or a snapshot once the patches outweigh the last one.
+    enum Row {
+        Patch(Vec<PatchOp>, String),
+        PatchThenSnapshot(Vec<PatchOp>),
+        Replace(Value),
+    }
+    let row = match commit.state {
+        StateChange::None => None,
+        StateChange::Replace(state) => Some(Row::Replace(state)),
+        StateChange::Patch(ops) => {
+            let body = to_json(&ops)?;
+            if snapshot_due(image.snapshot_bytes, image.log_bytes + body.len()) {
+                Some(Row::PatchThenSnapshot(ops))
+            } else {
+                Some(Row::Patch(ops, body))
+            }
+        }
+    };
+    let snapshot_version = match row {
+        Some(Row::PatchThenSnapshot(_) | Row::Replace(_)) => version,
+        _ => image.snapshot_version,
+    };
+    let mut batch = vec![
+        Statement {
+            sql: "UPDATE sessions SET version = ?1, status = ?2, head = ?3, updated_at = ?4, snapshot_version = ?5, \
+                  interrupt = CASE WHEN ?6 = 1 THEN NULL ELSE interrupt END WHERE id = ?7 AND version = ?8",
+            args: vec![
+                Arg::Int(version),
+                Arg::Text(status_text(&head)?),
+                Arg::Text(to_json(&head)?),
+                Arg::Int(head.updated_at),
+                Arg::Int(snapshot_version),
+                Arg::Int(u64::from(commit.clear_interrupt)),
+                text(&id),
+                Arg::Int(expected_version),
+            ],
+        },
+        // Fails the batch (CHECK ok = 1) when the guarded update matched no row.
+        Statement {
+            sql: "INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (1, changes())",
+            args: Vec::new(),
+        },
+    ];
+    if let Some(n) = commit.truncate_messages_to {
+        batch.push(Statement {
+            sql: "DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2",
+            args: vec![text(&id), Arg::Int(n)],
+        });
+    }
+    batch.extend(message_inserts(&id, base, &commit.messages)?);
+    let (run, checkpoint) = (
+        run_upsert(&id, &head.run)?,
+        commit
+            .checkpoint
+            .as_ref()
+            .map(|c| checkpoint_insert(&id, version, c))
+            .transpose()?,
+    );
+    // Everything fallible is done but the patch itself, which applies all or nothing.
+    match row {
+        None => {}
+        Some(Row::Patch(ops, body)) => {
+            crate::state::apply_all(&mut image.state, &ops)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            image.log_bytes += body.len();
+            batch.push(state_insert(&id, version, "patch", body));
+        }
+        Some(snapshot) => {
+            match snapshot {
+                Row::Replace(state) => image.state = state,
+                Row::PatchThenSnapshot(ops) | Row::Patch(ops, _) => {
+                    crate::state::apply_all(&mut image.state, &ops)
+                        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                }
+            }
+            let body = to_json(&image.state)?;
+            image.snapshot_version = version;
+            image.snapshot_bytes = body.len();
+            image.log_bytes = 0;
+            batch.push(state_insert(&id, version, "snapshot", body));
+        }
+    }
+    batch.push(run);
+    batch.extend(checkpoint);
+    if let Some(all) = &mut image.messages {
+        all.truncate(base as usize);
+        all.extend(commit.messages);
+    }
+    if commit.clear_interrupt {
+        image.interrupt = None;
+    }
+    image.head = head;
+    Ok(batch)
+}
+
+/// The D1 store's write plan over in-memory rows, without a database: it keeps what
+/// the D1 store keeps in memory plus the run, checkpoint and state-log rows each batch
+/// writes, and records the bytes every batch sends. It passes the conformance suite;
+/// native benchmarks and storage-growth tests measure with it.
+#[derive(Debug, Default)]
+pub struct PlannedStore {
+    sessions: std::cell::RefCell<BTreeMap<String, Planned>>,
+    written: std::cell::RefCell<Vec<usize>>,
+}
+
+#[derive(Debug)]
+struct Planned {
+    image: Image,
+    runs: Vec<RunRecord>,
+    checkpoints: Vec<(CheckpointRecord, u64)>,
+    /// `(version, kind, body)` rows of the state log.
+    state_log: Vec<(u64, String, String)>,
+}
+
+impl Planned {
+    /// Keeps the rows of a batch that reads need beyond the image.
+    fn apply(&mut self, batch: &[Statement], checkpoint: Option<CheckpointRecord>) {
+        let version = self.image.head.version;
+        for s in batch {
+            if let (true, [_, _, Arg::Text(kind), Arg::Text(body)]) = (
+                s.sql.starts_with("INSERT INTO state_log"),
+                s.args.as_slice(),
+            ) {
+                self.state_log.push((version, kind.clone(), body.clone()));
+            }
+        }
+        let run = &self.image.head.run;
+        match self.runs.iter_mut().find(|r| r.run_id == run.run_id) {
+            Some(existing) => *existing = run.clone(),
+            None => self.runs.push(run.clone()),
+        }
+        self.checkpoints.extend(checkpoint.map(|c| (c, version)));
+    }
+}
+
+impl PlannedStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes sent by each successful create and commit, in order.
+    pub fn bytes_written(&self) -> Vec<usize> {
+        self.written.borrow().clone()
+    }
+
+    fn record(&self, batch: &[Statement]) {
+        let bytes = batch.iter().map(Statement::bytes).sum();
+        self.written.borrow_mut().push(bytes);
+    }
+
+    fn with<R>(&self, id: &str, f: impl FnOnce(&mut Planned) -> R) -> Result<R, StoreError> {
+        let mut sessions = self.sessions.borrow_mut();
+        let session = sessions
+            .get_mut(id)
+            .ok_or_else(|| StoreError::NotFound(id.into()))?;
+        Ok(f(session))
+    }
+}
+
+impl super::Store for PlannedStore {
+    async fn create(&self, session: NewSession) -> Result<(), StoreError> {
+        let id = session.head.id.clone();
+        if self.sessions.borrow().contains_key(&id) {
+            return Err(StoreError::Exists(id));
+        }
+        let checkpoint = session.checkpoint.clone();
+        let (batch, image) = plan_create(session)?;
+        self.record(&batch);
+        let mut planned = Planned {
+            image,
+            runs: Vec::new(),
+            checkpoints: Vec::new(),
+            state_log: Vec::new(),
+        };
+        planned.apply(&batch, Some(checkpoint));
+        self.sessions.borrow_mut().insert(id, planned);
+        Ok(())
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError> {
+        Ok(self.sessions.borrow().get(id).map(|p| p.image.loaded()))
+    }
+
+    async fn messages(
+        &self,
+        id: &str,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Message>, StoreError> {
+        self.with(id, |p| p.image.messages(offset, limit).unwrap_or_default())
+    }
+
+    async fn commit(
+        &self,
+        id: &str,
+        expected_version: u64,
+        commit: Commit,
+    ) -> Result<u64, StoreError> {
+        let checkpoint = commit.checkpoint.clone();
+        let batch = self.with(id, |p| plan_commit(&mut p.image, expected_version, commit))??;
+        self.record(&batch);
+        self.with(id, |p| {
+            p.apply(&batch, checkpoint);
+            p.image.head.version
+        })
+    }
+
+    async fn answer(
+        &self,
+        id: &str,
+        tool_call_id: &str,
+        answer: Answer,
+    ) -> Result<super::AnswerOutcome, StoreError> {
+        self.with(id, |p| match p.image.answers.get(tool_call_id) {
+            Some(existing) => super::AnswerOutcome::AlreadyAnswered(existing.clone()),
+            None => {
+                p.image.answers.insert(tool_call_id.into(), answer);
+                super::AnswerOutcome::Stored
+            }
+        })
+    }
+
+    async fn find_answer(
+        &self,
+        id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<Answer>, StoreError> {
+        self.with(id, |p| p.image.answers.get(tool_call_id).cloned())
+    }
+
+    async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
+        self.with(id, |p| {
+            p.image.interrupt = Some(InterruptRequest { reason })
+        })
+    }
+
+    async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
+        self.with(id, |p| {
+            let mut runs = p.runs.clone();
+            runs.sort_by_key(|r| r.turn);
+            runs
+        })
+    }
+
+    async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+        self.with(id, |p| {
+            p.checkpoints.iter().map(|(c, _)| c.clone()).collect()
+        })
+    }
+
+    async fn checkpoint_state(
+        &self,
+        id: &str,
+        checkpoint_id: &str,
+    ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
+        self.with(id, |p| {
+            let Some((c, version)) = p.checkpoints.iter().find(|(c, _)| c.id == checkpoint_id)
+            else {
+                return Ok(None);
+            };
+            // As SELECT_STATE_AT: from the newest snapshot at or before the version.
+            let upto: Vec<_> = p.state_log.iter().filter(|r| r.0 <= *version).collect();
+            let from = upto.iter().rposition(|r| r.1 == "snapshot").unwrap_or(0);
+            let rows = upto[from..].iter().map(|r| StateRow {
+                kind: &r.1,
+                body: &r.2,
+            });
+            Ok(Some((c.clone(), fold_state(rows)?.0)))
+        })?
+    }
+}
