@@ -19,13 +19,11 @@ use crate::store::{
     Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession,
     RunRecord, Store, StoreError,
 };
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use worker::wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement, D1Result};
+use worker::{D1Database, D1PreparedStatement};
 
 /// Sessions in D1.
 pub struct D1Store {
@@ -47,10 +45,6 @@ fn backend(e: worker::Error) -> StoreError {
     }
 }
 
-fn decode<T: DeserializeOwned>(result: &D1Result) -> Result<Vec<T>, StoreError> {
-    result.results::<T>().map_err(backend)
-}
-
 /// Integers go through JS numbers; every value here stays far below 2^53.
 fn num(n: u64) -> JsValue {
     JsValue::from_f64(n as f64)
@@ -60,41 +54,48 @@ fn text(s: &str) -> JsValue {
     JsValue::from_str(s)
 }
 
-#[derive(Deserialize)]
-struct HeadRow {
-    head: String,
-    interrupt: Option<String>,
-    snapshot_version: u64,
+/// One result row: its cells in the SELECT's column order. Rows are read as arrays and
+/// decoded by hand (no serde_wasm_bindgen deserializer per row type in the bundle).
+struct Row(Vec<JsValue>);
+
+impl Row {
+    fn cell(&self, i: usize) -> Result<&JsValue, StoreError> {
+        self.0
+            .get(i)
+            .ok_or_else(|| StoreError::Corrupt(format!("a row has no column {i}")))
+    }
+    fn text(&self, i: usize) -> Result<String, StoreError> {
+        self.cell(i)?
+            .as_string()
+            .ok_or_else(|| StoreError::Corrupt(format!("column {i} is not text")))
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>, StoreError> {
+        let cell = self.cell(i)?;
+        if cell.is_null() || cell.is_undefined() {
+            return Ok(None);
+        }
+        self.text(i).map(Some)
+    }
+    fn int(&self, i: usize) -> Result<u64, StoreError> {
+        self.cell(i)?
+            .as_f64()
+            .filter(|n| *n >= 0.0)
+            .map(|n| n as u64)
+            .ok_or_else(|| StoreError::Corrupt(format!("column {i} is not a count")))
+    }
+    /// The JSON in column `i`.
+    fn json<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<T, StoreError> {
+        from_json(&self.text(i)?)
+    }
 }
 
-#[derive(Deserialize)]
-struct StateLogRow {
-    kind: String,
-    body: String,
+/// `(kind, body)` rows of the state log.
+fn state_log(rows: &[Row]) -> Result<Vec<(String, String)>, StoreError> {
+    rows.iter().map(|r| Ok((r.text(0)?, r.text(1)?))).collect()
 }
 
-#[derive(Deserialize)]
-struct BodyRow {
-    body: String,
-}
-
-#[derive(Deserialize)]
-struct AnswerRow {
-    tool_call_id: String,
-    body: String,
-}
-
-#[derive(Deserialize)]
-struct CheckpointRow {
-    version: u64,
-    body: String,
-}
-
-fn state_rows(rows: &[StateLogRow]) -> impl Iterator<Item = StateRow<'_>> {
-    rows.iter().map(|r| StateRow {
-        kind: &r.kind,
-        body: &r.body,
-    })
+fn state_rows(log: &[(String, String)]) -> impl Iterator<Item = StateRow<'_>> {
+    log.iter().map(|(kind, body)| StateRow { kind, body })
 }
 
 impl D1Store {
@@ -119,6 +120,19 @@ impl D1Store {
 
     fn stmt(&self, sql: &str, args: &[JsValue]) -> Result<D1PreparedStatement, StoreError> {
         self.db.prepare(sql).bind(args).map_err(backend)
+    }
+
+    /// Runs one statement and returns its rows.
+    async fn read(&self, sql: &str, args: &[JsValue]) -> Result<Vec<Row>, StoreError> {
+        let rows = self
+            .stmt(sql, args)?
+            .raw_js_value()
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| Row(worker::js_sys::Array::from(r).to_vec()))
+            .collect())
     }
 
     fn prepared(&self, s: &Statement) -> Result<D1PreparedStatement, StoreError> {
@@ -156,35 +170,28 @@ impl D1Store {
         }
     }
 
-    /// Reads a session's image from D1 in one consistent batch.
+    /// Reads a session's image from D1: its row (a missing session costs one read),
+    /// then the state log from the newest snapshot and the answers. The reads are not
+    /// one transaction: an image that a write may have overtaken is not kept (`keep`),
+    /// and every commit's compare-and-set catches the rest.
     async fn fetch(&self, id: &str) -> Result<Option<Image>, StoreError> {
-        let results = self
-            .db
-            .batch(vec![
-                self.stmt(SELECT_HEAD, &[text(id)])?,
-                self.stmt(SELECT_STATE, &[text(id)])?,
-                self.stmt(SELECT_ANSWERS, &[text(id)])?,
-            ])
-            .await
-            .map_err(backend)?;
-        let [head, state, answers] = results.as_slice() else {
-            return Err(StoreError::Backend(
-                "a read batch returned the wrong number of results".into(),
-            ));
-        };
-        let Some(head) = decode::<HeadRow>(head)?.into_iter().next() else {
+        let head = self.read(SELECT_HEAD, &[text(id)]).await?;
+        let Some(head) = head.first() else {
             return Ok(None);
         };
-        let state = decode::<StateLogRow>(state)?;
-        let answers = decode::<AnswerRow>(answers)?;
+        let state = self.read(SELECT_STATE, &[text(id)]).await?;
+        let answers = self.read(SELECT_ANSWERS, &[text(id)]).await?;
+        let log = state_log(&state)?;
+        let answers = answers
+            .iter()
+            .map(|r| Ok((r.text(0)?, r.text(1)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
         Image::from_rows(
-            &head.head,
-            head.interrupt.as_deref(),
-            head.snapshot_version,
-            state_rows(&state),
-            answers
-                .iter()
-                .map(|a| (a.tool_call_id.clone(), a.body.as_str())),
+            &head.text(0)?,
+            head.opt_text(1)?.as_deref(),
+            head.int(2)?,
+            state_rows(&log),
+            answers.iter().map(|(id, body)| (id.clone(), body.as_str())),
         )
         .map(Some)
     }
@@ -210,12 +217,10 @@ impl D1Store {
 
     /// The state at session `version`: the newest snapshot at or before it, plus patches.
     async fn state_at(&self, id: &str, version: u64) -> Result<Value, StoreError> {
-        let result = self
-            .stmt(SELECT_STATE_AT, &[text(id), num(version)])?
-            .all()
-            .await
-            .map_err(backend)?;
-        let log = decode::<StateLogRow>(&result)?;
+        let rows = self
+            .read(SELECT_STATE_AT, &[text(id), num(version)])
+            .await?;
+        let log = state_log(&rows)?;
         Ok(rows::fold_state(state_rows(&log))?.0)
     }
 }
@@ -264,17 +269,12 @@ impl Store for D1Store {
             Some((None, version)) => (version.is_some(), version),
         };
         let sql = "SELECT body FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq";
-        let result = self
-            .stmt(
-                sql,
-                &[text(id), num(offset), num(offset.saturating_add(limit))],
-            )?
-            .all()
-            .await
-            .map_err(backend)?;
-        let messages = decode::<BodyRow>(&result)?
+        let args = [text(id), num(offset), num(offset.saturating_add(limit))];
+        let messages = self
+            .read(sql, &args)
+            .await?
             .iter()
-            .map(|r| from_json(&r.body))
+            .map(|r| r.json(0))
             .collect::<Result<Vec<Message>, _>>()?;
         // The whole transcript of the version still kept: keep it with the image.
         if whole
@@ -333,27 +333,16 @@ impl Store for D1Store {
     ) -> Result<AnswerOutcome, StoreError> {
         let sql = "INSERT INTO answers (session_id, tool_call_id, body, created_at) \
                    SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1) \
-                   ON CONFLICT (session_id, tool_call_id) DO NOTHING";
+                   ON CONFLICT (session_id, tool_call_id) DO NOTHING RETURNING tool_call_id";
         let now = worker::Date::now().as_millis();
-        let result = self
-            .stmt(
-                sql,
-                &[
-                    text(id),
-                    text(tool_call_id),
-                    text(&rows::to_json(&answer)?),
-                    num(now),
-                ],
-            )?
-            .run()
-            .await
-            .map_err(backend)?;
-        let changes = result
-            .meta()
-            .map_err(backend)?
-            .and_then(|m| m.changes)
-            .unwrap_or(0);
-        if changes == 1 {
+        let args = [
+            text(id),
+            text(tool_call_id),
+            text(&rows::to_json(&answer)?),
+            num(now),
+        ];
+        // RETURNING yields the row only when this insert stored it.
+        if !self.read(sql, &args).await?.is_empty() {
             self.bump();
             if let Some(image) = self.images.borrow_mut().get_mut(id) {
                 image.answers.insert(tool_call_id.to_string(), answer);
@@ -381,30 +370,16 @@ impl Store for D1Store {
             return Ok(kept);
         }
         let sql = "SELECT body FROM answers WHERE session_id = ?1 AND tool_call_id = ?2";
-        let result = self
-            .stmt(sql, &[text(id), text(tool_call_id)])?
-            .all()
-            .await
-            .map_err(backend)?;
-        decode::<BodyRow>(&result)?
-            .first()
-            .map(|r| from_json(&r.body))
-            .transpose()
+        let rows = self.read(sql, &[text(id), text(tool_call_id)]).await?;
+        rows.first().map(|r| r.json(0)).transpose()
     }
 
     async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
         let request = InterruptRequest { reason };
         let body = rows::to_json(&request)?;
-        let result = self
-            .stmt(
-                "UPDATE sessions SET interrupt = ?1 WHERE id = ?2",
-                &[text(&body), text(id)],
-            )?
-            .run()
-            .await
-            .map_err(backend)?;
-        match result.meta().map_err(backend)?.and_then(|m| m.changes) {
-            Some(1) => {
+        let sql = "UPDATE sessions SET interrupt = ?1 WHERE id = ?2 RETURNING id";
+        match self.read(sql, &[text(&body), text(id)]).await?.len() {
+            1 => {
                 self.bump();
                 if let Some(image) = self.images.borrow_mut().get_mut(id) {
                     image.interrupt = Some(request);
@@ -417,20 +392,14 @@ impl Store for D1Store {
 
     async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
         let sql = "SELECT body FROM runs WHERE session_id = ?1 ORDER BY turn";
-        let result = self.stmt(sql, &[text(id)])?.all().await.map_err(backend)?;
-        decode::<BodyRow>(&result)?
-            .iter()
-            .map(|r| from_json(&r.body))
-            .collect()
+        let rows = self.read(sql, &[text(id)]).await?;
+        rows.iter().map(|r| r.json(0)).collect()
     }
 
     async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
         let sql = "SELECT body FROM checkpoints WHERE session_id = ?1 ORDER BY version, rowid";
-        let result = self.stmt(sql, &[text(id)])?.all().await.map_err(backend)?;
-        decode::<BodyRow>(&result)?
-            .iter()
-            .map(|r| from_json(&r.body))
-            .collect()
+        let rows = self.read(sql, &[text(id)]).await?;
+        rows.iter().map(|r| r.json(0)).collect()
     }
 
     async fn checkpoint_state(
@@ -439,15 +408,11 @@ impl Store for D1Store {
         checkpoint_id: &str,
     ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
         let sql = "SELECT version, body FROM checkpoints WHERE session_id = ?1 AND id = ?2";
-        let result = self
-            .stmt(sql, &[text(id), text(checkpoint_id)])?
-            .all()
-            .await
-            .map_err(backend)?;
-        let Some(row) = decode::<CheckpointRow>(&result)?.into_iter().next() else {
+        let rows = self.read(sql, &[text(id), text(checkpoint_id)]).await?;
+        let Some(row) = rows.first() else {
             return Ok(None);
         };
-        let state = self.state_at(id, row.version).await?;
-        Ok(Some((from_json(&row.body)?, state)))
+        let state = self.state_at(id, row.int(0)?).await?;
+        Ok(Some((row.json(1)?, state)))
     }
 }

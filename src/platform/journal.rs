@@ -6,7 +6,7 @@
 //! [`RETAINED_EVENTS`] events; a client asking to resume from before them gets a
 //! `truncated` event first, then what is retained.
 //!
-//! Every SQL call here is synchronous and reads with `to_array` (never `one()`, which
+//! Every SQL call here is synchronous and reads every row of its cursor (never `one()`, which
 //! resets the object on zero rows).
 
 use crate::chunk::StreamEvent;
@@ -37,26 +37,36 @@ pub struct DoJournal {
     clients: RefCell<Vec<ClientSender>>,
 }
 
-#[derive(Deserialize)]
-struct SeqRow {
-    seq: Option<f64>,
+/// The rows of a query as cells, in column order. Decoded by hand rather than through
+/// `to_array` (serde_wasm_bindgen), which would grow the bundle by a deserializer per row type.
+pub(crate) fn query(
+    sql: &SqlStorage,
+    q: &str,
+    args: Option<Vec<SqlStorageValue>>,
+) -> worker::Result<Vec<Vec<SqlStorageValue>>> {
+    sql.exec(q, args)?.raw().collect()
 }
 
-#[derive(Deserialize)]
-struct MetaRow {
-    v: String,
+/// An integer cell.
+fn int(row: &[SqlStorageValue], i: usize) -> Option<i64> {
+    match row.get(i)? {
+        SqlStorageValue::Integer(n) => Some(*n),
+        SqlStorageValue::Float(f) => Some(*f as i64),
+        _ => None,
+    }
 }
 
-#[derive(Deserialize)]
-struct EventRow {
-    seq: f64,
-    event: String,
-    data: String,
+/// A text cell.
+pub(crate) fn text(row: &[SqlStorageValue], i: usize) -> Option<String> {
+    match row.get(i)? {
+        SqlStorageValue::String(s) => Some(s.clone()),
+        _ => None,
+    }
 }
 
-#[derive(Deserialize)]
-struct CountRow {
-    n: f64,
+/// The integer in the first cell of the first row.
+fn first_int(rows: &[Vec<SqlStorageValue>]) -> Option<i64> {
+    rows.first().and_then(|r| int(r, 0))
 }
 
 /// A staged batch, kept as ready SSE parts (event name, data) so that releasing it never
@@ -91,10 +101,8 @@ impl DoJournal {
              PRIMARY KEY (run_id, step))",
             None,
         )?;
-        let rows: Vec<SeqRow> = sql
-            .exec("SELECT MAX(seq) AS seq FROM events", None)?
-            .to_array()?;
-        let last = rows.first().and_then(|r| r.seq).unwrap_or(0.0) as u64;
+        let rows = query(&sql, "SELECT MAX(seq) FROM events", None)?;
+        let last = first_int(&rows).unwrap_or(0) as u64;
         Ok(Self {
             sql,
             last_seq: Cell::new(last),
@@ -103,15 +111,13 @@ impl DoJournal {
     }
 
     fn meta(&self, key: &str) -> Option<String> {
-        let rows: Vec<MetaRow> = self
-            .sql
-            .exec(
-                "SELECT v FROM journal_meta WHERE k = ?",
-                vec![SqlStorageValue::from(key)],
-            )
-            .and_then(|c| c.to_array())
-            .unwrap_or_default();
-        rows.into_iter().next().map(|r| r.v)
+        let rows = query(
+            &self.sql,
+            "SELECT v FROM journal_meta WHERE k = ?",
+            Some(vec![SqlStorageValue::from(key)]),
+        )
+        .unwrap_or_default();
+        rows.first().and_then(|r| text(r, 0))
     }
 
     fn set_meta(&self, key: &str, value: Option<&str>) {
@@ -200,29 +206,23 @@ impl DoJournal {
     /// event after `after` (with a `truncated` notice if some are gone).
     pub fn subscribe(&self, after: u64, tx: ClientSender) -> Vec<Vec<u8>> {
         let mut frames = Vec::new();
-        let oldest: Vec<SeqRow> = self
-            .sql
-            .exec("SELECT MIN(seq) AS seq FROM events", None)
-            .and_then(|c| c.to_array())
-            .unwrap_or_default();
-        let oldest = oldest
-            .first()
-            .and_then(|r| r.seq)
-            .map_or(self.last_seq.get() + 1, |s| s as u64);
+        let oldest = query(&self.sql, "SELECT MIN(seq) FROM events", None).unwrap_or_default();
+        let oldest = first_int(&oldest).map_or(self.last_seq.get() + 1, |s| s as u64);
         if after + 1 < oldest {
             let data =
                 serde_json::json!({ "fromSequence": oldest, "requestedAfter": after }).to_string();
             frames.push(frame(oldest - 1, "truncated", &data));
         }
-        let rows: Vec<EventRow> = self
-            .sql
-            .exec(
-                "SELECT seq, event, data FROM events WHERE seq > ? ORDER BY seq",
-                vec![SqlStorageValue::from(after as i64)],
-            )
-            .and_then(|c| c.to_array())
-            .unwrap_or_default();
-        frames.extend(rows.iter().map(|r| frame(r.seq as u64, &r.event, &r.data)));
+        let rows = query(
+            &self.sql,
+            "SELECT seq, event, data FROM events WHERE seq > ? ORDER BY seq",
+            Some(vec![SqlStorageValue::from(after as i64)]),
+        )
+        .unwrap_or_default();
+        frames.extend(
+            rows.iter()
+                .filter_map(|r| Some(frame(int(r, 0)? as u64, &text(r, 1)?, &text(r, 2)?))),
+        );
         self.clients.borrow_mut().push(tx);
         frames
     }
@@ -298,14 +298,12 @@ impl Journal for DoJournal {
             log_error("begin_step", e);
             return 1;
         }
-        let rows: Vec<CountRow> = self
-            .sql
-            .exec(
-                "SELECT n FROM step_attempts WHERE run_id = ? AND step = ?",
-                vec![run_id.into(), SqlStorageValue::from(i64::from(step))],
-            )
-            .and_then(|c| c.to_array())
-            .unwrap_or_default();
-        rows.first().map_or(1, |r| r.n as u32)
+        let rows = query(
+            &self.sql,
+            "SELECT n FROM step_attempts WHERE run_id = ? AND step = ?",
+            Some(vec![run_id.into(), SqlStorageValue::from(i64::from(step))]),
+        )
+        .unwrap_or_default();
+        first_int(&rows).map_or(1, |n| n as u32)
     }
 }

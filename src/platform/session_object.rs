@@ -135,14 +135,14 @@ impl Inner {
 
     /// The session this object serves (remembered from the first request).
     fn session_id(&self) -> Option<String> {
-        let rows: Vec<IdRow> = self
-            .state
-            .storage()
-            .sql()
-            .exec("SELECT v FROM journal_meta WHERE k = 'session_id'", None)
-            .and_then(|c| c.to_array())
-            .unwrap_or_default();
-        rows.into_iter().next().map(|r| r.v)
+        let sql = self.state.storage().sql();
+        let rows = super::journal::query(
+            &sql,
+            "SELECT v FROM journal_meta WHERE k = 'session_id'",
+            None,
+        )
+        .unwrap_or_default();
+        rows.first().and_then(|r| super::journal::text(r, 0))
     }
 
     fn remember(&self, id: &str) -> std::result::Result<(), ApiError> {
@@ -465,11 +465,6 @@ impl Inner {
             }
         });
     }
-}
-
-#[derive(serde::Deserialize)]
-struct IdRow {
-    v: String,
 }
 
 fn query(req: &Request) -> Vec<(String, String)> {

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The benchmarks, one command (README "Performance"): native micro-benchmarks of the
+# hot paths, the bundle size of a production build, and the end-to-end human-in-the-loop
+# cycle against `wrangler dev` with local D1 and Durable Objects, next to its floor.
+# Numbers only: the tests assert behaviour. BENCH_SESSIONS / BENCH_CONCURRENCY tune the
+# end-to-end run (defaults 200 and "1,8").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bootstrap.sh
+
+cargo bench --bench hot_paths
+
+echo
+echo "## Bundle (wrangler deploy --dry-run, production build)"
+rm -rf .bench/bundle
+mkdir -p .bench
+HELIX_BUILD_FEATURES= WRANGLER_SEND_METRICS=false "$WRANGLER" deploy --dry-run --outdir .bench/bundle 2>&1 \
+  | grep -E "Total Upload" || { echo "wrangler deploy --dry-run failed" >&2; exit 1; }
+
+echo
+echo "## End-to-end human-in-the-loop cycle (wrangler dev, local D1 and Durable Objects)"
+# The floor route is test-only: the end-to-end run uses the test build.
+HELIX_BUILD_FEATURES=test-routes bash scripts/build.sh
+node bench/e2e.mjs
