@@ -26,8 +26,8 @@ CREATE TABLE messages (
 
 -- The state as a log: a 'snapshot' (the whole state) or a 'patch' (RFC 6902 operations)
 -- per session version that changed it. A commit writes only its patch; a snapshot is
--- written at creation, on restores, and every few dozen patches, so that loading never
--- replays a long history.
+-- written at creation, on restores, and once the patches since the last snapshot
+-- outweigh it (src/store/rows.rs), so that loading reads at most about twice the state.
 CREATE TABLE state_log (
   session_id TEXT NOT NULL,
   version    INTEGER NOT NULL,
