@@ -296,6 +296,14 @@ fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
             what,
         })
     };
+    if let Some((child, _)) = tool.subagent_of() {
+        if child.output_schema.is_none() {
+            return Err(DefinitionError::SubAgentWithoutOutput(name.clone()));
+        }
+        if approval || tool.finish_with {
+            return clash("a sub-agent with approval or finish_with");
+        }
+    }
     match (tool.is_client(), approval, tool.finish_with) {
         (true, true, _) => clash("client execution with approval"),
         (true, _, true) => clash("client execution with finish_with"),
@@ -316,10 +324,21 @@ impl Agents {
         Self::default()
     }
 
-    /// Adds an agent (replacing one of the same name).
+    /// Adds an agent (replacing one of the same name), and the agents its sub-agent
+    /// tools run that are not registered yet (child sessions look them up by name).
     pub fn with(mut self, agent: Agent) -> Self {
         self.agents.retain(|a| a.name != agent.name);
+        let children: Vec<Rc<Agent>> = agent
+            .tools
+            .iter()
+            .filter_map(|t| t.subagent_of().map(|(a, _)| a.clone()))
+            .collect();
         self.agents.push(Rc::new(agent));
+        for child in children {
+            if self.get(&child.name).is_none() {
+                self = self.with((*child).clone());
+            }
+        }
         self
     }
 

@@ -1,7 +1,8 @@
 //! The reference agents of SPEC §6, used by the demo, the tests and the benchmarks.
 //! `assistant` starts from `{"notes": []}` with five tools covering every kind of call:
 //! plain server tools, an always-approved one, a conditionally approved one and a
-//! client-executed one with a deadline.
+//! client-executed one with a deadline. `coordinator` delegates to `researcher` through
+//! the sub-agent tool `research`; each call runs a child session.
 
 use crate::agent::{Agent, Agents};
 use crate::error::{DefinitionError, ToolError};
@@ -82,6 +83,51 @@ pub fn delete_file_tool() -> Tool {
     .approval_always()
 }
 
+/// Input of `research`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Research {
+    /// What to research.
+    pub topic: String,
+}
+
+/// The `researcher` agent of SPEC §6: output `{"summary": string}` through `__finish__`;
+/// its one tool, `delete_file`, needs approval (a human-in-the-loop boundary inside a child).
+pub fn researcher() -> Result<Agent, DefinitionError> {
+    Agent::builder("researcher")
+        .description("Researches a topic and reports a summary.")
+        .system_prompt(
+            "You are a researcher. The user message is a JSON object with a topic. Research it, then call __finish__ \
+             with {\"summary\": \"...\"}. Use delete_file only when the topic asks for a file to be deleted.",
+        )
+        .output_schema(json!({
+            "type": "object",
+            "properties": { "summary": { "type": "string" } },
+            "required": ["summary"],
+            "additionalProperties": false
+        }))
+        .tool(delete_file_tool())
+        .build()
+}
+
+/// The `coordinator` agent of SPEC §6: notes, and `research`, a sub-agent tool running
+/// `researcher` whose result is the child's output.
+pub fn coordinator() -> Result<Agent, DefinitionError> {
+    Agent::builder("coordinator")
+        .description("Coordinates research: delegates topics to researcher sub-agents and keeps notes.")
+        .system_prompt(
+            "You coordinate research. Call research once per topic (calls in one step run in parallel), keep notes \
+             with add_note, and answer with what the researchers found.",
+        )
+        .initial_state(json!({ "notes": [] }))
+        .tool(add_note_tool())
+        .tool(
+            Tool::subagent::<Research>("research", researcher()?)
+                .with_description("Research a topic with a researcher sub-agent; returns {\"summary\"}."),
+        )
+        .build()
+}
+
 /// The `assistant` agent with `ask_user`'s deadline set to `ask_deadline_ms`.
 pub fn assistant_with_deadline(ask_deadline_ms: u64) -> Result<Agent, DefinitionError> {
     Agent::builder("assistant")
@@ -119,5 +165,7 @@ pub fn assistant() -> Result<Agent, DefinitionError> {
 
 /// Every reference agent.
 pub fn reference_agents(ask_deadline_ms: u64) -> Result<Agents, DefinitionError> {
-    Ok(Agents::new().with(assistant_with_deadline(ask_deadline_ms)?))
+    Ok(Agents::new()
+        .with(assistant_with_deadline(ask_deadline_ms)?)
+        .with(coordinator()?))
 }

@@ -158,7 +158,15 @@ impl DemoModel {
             }
             return turn;
         }
-        let clauses = last_user.unwrap_or_default().split(';');
+        // A sub-agent's first message is its input as JSON: `{"topic": "..."}` reads as the topic.
+        let topic = last_user
+            .and_then(|m| serde_json::from_str::<Value>(m).ok())
+            .and_then(|v| v.get("topic").and_then(Value::as_str).map(str::to_string));
+        let clauses = topic
+            .as_deref()
+            .or(last_user)
+            .unwrap_or_default()
+            .split(';');
         turn.tool_calls = clauses
             .filter_map(|c| intent(c, &request.tools))
             .enumerate()

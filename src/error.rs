@@ -274,6 +274,9 @@ pub enum DefinitionError {
     /// Schemas must be JSON objects.
     #[error("'{0}': the schema must be a JSON object")]
     InvalidSchema(String),
+    /// A sub-agent's result is its structured output, so it needs an output schema.
+    #[error("Sub-agent tool '{0}' runs an agent without an output schema")]
+    SubAgentWithoutOutput(String),
 }
 
 impl Coded for DefinitionError {

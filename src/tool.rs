@@ -52,7 +52,17 @@ pub(crate) enum Execution {
         /// How long the client has to answer, in milliseconds.
         deadline_ms: Option<u64>,
     },
+    /// As a child session running another agent.
+    SubAgent {
+        /// The child's agent (it has an output schema).
+        agent: Rc<crate::agent::Agent>,
+        /// How long the child may take before it is aborted, in milliseconds.
+        timeout_ms: u64,
+    },
 }
+
+/// How long a sub-agent may run before it is aborted (10 minutes).
+pub const DEFAULT_SUBAGENT_TIMEOUT_MS: u64 = 600_000;
 
 /// A tool an agent can call. Built with [`Tool::new`], [`Tool::raw`] or [`Tool::client`].
 #[derive(Clone)]
@@ -173,6 +183,37 @@ impl Tool {
         )
     }
 
+    /// A sub-agent tool: each call runs `agent` as a child session of its own, with the
+    /// call's arguments (typed input `I`, JSON text) as the child's first message; the
+    /// child's output is the call's result. `agent` must have an output schema (checked
+    /// when the parent agent is built). The description defaults to the agent's.
+    pub fn subagent<I: JsonSchema>(name: impl Into<String>, agent: crate::agent::Agent) -> Self {
+        let description = agent.description().to_string();
+        Self::with_execution(
+            name,
+            description,
+            schema_of::<I>(),
+            Some(Execution::SubAgent {
+                agent: Rc::new(agent),
+                timeout_ms: DEFAULT_SUBAGENT_TIMEOUT_MS,
+            }),
+        )
+    }
+
+    /// Replaces the description the model sees.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// For sub-agent tools: abort the child and fail the call after `ms` milliseconds.
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        if let Some(Execution::SubAgent { timeout_ms, .. }) = &mut self.execution {
+            *timeout_ms = ms;
+        }
+        self
+    }
+
     fn with_execution(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -249,6 +290,14 @@ impl Tool {
     pub fn client_deadline_ms(&self) -> Option<u64> {
         match self.execution {
             Some(Execution::Client { deadline_ms }) => deadline_ms,
+            _ => None,
+        }
+    }
+
+    /// For sub-agent tools: the child's agent and its timeout in milliseconds.
+    pub fn subagent_of(&self) -> Option<(&Rc<crate::agent::Agent>, u64)> {
+        match &self.execution {
+            Some(Execution::SubAgent { agent, timeout_ms }) => Some((agent, *timeout_ms)),
             _ => None,
         }
     }

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use helix_edge::chunk::{ChunkBody, RunStatus};
 use helix_edge::message::Message;
-use helix_edge::runner::{Progress, RunError, Submission};
+use helix_edge::runner::{Progress, Routed, RunError, Submission};
 use helix_edge::store::{PendingKind, SessionStatus};
 use serde_json::{Value, json};
 
@@ -220,6 +220,7 @@ fn client_results_errors_and_expired_deadlines_become_tool_results() {
                     outcome: Ok(json!({"url": "u"})),
                 },
             ))
+            .map(|routed| assert_eq!(routed, Routed::Here))
             .unwrap(),
             "error" => block(r.submit(
                 SESSION,
@@ -228,6 +229,7 @@ fn client_results_errors_and_expired_deadlines_become_tool_results() {
                     outcome: Err("no camera".into()),
                 },
             ))
+            .map(|routed| assert_eq!(routed, Routed::Here))
             .unwrap(),
             _ => {
                 w.host.advance(CLIENT_DEADLINE_MS - 1);

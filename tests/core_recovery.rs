@@ -205,6 +205,12 @@ impl Store for DiesAfterCommit {
     ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
         self.inner.checkpoint_state(id, c).await
     }
+    async fn subsessions(
+        &self,
+        id: &str,
+    ) -> Result<Vec<helix_edge::store::ChildSession>, StoreError> {
+        self.inner.subsessions(id).await
+    }
 }
 
 #[test]

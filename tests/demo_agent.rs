@@ -30,6 +30,7 @@ fn run(message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStore>, Progress) {
         agent: "assistant".into(),
         message: message.into(),
         state: None,
+        parent: None,
     };
     futures::executor::block_on(runner.create(create)).unwrap();
     let progress = futures::executor::block_on(runner.drive("d", 20)).unwrap();

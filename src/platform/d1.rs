@@ -12,12 +12,12 @@
 
 use crate::message::Message;
 use crate::store::rows::{
-    self, Arg, Image, SELECT_ANSWERS, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, StateRow,
-    Statement, from_json, plan_commit, plan_create,
+    self, Arg, Image, SELECT_ANSWERS, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT,
+    SELECT_SUBSESSIONS, StateRow, Statement, from_json, plan_commit, plan_create,
 };
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession,
-    RunRecord, Store, StoreError,
+    Answer, AnswerOutcome, CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded,
+    NewSession, RunRecord, Store, StoreError, SubSession,
 };
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
@@ -414,5 +414,22 @@ impl Store for D1Store {
         };
         let state = self.state_at(id, row.int(0)?).await?;
         Ok(Some((row.json(1)?, state)))
+    }
+
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+        let rows = self.read(SELECT_SUBSESSIONS, &[text(parent_id)]).await?;
+        rows.iter()
+            .map(|r| {
+                let record = SubSession {
+                    child_id: r.text(0)?,
+                    agent: r.text(1)?,
+                    tool_call_id: r.text(2)?,
+                    status: r.text(3)?,
+                    created_at: r.int(4)?,
+                    updated_at: r.int(5)?,
+                };
+                rows::child_session(record, r.opt_text(6)?.as_deref())
+            })
+            .collect()
     }
 }

@@ -198,6 +198,7 @@ impl Inner {
                         agent: agent.clone(),
                         message,
                         state,
+                        parent: None,
                     })
                     .await?;
                 self.schedule(&id);

@@ -47,6 +47,20 @@ impl Emitter {
         })
     }
 
+    /// A stream event for `body` naming another agent (`subagent_*` name the child's).
+    pub fn event_as(&self, agent_type: &str, body: ChunkBody) -> StreamEvent {
+        let mut event = self.event(body);
+        if let StreamEvent::Chunk(chunk) = &mut event {
+            chunk.agent_type = agent_type.to_string();
+        }
+        event
+    }
+
+    /// Emits `body` live as [`event_as`](Self::event_as) builds it.
+    pub fn chunk_as(&self, agent_type: &str, body: ChunkBody) -> u64 {
+        self.journal.emit(self.event_as(agent_type, body))
+    }
+
     /// The session the chunks belong to.
     pub fn session_id(&self) -> &str {
         &self.session_id

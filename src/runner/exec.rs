@@ -110,7 +110,19 @@ impl<S: Store> Runner<S> {
         error: &ToolError,
         emitter: &Emitter,
     ) -> Message {
-        let message = Message::tool_error(call, error.code(), &error.to_string());
+        self.end_with_error(agent, call, error.code(), &error.to_string(), emitter)
+    }
+
+    /// Resolves a call as an error with `code` and `text`.
+    pub(crate) fn end_with_error(
+        &self,
+        agent: &Agent,
+        call: &ToolCall,
+        code: &str,
+        text: &str,
+        emitter: &Emitter,
+    ) -> Message {
+        let message = Message::tool_error(call, code, text);
         self.finish_call(agent, call, &message, emitter);
         message
     }

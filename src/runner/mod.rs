@@ -19,13 +19,15 @@
 //! - A step that keeps failing to commit (crashes) fails the run after
 //!   [`RunnerConfig::max_step_attempts`] attempts instead of spending model calls forever.
 
+mod children;
 mod emit;
 mod exec;
 mod ops;
 mod resolve;
 mod step;
 
-pub use ops::{CreateSession, Created, Submission};
+pub use children::{ChildOrder, Children, NoChildren, child_outcome, child_session_id};
+pub use ops::{CreateSession, Created, Routed, Submission};
 
 use crate::agent::{Agent, Agents};
 use crate::chunk::RunStatus;
@@ -190,6 +192,8 @@ pub struct Runner<S: Store> {
     journal: Rc<dyn Journal>,
     host: Rc<dyn Host>,
     config: RunnerConfig,
+    /// Reaches the child sessions of sub-agent calls.
+    children: Rc<dyn Children>,
     /// Raised by `abort` for the tools of the drive in progress.
     abort: RefCell<AbortSignal>,
     /// An interrupt requested while a drive is in progress: the durable flag is what a
@@ -227,11 +231,18 @@ impl<S: Store> Runner<S> {
             journal,
             host,
             config,
+            children: Rc::new(NoChildren),
             abort: RefCell::new(AbortSignal::new()),
             interrupt_requested: RefCell::new(None),
             recovered: Cell::new(false),
             driving: Cell::new(false),
         }
+    }
+
+    /// Lets the runner start and steer child sessions (sub-agents) through `children`.
+    pub fn with_children(mut self, children: Rc<dyn Children>) -> Self {
+        self.children = children;
+        self
     }
 
     /// The store.

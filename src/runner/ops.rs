@@ -3,6 +3,7 @@
 //! validates against durable state and makes at most one commit; the work itself
 //! happens in `drive`.
 
+use super::children::ChildOrder;
 use super::{Live, RunError, Runner};
 use crate::chunk::{ChunkBody, RunStatus, StreamEvent};
 use crate::error::ErrorInfo;
@@ -10,8 +11,8 @@ use crate::message::Message;
 use crate::model::Usage;
 use crate::state::diff;
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, NewSession, PendingKind,
-    RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
+    Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, NewSession, ParentRef,
+    PendingKind, RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
 };
 use serde_json::{Map, Value};
 
@@ -26,6 +27,8 @@ pub struct CreateSession {
     pub message: String,
     /// Top-level keys that override the agent's initial state.
     pub state: Option<Map<String, Value>>,
+    /// For a child session (a sub-agent call): where it reports.
+    pub parent: Option<ParentRef>,
 }
 
 /// A created session.
@@ -70,6 +73,16 @@ impl Submission {
     }
 }
 
+/// Where an answer went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Routed {
+    /// Stored in this session.
+    Here,
+    /// The call is pending in this descendant (a sub-agent's child session): submit
+    /// the answer there.
+    Owner(String),
+}
+
 /// A new run may start only when no run is active and the session is not aborted.
 fn ensure_idle(head: &SessionHead) -> Result<(), RunError> {
     match head.status {
@@ -88,6 +101,7 @@ pub(crate) fn head_only(head: SessionHead, clear_interrupt: bool) -> Commit {
         state: StateChange::None,
         checkpoint: None,
         clear_interrupt,
+        subsessions: Vec::new(),
     }
 }
 
@@ -132,6 +146,7 @@ impl<S: Store> Runner<S> {
             checkpoint_id: None,
             created_at: now,
             updated_at: now,
+            parent: request.parent,
         };
         let checkpoint = CheckpointRecord {
             id: self.host.new_id("ckpt"),
@@ -174,15 +189,18 @@ impl<S: Store> Runner<S> {
 
     /// Stores an answer to a pending call (the first answer wins). The run resumes on
     /// the next `drive` once every pending call of the step is answered or expired.
-    pub async fn submit(&self, session_id: &str, submission: Submission) -> Result<(), RunError> {
+    /// Answers are submitted to the root session: a call pending in a descendant (a
+    /// sub-agent's child session) is [`Routed::Owner`], to be submitted there.
+    pub async fn submit(
+        &self,
+        session_id: &str,
+        submission: Submission,
+    ) -> Result<Routed, RunError> {
         let live = self.load(session_id).await?;
         let call_id = submission.call_id().to_string();
         let call_id = call_id.as_str();
         let Some(pending) = live.head.pending.iter().find(|p| p.tool_call_id == call_id) else {
-            return match self.store.find_answer(session_id, call_id).await? {
-                Some(_) => Err(RunError::AlreadyResolved(call_id.into())),
-                None => Err(RunError::ToolCallNotFound(call_id.into())),
-            };
+            return self.route(&live, call_id).await;
         };
         let answer = match (pending.kind, submission) {
             (
@@ -195,6 +213,12 @@ impl<S: Store> Runner<S> {
                 Ok(result) => Answer::ClientResult { result },
                 Err(error) => Answer::ClientError { error },
             },
+            (PendingKind::Child, _) => {
+                return Err(RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "no answer: it resolves when its sub-agent ends",
+                });
+            }
             (PendingKind::Approval, _) => {
                 return Err(RunError::KindMismatch {
                     call: call_id.into(),
@@ -209,9 +233,32 @@ impl<S: Store> Runner<S> {
             }
         };
         match self.store.answer(session_id, call_id, answer).await? {
-            AnswerOutcome::Stored => Ok(()),
+            AnswerOutcome::Stored => Ok(Routed::Here),
             AnswerOutcome::AlreadyAnswered(_) => Err(RunError::AlreadyResolved(call_id.into())),
         }
+    }
+
+    /// A call not pending here: pending in a descendant, answered before (here or in a
+    /// descendant), or unknown.
+    async fn route(&self, live: &Live, call_id: &str) -> Result<Routed, RunError> {
+        let calls = self.descendant_calls(&live.head).await?;
+        if let Some((owner, _)) = calls.into_iter().find(|(_, p)| p.tool_call_id == call_id) {
+            return Ok(Routed::Owner(owner));
+        }
+        if self
+            .store
+            .find_answer(&live.head.id, call_id)
+            .await?
+            .is_some()
+        {
+            return Err(RunError::AlreadyResolved(call_id.into()));
+        }
+        for id in &self.descendants(&live.head.id).await? {
+            if self.store.find_answer(id, call_id).await?.is_some() {
+                return Err(RunError::AlreadyResolved(call_id.into()));
+            }
+        }
+        Err(RunError::ToolCallNotFound(call_id.into()))
     }
 
     /// Starts a new run in the session with a follow-up message.
@@ -277,6 +324,7 @@ impl<S: Store> Runner<S> {
             state,
             checkpoint: None,
             clear_interrupt: true,
+            subsessions: Vec::new(),
         };
         self.commit(live, commit, post).await?;
         // A new run starts clean: an interrupt meant for the previous one is dropped.
@@ -296,7 +344,11 @@ impl<S: Store> Runner<S> {
                 self.store
                     .request_interrupt(session_id, reason.clone())
                     .await?;
-                *self.interrupt_requested.borrow_mut() = Some(InterruptRequest { reason });
+                *self.interrupt_requested.borrow_mut() = Some(InterruptRequest {
+                    reason: reason.clone(),
+                });
+                self.order_children(&live.head, ChildOrder::Interrupt { reason })
+                    .await;
                 Ok(())
             }
             SessionStatus::Aborted => Err(RunError::Aborted),
@@ -318,6 +370,7 @@ impl<S: Store> Runner<S> {
                     turn: head.run.turn,
                 })];
                 self.commit(&mut live, head_only(head, true), post).await?;
+                self.order_children(&live.head, ChildOrder::Resume).await;
                 Ok(live.head.run.run_id)
             }
             SessionStatus::Aborted => Err(RunError::Aborted),
@@ -358,9 +411,16 @@ impl<S: Store> Runner<S> {
                 }));
                 post.push(StreamEvent::Fail { error });
             }
+            let waited_on = live.head.clone();
             match self.commit(&mut live, head_only(head, true), post).await {
                 Err(RunError::Store(StoreError::Stale { .. })) => continue,
-                other => return other,
+                Ok(()) => {
+                    let reason = reason.unwrap_or_else(|| "The parent session was aborted".into());
+                    self.order_children(&waited_on, ChildOrder::Abort { reason })
+                        .await;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
             }
         }
         Err(RunError::Busy("the session kept changing; try again"))

@@ -3,6 +3,7 @@
 //! run at most once), run them, turn every other answer into a tool result, and commit
 //! the results with the merged writes.
 
+use super::children::subsession;
 use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
@@ -21,6 +22,7 @@ impl<S: Store> Runner<S> {
         agent: &Agent,
     ) -> Result<Option<Progress>, RunError> {
         self.expire_overdue(live).await?;
+        self.settle_children(live, agent).await?;
         let waiting: Vec<_> = live
             .head
             .pending
@@ -94,6 +96,9 @@ impl<S: Store> Runner<S> {
                 continue;
             }
             let message = match live.answer(&call.id) {
+                Some(answer @ (Answer::ChildOutput { .. } | Answer::ChildFailed { .. })) => {
+                    self.end_child_call(agent, call, answer, live, &emitter)
+                }
                 _ if agent.tool(&call.name).is_none() => self.end_without_running(
                     agent,
                     call,
@@ -126,11 +131,22 @@ impl<S: Store> Runner<S> {
         self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
 
         let messages: Vec<Message> = results.into_iter().flatten().collect();
+        let now = self.host.now_ms();
+        let children = pending
+            .iter()
+            .filter(|p| p.kind == PendingKind::Child)
+            .filter_map(|p| {
+                let (child, _) = agent.tool(&p.tool_name)?.subagent_of()?;
+                let answer = live.answer(&p.tool_call_id);
+                Some(subsession(&live.head.id, p, child.name(), answer, now))
+            })
+            .collect();
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;
-        let (commit, post) =
+        let (mut commit, post) =
             self.checkpointed_commit(head, messages, state_ops, "active", &emitter);
+        commit.subsessions = children;
         self.commit(live, commit, post).await?;
         Ok(None)
     }

@@ -4,6 +4,7 @@
 //! message, the results, the merged state writes, the run bookkeeping and a checkpoint
 //! in one write. Approval-gated and client calls become durable pending calls.
 
+use super::children::{child_session_id, subsession};
 use super::emit::Emitter;
 use super::exec::CallOutcome;
 use super::{Live, RunError, Runner};
@@ -34,6 +35,7 @@ enum Plan {
     FinishWith,
     Finish,
     Gated(PendingKind),
+    SubAgent,
     Unknown,
 }
 
@@ -113,6 +115,7 @@ fn plan(agent: &Agent, call: &ToolCall, state: &Value) -> Plan {
     }
     match agent.tool(&call.name) {
         None => Plan::Unknown,
+        Some(t) if t.subagent_of().is_some() => Plan::SubAgent,
         Some(t) if t.is_client() => Plan::Gated(PendingKind::Client),
         Some(t) if t.needs_approval(&call.arguments, state) => Plan::Gated(PendingKind::Approval),
         Some(t) if t.finish_with => Plan::FinishWith,
@@ -255,7 +258,7 @@ impl<S: Store> Runner<S> {
             results[i] = Some(outcome.message);
         }
 
-        // Structured output, unknown tools, gated calls.
+        // Structured output, unknown tools, gated calls, sub-agents (after phase 2).
         let mut pending = Vec::new();
         let now = self.host.now_ms();
         for (i, call) in calls.iter().enumerate() {
@@ -276,6 +279,29 @@ impl<S: Store> Runner<S> {
                         .map(|ms| now + ms),
                     claimed_by: None,
                 }),
+                Plan::SubAgent => {
+                    let Some(tool) = agent.tool(&call.name) else {
+                        continue;
+                    };
+                    match crate::schema::validate(tool.input_schema(), &call.arguments) {
+                        Ok(()) => pending.push(PendingCall {
+                            tool_call_id: call.id.clone(),
+                            tool_name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                            kind: PendingKind::Child,
+                            deadline: tool.subagent_of().map(|(_, ms)| now + ms),
+                            claimed_by: None,
+                        }),
+                        Err(reason) => {
+                            let err = ToolError::InputInvalid {
+                                tool: call.name.clone(),
+                                reason,
+                            };
+                            results[i] =
+                                Some(self.end_without_running(agent, call, &err, &emitter));
+                        }
+                    }
+                }
                 Plan::Regular | Plan::FinishWith => {}
             }
         }
@@ -284,14 +310,13 @@ impl<S: Store> Runner<S> {
         head.run.usage.add(&turn.usage);
         let mut messages = vec![assistant];
         let outcome = if output.is_some() {
-            // The run ends now: gated calls of the same step never run.
+            // The run ends now: gated and sub-agent calls of the same step never run.
             let skipped = ToolError::Skipped("the run finished first".into());
-            for (i, call) in calls
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| matches!(plans[*i], Plan::Gated(_)))
-            {
-                results[i] = Some(self.end_without_running(agent, call, &skipped, &emitter));
+            for (i, call) in calls.iter().enumerate() {
+                let waits = matches!(plans[i], Plan::Gated(_) | Plan::SubAgent);
+                if waits && results[i].is_none() {
+                    results[i] = Some(self.end_without_running(agent, call, &skipped, &emitter));
+                }
             }
             Outcome::Complete(output)
         } else if !pending.is_empty() {
@@ -321,8 +346,10 @@ impl<S: Store> Runner<S> {
         };
         messages.extend(results.into_iter().flatten());
         self.ensure_not_aborted()?;
-        self.commit_step(live, head, step, messages, state_ops, outcome, &emitter)
-            .await
+        self.commit_step(
+            live, agent, head, step, messages, state_ops, outcome, &emitter,
+        )
+        .await
     }
 
     /// Merges tool writes into `state`, reporting writes that no longer apply.
@@ -367,6 +394,7 @@ impl<S: Store> Runner<S> {
     async fn commit_step(
         &self,
         live: &mut Live,
+        agent: &Agent,
         mut head: crate::store::SessionHead,
         step: u32,
         messages: Vec<Message>,
@@ -385,32 +413,31 @@ impl<S: Store> Runner<S> {
         let now = self.host.now_ms();
         let mut post = Vec::new();
         let mut suspended = None;
+        let mut children = Vec::new();
         match outcome {
             Outcome::Continue => {}
             Outcome::Suspend(pending) => {
+                let reason = if pending.iter().any(|p| p.kind == PendingKind::Child) {
+                    SuspendReason::AwaitingChildren
+                } else {
+                    SuspendReason::ClientTool
+                };
                 for p in &pending {
-                    post.push(emitter.event(match p.kind {
-                        PendingKind::Approval => ChunkBody::ToolApprovalRequest {
-                            tool_call_id: p.tool_call_id.clone(),
-                            tool_name: p.tool_name.clone(),
-                            arguments: p.arguments.clone(),
-                        },
-                        PendingKind::Client => ChunkBody::ToolStart {
-                            tool_call_id: p.tool_call_id.clone(),
-                            tool_name: p.tool_name.clone(),
-                            arguments: p.arguments.clone(),
-                            executor: Executor::Client,
-                            deadline: p.deadline,
-                        },
-                    }));
+                    post.extend(suspension_events(agent, &head.id, p, emitter));
+                    if let (PendingKind::Child, Some((child, _))) = (
+                        p.kind,
+                        agent.tool(&p.tool_name).and_then(|t| t.subagent_of()),
+                    ) {
+                        children.push(subsession(&head.id, p, child.name(), None, now));
+                    }
                 }
                 let ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
                 post.push(emitter.event(ChunkBody::RunSuspended {
-                    reason: SuspendReason::ClientTool,
+                    reason,
                     tool_call_ids: ids.clone(),
                 }));
                 head.pending = pending;
-                head.suspended_reason = Some(SuspendReason::ClientTool);
+                head.suspended_reason = Some(reason);
                 suspended = Some(ids);
             }
             Outcome::Complete(output) => {
@@ -439,8 +466,9 @@ impl<S: Store> Runner<S> {
                 head.error = Some(error);
             }
         }
-        let (commit, mut events) =
+        let (mut commit, mut events) =
             self.checkpointed_commit(head, messages, state_ops, status, emitter);
+        commit.subsessions = children;
         events.extend(post);
         self.commit(live, commit, events).await?;
         let event = match (live.head.status, &suspended) {
@@ -511,6 +539,7 @@ impl<S: Store> Runner<S> {
             state,
             checkpoint: Some(checkpoint),
             clear_interrupt: false,
+            subsessions: Vec::new(),
         };
         (commit, events)
     }
@@ -536,6 +565,47 @@ impl<S: Store> Runner<S> {
             &[("code", Str(&error.code)), ("runSteps", Num(steps))],
         );
         Ok(())
+    }
+}
+
+/// What the stream shows for a call the run suspends on: the approval request, the
+/// client tool's start, or a sub-agent's start (`tool_start` and `subagent_start`).
+fn suspension_events(
+    agent: &Agent,
+    session_id: &str,
+    p: &PendingCall,
+    emitter: &Emitter,
+) -> Vec<StreamEvent> {
+    let start = |executor, deadline| ChunkBody::ToolStart {
+        tool_call_id: p.tool_call_id.clone(),
+        tool_name: p.tool_name.clone(),
+        arguments: p.arguments.clone(),
+        executor,
+        deadline,
+    };
+    match p.kind {
+        PendingKind::Approval => vec![emitter.event(ChunkBody::ToolApprovalRequest {
+            tool_call_id: p.tool_call_id.clone(),
+            tool_name: p.tool_name.clone(),
+            arguments: p.arguments.clone(),
+        })],
+        PendingKind::Client => vec![emitter.event(start(Executor::Client, p.deadline))],
+        PendingKind::Child => {
+            let child_agent = agent
+                .tool(&p.tool_name)
+                .and_then(|t| t.subagent_of())
+                .map_or("", |(a, _)| a.name());
+            vec![
+                emitter.event(start(Executor::Server, None)),
+                emitter.event_as(
+                    child_agent,
+                    ChunkBody::SubagentStart {
+                        sub_session_id: child_session_id(session_id, &p.tool_call_id),
+                        tool_call_id: p.tool_call_id.clone(),
+                    },
+                ),
+            ]
+        }
     }
 }
 

@@ -57,6 +57,7 @@ fn head(id: &str) -> SessionHead {
         checkpoint_id: None,
         created_at: 1_000,
         updated_at: 1_000,
+        parent: None,
     }
 }
 
@@ -103,6 +104,7 @@ fn step_commit(h: &SessionHead, text: &str, ckpt: &str) -> Commit {
             run_id: head.run.run_id.clone(),
         }),
         clear_interrupt: false,
+        subsessions: Vec::new(),
         head,
     }
 }
@@ -315,6 +317,7 @@ async fn the_first_answer_wins<S: Store>(store: &S, id: &str) -> Result<(), Stri
         state: StateChange::None,
         checkpoint: None,
         clear_interrupt: false,
+        subsessions: Vec::new(),
     };
     store.commit(id, 1, commit).await.map_err(e)?;
     let yes = Answer::Approval {
@@ -437,6 +440,7 @@ async fn a_checkpoint_restores_state_and_transcript<S: Store>(
         state: StateChange::Replace(state.clone()),
         checkpoint: None,
         clear_interrupt: false,
+        subsessions: Vec::new(),
     };
     store.commit(id, 3, restore).await.map_err(e)?;
     let l = loaded(store, id).await?;
@@ -474,6 +478,58 @@ async fn unknown_sessions_are_not_found<S: Store>(store: &S, id: &str) -> Result
             Err(StoreError::NotFound(_))
         ),
         "interrupt: NotFound"
+    );
+    Ok(())
+}
+
+async fn subsessions_join_the_childrens_heads<S: Store>(store: &S, id: &str) -> Result<(), String> {
+    let child = format!("{id}.sub-1");
+    store.create(new_session(id)).await.map_err(e)?;
+    ensure!(
+        store.subsessions(id).await.map_err(e)?.is_empty(),
+        "a new session has no children"
+    );
+    let record = |status: &str, at: u64| super::SubSession {
+        child_id: child.clone(),
+        agent: "researcher".into(),
+        tool_call_id: "c1".into(),
+        status: status.into(),
+        created_at: at,
+        updated_at: at,
+    };
+    let mut commit = step_commit(&head(id), "x", &format!("{id}-k1"));
+    commit.subsessions = vec![record("running", 2_000)];
+    store.commit(id, 1, commit).await.map_err(e)?;
+    let listed = store.subsessions(id).await.map_err(e)?;
+    ensure!(
+        listed.len() == 1 && listed[0].record == record("running", 2_000),
+        "the reference is recorded: {listed:?}"
+    );
+    ensure!(listed[0].head.is_none(), "no head before the child exists");
+    let mut child_session = new_session(&child);
+    child_session.head.agent = "researcher".into();
+    store.create(child_session).await.map_err(e)?;
+    let l = loaded(store, id).await?;
+    let mut commit = step_commit(&l.head, "y", &format!("{id}-k2"));
+    commit.subsessions = vec![record("completed", 3_000)];
+    store.commit(id, 2, commit).await.map_err(e)?;
+    let listed = store.subsessions(id).await.map_err(e)?;
+    ensure!(
+        listed.len() == 1,
+        "an update replaces the reference: {listed:?}"
+    );
+    let r = &listed[0].record;
+    ensure!(
+        r.status == "completed" && r.created_at == 2_000 && r.updated_at == 3_000,
+        "status and update time change, creation time stays: {r:?}"
+    );
+    let child_head = listed[0]
+        .head
+        .as_ref()
+        .ok_or("the child's head is joined")?;
+    ensure!(
+        child_head.id == child && child_head.agent == "researcher",
+        "the joined head is the child's: {child_head:?}"
     );
     Ok(())
 }
@@ -524,6 +580,10 @@ pub async fn run<S: Store>(store: &S, prefix: &str) -> Vec<CheckResult> {
             name: "unknown_sessions_are_not_found",
             outcome: unknown_sessions_are_not_found(store, &id("unknown")).await,
         },
+        CheckResult {
+            name: "subsessions_join_the_childrens_heads",
+            outcome: subsessions_join_the_childrens_heads(store, &id("children")).await,
+        },
     ]
 }
 
@@ -538,7 +598,7 @@ mod tests {
         let results = futures::executor::block_on(run(&store, "t"));
         let failures: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
         assert!(failures.is_empty(), "{failures:#?}");
-        assert_eq!(results.len(), 10);
+        assert_eq!(results.len(), 11);
     }
 
     #[test]
@@ -547,6 +607,6 @@ mod tests {
         let results = futures::executor::block_on(run(&store, "t"));
         let failures: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
         assert!(failures.is_empty(), "{failures:#?}");
-        assert_eq!(results.len(), 10);
+        assert_eq!(results.len(), 11);
     }
 }

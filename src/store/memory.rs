@@ -2,8 +2,9 @@
 //! checkpoint (fine in tests; the D1 backend stores state incrementally).
 
 use super::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession,
-    RunRecord, SessionHead, StateChange, Store, StoreError,
+    Answer, AnswerOutcome, CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded,
+    NewSession, RunRecord, SessionHead, StateChange, Store, StoreError, SubSession,
+    upsert_subsessions,
 };
 use crate::message::Message;
 use serde_json::Value;
@@ -19,6 +20,7 @@ struct Entry {
     interrupt: Option<InterruptRequest>,
     runs: Vec<RunRecord>,
     checkpoints: Vec<(CheckpointRecord, Value)>,
+    subsessions: Vec<SubSession>,
 }
 
 /// Sessions kept in memory. Share one between runners through a reference or `Rc`.
@@ -116,6 +118,7 @@ impl Store for MemoryStore {
                 interrupt: None,
                 runs,
                 checkpoints,
+                subsessions: Vec::new(),
             },
         );
         Ok(())
@@ -214,6 +217,7 @@ impl Store for MemoryStore {
             if commit.clear_interrupt {
                 e.interrupt = None;
             }
+            upsert_subsessions(&mut e.subsessions, commit.subsessions);
             self.commits.set(self.commits.get() + 1);
             Ok(e.head.version)
         })
@@ -276,5 +280,21 @@ impl Store for MemoryStore {
                 .find(|(c, _)| c.id == checkpoint_id)
                 .cloned())
         })
+    }
+
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+        self.io().await;
+        let sessions = self.sessions.borrow();
+        let records = sessions
+            .get(parent_id)
+            .map(|e| e.subsessions.clone())
+            .unwrap_or_default();
+        Ok(records
+            .into_iter()
+            .map(|record| ChildSession {
+                head: sessions.get(&record.child_id).map(|c| c.head.clone()),
+                record,
+            })
+            .collect())
     }
 }

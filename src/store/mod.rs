@@ -76,6 +76,8 @@ pub enum PendingKind {
     Approval,
     /// The client runs it and submits the result.
     Client,
+    /// A child session runs it (a sub-agent); it resolves when the child ends.
+    Child,
 }
 
 /// A tool call the run waits on.
@@ -123,6 +125,59 @@ pub enum Answer {
     },
     /// The deadline passed with no answer.
     Expired,
+    /// A sub-agent's child session completed with this output.
+    ChildOutput {
+        /// The child's output.
+        output: Value,
+    },
+    /// A sub-agent call ended without output: the child failed, was aborted, timed out
+    /// or could not be started.
+    ChildFailed {
+        /// Machine-readable reason (`subagent_failed`, `subagent_timeout`, …).
+        code: String,
+        /// What happened, for the model.
+        error: String,
+    },
+}
+
+/// Where a child session reports: the parent session and the parent's tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentRef {
+    /// The parent session.
+    pub session_id: String,
+    /// The parent's sub-agent call this child answers.
+    pub tool_call_id: String,
+    /// The root of the session tree (where clients submit answers).
+    pub root_id: String,
+}
+
+/// A parent's durable reference to one of its child sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubSession {
+    /// The child session.
+    pub child_id: String,
+    /// The child's agent.
+    pub agent: String,
+    /// The parent's call it answers.
+    pub tool_call_id: String,
+    /// `running`, or how it ended for the parent: `completed`, `failed`.
+    pub status: String,
+    /// When the parent recorded it (ms).
+    pub created_at: u64,
+    /// Last status change (ms).
+    pub updated_at: u64,
+}
+
+/// A child session as its parent sees it: the reference, and the child's head once the
+/// child exists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildSession {
+    /// The parent's record.
+    pub record: SubSession,
+    /// The child's durable head (`None` until it was created).
+    pub head: Option<SessionHead>,
 }
 
 /// The durable head of a session: everything but its state, transcript and answers.
@@ -165,6 +220,9 @@ pub struct SessionHead {
     pub created_at: u64,
     /// Last commit time (ms).
     pub updated_at: u64,
+    /// For a child session: where it reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRef>,
 }
 
 /// A restorable point: the state and transcript length after a commit.
@@ -241,6 +299,8 @@ pub struct Commit {
     pub checkpoint: Option<CheckpointRecord>,
     /// Clears a requested interrupt (it was honoured).
     pub clear_interrupt: bool,
+    /// Child-session references to record or update (by child id).
+    pub subsessions: Vec<SubSession>,
 }
 
 /// A new session.
@@ -348,6 +408,25 @@ pub trait Store {
         id: &str,
         checkpoint_id: &str,
     ) -> Result<Option<(CheckpointRecord, Value)>, StoreError>;
+    /// The child sessions `parent_id` recorded, oldest first, each with the child's
+    /// current durable head read fresh (children are written by other objects: never
+    /// served from a kept copy).
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError>;
+}
+
+/// Records `updates` in `list`: a known child's record is replaced (keeping when it was
+/// first recorded), a new one appended.
+pub(crate) fn upsert_subsessions(list: &mut Vec<SubSession>, updates: Vec<SubSession>) {
+    for update in updates {
+        match list.iter_mut().find(|s| s.child_id == update.child_id) {
+            Some(known) => {
+                let created_at = known.created_at;
+                *known = update;
+                known.created_at = created_at;
+            }
+            None => list.push(update),
+        }
+    }
 }
 
 /// Shares one store between runners (tests, and runners that borrow the platform's).
@@ -387,6 +466,9 @@ macro_rules! forward_store {
                 checkpoint_id: &str,
             ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
                 (**self).checkpoint_state(id, checkpoint_id).await
+            }
+            async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+                (**self).subsessions(parent_id).await
             }
         }
     )*};

@@ -11,8 +11,8 @@
 //! session version and a transcript length; they copy neither.
 
 use super::{
-    Answer, CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession, RunRecord, SessionHead,
-    StateChange, StoreError,
+    Answer, CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession,
+    RunRecord, SessionHead, StateChange, StoreError, SubSession,
 };
 use crate::message::Message;
 use crate::state::PatchOp;
@@ -87,6 +87,37 @@ pub const SELECT_ANSWERS: &str = "SELECT tool_call_id, body FROM answers WHERE s
 pub const SELECT_STATE_AT: &str = "SELECT kind, body FROM state_log WHERE session_id = ?1 AND version <= ?2 AND version >= \
      (SELECT MAX(version) FROM state_log WHERE session_id = ?1 AND kind = 'snapshot' AND version <= ?2) \
      ORDER BY version";
+
+/// Reads a parent's child-session references with each child's head (`NULL` until the
+/// child exists).
+pub const SELECT_SUBSESSIONS: &str = "SELECT s.child_id, s.agent, s.tool_call_id, s.status, s.created_at, s.updated_at, \
+     c.head FROM subsessions s LEFT JOIN sessions c ON c.id = s.child_id WHERE s.parent_id = ?1 \
+     ORDER BY s.created_at, s.rowid";
+
+/// A child session from a [`SELECT_SUBSESSIONS`] row.
+pub fn child_session(record: SubSession, head: Option<&str>) -> Result<ChildSession, StoreError> {
+    Ok(ChildSession {
+        record,
+        head: head.map(from_json).transpose()?,
+    })
+}
+
+fn subsession_upsert(parent_id: &str, s: &SubSession) -> Statement {
+    Statement {
+        sql: "INSERT INTO subsessions (parent_id, child_id, agent, tool_call_id, status, created_at, updated_at) \
+              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (parent_id, child_id) DO UPDATE SET \
+              status = excluded.status, updated_at = excluded.updated_at",
+        args: vec![
+            text(parent_id),
+            text(&s.child_id),
+            text(&s.agent),
+            text(&s.tool_call_id),
+            text(&s.status),
+            Arg::Int(s.created_at),
+            Arg::Int(s.updated_at),
+        ],
+    }
+}
 
 /// A session as its rows say, kept by the store that serves it.
 #[derive(Debug, Clone, PartialEq)]
@@ -414,6 +445,7 @@ pub fn plan_commit(
     }
     batch.push(run);
     batch.extend(checkpoint);
+    batch.extend(commit.subsessions.iter().map(|c| subsession_upsert(&id, c)));
     if let Some(all) = &mut image.messages {
         all.truncate(base as usize);
         all.extend(commit.messages);
@@ -442,6 +474,7 @@ struct Planned {
     checkpoints: Vec<(CheckpointRecord, u64)>,
     /// `(version, kind, body)` rows of the state log.
     state_log: Vec<(u64, String, String)>,
+    subsessions: Vec<SubSession>,
 }
 
 impl Planned {
@@ -504,6 +537,7 @@ impl super::Store for PlannedStore {
             runs: Vec::new(),
             checkpoints: Vec::new(),
             state_log: Vec::new(),
+            subsessions: Vec::new(),
         };
         planned.apply(&batch, Some(checkpoint));
         self.sessions.borrow_mut().insert(id, planned);
@@ -530,10 +564,12 @@ impl super::Store for PlannedStore {
         commit: Commit,
     ) -> Result<u64, StoreError> {
         let checkpoint = commit.checkpoint.clone();
+        let children = commit.subsessions.clone();
         let batch = self.with(id, |p| plan_commit(&mut p.image, expected_version, commit))??;
         self.record(&batch);
         self.with(id, |p| {
             p.apply(&batch, checkpoint);
+            super::upsert_subsessions(&mut p.subsessions, children);
             p.image.head.version
         })
     }
@@ -600,5 +636,20 @@ impl super::Store for PlannedStore {
             });
             Ok(Some((c.clone(), fold_state(rows)?.0)))
         })?
+    }
+
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+        let sessions = self.sessions.borrow();
+        let records = sessions
+            .get(parent_id)
+            .map(|p| p.subsessions.clone())
+            .unwrap_or_default();
+        Ok(records
+            .into_iter()
+            .map(|record| ChildSession {
+                head: sessions.get(&record.child_id).map(|c| c.image.head.clone()),
+                record,
+            })
+            .collect())
     }
 }

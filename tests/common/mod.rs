@@ -174,6 +174,7 @@ pub fn create_request(agent: &str, message: &str) -> CreateSession {
         agent: agent.into(),
         message: message.into(),
         state: None,
+        parent: None,
     }
 }
 

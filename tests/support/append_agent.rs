@@ -90,6 +90,7 @@ pub fn create(runner: &Runner<PlannedStore>, id: &str, items: usize) {
         agent: "bench".into(),
         message: "go".into(),
         state: Some(state),
+        parent: None,
     }))
     .unwrap();
 }

@@ -1,0 +1,554 @@
+//! Sub-agents in the pure core: a parent's sub-agent calls become child sessions in the
+//! same store (started through a local [`Children`]), the parent suspends awaiting them
+//! and resumes from durable state once they end; answers to calls pending in a child
+//! are submitted to the root and routed to the owner; timeouts, failed starts, failed
+//! children and aborts map to tool errors the model sees.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+mod common;
+
+use common::block;
+use futures::future::LocalBoxFuture;
+use helix_edge::agent::{Agent, Agents};
+use helix_edge::agents::{Research, coordinator};
+use helix_edge::chunk::{ChunkBody, StreamEvent, SuspendReason};
+use helix_edge::error::{ProviderError, ToolError};
+use helix_edge::host::ManualHost;
+use helix_edge::journal::MemoryJournal;
+use helix_edge::message::Message;
+use helix_edge::model::OneModel;
+use helix_edge::runner::{
+    ChildOrder, Children, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig,
+    Submission, child_session_id,
+};
+use helix_edge::scripted::ScriptedModel;
+use helix_edge::store::{MemoryStore, PendingKind, SessionStatus, Store, StoreError};
+use helix_edge::tool::Tool;
+use serde_json::{Value, json};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const ROOT: &str = "root";
+const TIMEOUT_MS: u64 = 600_000;
+
+type R = Runner<Rc<MemoryStore>>;
+
+/// Children as sessions in the same store, driven by the test.
+struct LocalChildren {
+    runner: Rc<R>,
+    /// Starts whose message contains this fail (a child object that cannot be reached).
+    unstartable: &'static str,
+    orders: RefCell<Vec<(String, ChildOrder)>>,
+}
+
+impl Children for LocalChildren {
+    fn send<'a>(
+        &'a self,
+        child_id: &'a str,
+        order: ChildOrder,
+    ) -> LocalBoxFuture<'a, Result<(), String>> {
+        self.orders
+            .borrow_mut()
+            .push((child_id.to_string(), order.clone()));
+        Box::pin(async move {
+            let result = match order {
+                ChildOrder::Start { message, .. } if message.contains(self.unstartable) => {
+                    return Err("the child's object is unreachable".into());
+                }
+                ChildOrder::Start {
+                    agent,
+                    message,
+                    parent,
+                } => self
+                    .runner
+                    .create(CreateSession {
+                        session_id: child_id.into(),
+                        agent,
+                        message,
+                        state: None,
+                        parent: Some(parent),
+                    })
+                    .await
+                    .map(drop),
+                ChildOrder::Abort { reason } => self.runner.abort(child_id, Some(reason)).await,
+                ChildOrder::Interrupt { reason } => self.runner.interrupt(child_id, reason).await,
+                ChildOrder::Resume => self.runner.resume(child_id).await.map(drop),
+            };
+            match result {
+                Ok(()) | Err(RunError::Store(StoreError::Exists(_))) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+}
+
+struct Tree {
+    store: Rc<MemoryStore>,
+    host: Rc<ManualHost>,
+    model: Rc<ScriptedModel>,
+    parent_journal: Rc<MemoryJournal>,
+    parent: R,
+    child: Rc<R>,
+    children: Rc<LocalChildren>,
+}
+
+fn agents() -> Agents {
+    // `planner` finishes through a finish_with tool: its sub-agent calls must not start.
+    let planner = Agent::builder("planner")
+        .system_prompt("plan")
+        .tool(Tool::subagent::<Research>(
+            "research",
+            helix_edge::agents::researcher().unwrap(),
+        ))
+        .tool(
+            Tool::new("finish", "d", |_: Value, _| async {
+                Ok::<_, ToolError>(json!({"done": true}))
+            })
+            .finish_with(),
+        )
+        .build()
+        .unwrap();
+    Agents::new().with(coordinator().unwrap()).with(planner)
+}
+
+impl Tree {
+    fn new() -> Self {
+        let store = Rc::new(MemoryStore::yielding());
+        let host = Rc::new(ManualHost::new(1_795_000_000_000, ""));
+        let model = Rc::new(ScriptedModel::new());
+        let runner = |journal: Rc<MemoryJournal>, instance: &str| {
+            Runner::new(
+                store.clone(),
+                agents(),
+                Rc::new(OneModel(model.clone())),
+                journal,
+                host.clone(),
+                RunnerConfig::new(instance),
+            )
+        };
+        let child = Rc::new(runner(Rc::new(MemoryJournal::new()), "child"));
+        let children = Rc::new(LocalChildren {
+            runner: child.clone(),
+            unstartable: "unstartable",
+            orders: RefCell::new(Vec::new()),
+        });
+        let parent_journal = Rc::new(MemoryJournal::new());
+        let parent = runner(parent_journal.clone(), "parent").with_children(children.clone());
+        Self {
+            store,
+            host,
+            model,
+            parent_journal,
+            parent,
+            child,
+            children,
+        }
+    }
+
+    fn start(&self, agent: &str, message: &str) {
+        block(self.parent.create(CreateSession {
+            session_id: ROOT.into(),
+            agent: agent.into(),
+            message: message.into(),
+            state: None,
+            parent: None,
+        }))
+        .unwrap();
+    }
+
+    fn drive_parent(&self) -> Progress {
+        block(self.parent.drive(ROOT, 100)).unwrap()
+    }
+
+    fn drive_child(&self, id: &str) -> Progress {
+        block(self.child.drive(id, 100)).unwrap()
+    }
+
+    fn head(&self, id: &str) -> helix_edge::store::SessionHead {
+        block(self.store.load(id)).unwrap().unwrap().head
+    }
+
+    fn chunks(&self) -> Vec<ChunkBody> {
+        self.parent_journal
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                StreamEvent::Chunk(c) => Some(c.body),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tool_messages(&self, id: &str) -> Vec<(String, Value, bool)> {
+        block(self.store.messages(id, 0, 100))
+            .unwrap()
+            .into_iter()
+            .filter_map(|m| match m {
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    is_error,
+                    ..
+                } => Some((tool_call_id, content, is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn approve(&self, at: &str, call: &str) -> Result<Routed, RunError> {
+        let runner = if at == ROOT {
+            &self.parent
+        } else {
+            &*self.child
+        };
+        block(runner.submit(
+            at,
+            Submission::Approval {
+                tool_call_id: call.into(),
+                approved: true,
+                reason: None,
+            },
+        ))
+    }
+}
+
+fn research(model: &ScriptedModel, topic: &str) -> helix_edge::message::ToolCall {
+    model.call("research", json!({ "topic": topic }))
+}
+
+#[test]
+fn two_parallel_children_complete_and_their_outputs_become_the_results() {
+    let t = Tree::new();
+    let (a, b) = (research(&t.model, "alpha"), research(&t.model, "beta"));
+    t.model.calls(vec![a.clone(), b.clone()]);
+    t.start("coordinator", "research alpha and beta");
+    let started = t.host_now();
+    assert_eq!(
+        t.drive_parent(),
+        Progress::Suspended {
+            next_deadline: Some(started + TIMEOUT_MS)
+        }
+    );
+    let head = t.head(ROOT);
+    assert_eq!(head.suspended_reason, Some(SuspendReason::AwaitingChildren));
+    assert!(head.pending.iter().all(|p| p.kind == PendingKind::Child));
+    let (ca, cb) = (child_session_id(ROOT, &a.id), child_session_id(ROOT, &b.id));
+    // Siblings were started together, each with its input as its first message and
+    // none of the parent's state.
+    for (id, topic) in [(&ca, "alpha"), (&cb, "beta")] {
+        let child = t.head(id);
+        assert_eq!(child.agent, "researcher");
+        assert_eq!(child.parent.as_ref().unwrap().session_id, ROOT);
+        assert_eq!(child.parent.as_ref().unwrap().root_id, ROOT);
+        let first = block(t.store.messages(id, 0, 1)).unwrap();
+        assert_eq!(
+            first,
+            vec![Message::user(json!({ "topic": topic }).to_string())]
+        );
+        assert_eq!(block(t.store.load(id)).unwrap().unwrap().state, json!({}));
+    }
+    let chunks = t.chunks();
+    let starts: Vec<_> = chunks
+        .iter()
+        .filter_map(|c| match c {
+            ChunkBody::SubagentStart { sub_session_id, .. } => Some(sub_session_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, vec![ca.clone(), cb.clone()]);
+    assert!(chunks.iter().any(|c| matches!(
+        c,
+        ChunkBody::RunSuspended { reason: SuspendReason::AwaitingChildren, tool_call_ids } if tool_call_ids.len() == 2
+    )));
+
+    t.model.output(json!({"summary": "A"}));
+    assert_eq!(t.drive_child(&ca), Progress::Idle(SessionStatus::Completed));
+    assert!(
+        matches!(t.drive_parent(), Progress::Suspended { .. }),
+        "one child is still running"
+    );
+    t.model.output(json!({"summary": "B"})).text("Both done.");
+    assert_eq!(t.drive_child(&cb), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+
+    let results = t.tool_messages(ROOT);
+    assert_eq!(
+        results,
+        vec![
+            (a.id.clone(), json!({"summary": "A"}), false),
+            (b.id.clone(), json!({"summary": "B"}), false),
+        ]
+    );
+    let ends: Vec<_> = t
+        .chunks()
+        .into_iter()
+        .filter_map(|c| match c {
+            ChunkBody::SubagentEnd {
+                sub_session_id,
+                result,
+                ..
+            } => Some((sub_session_id, result)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        vec![
+            (ca.clone(), Some(json!({"summary": "A"}))),
+            (cb.clone(), Some(json!({"summary": "B"}))),
+        ]
+    );
+    let records = block(t.store.subsessions(ROOT)).unwrap();
+    assert!(
+        records.iter().all(|c| c.record.status == "completed"),
+        "{records:?}"
+    );
+    assert_eq!(t.model.remaining(), 0);
+}
+
+#[test]
+fn an_approval_inside_a_child_is_answered_at_the_root_and_routed_to_it() {
+    let t = Tree::new();
+    let r = research(&t.model, "delete /tmp/x");
+    t.model.calls(vec![r.clone()]);
+    t.start("coordinator", "go");
+    t.drive_parent();
+    let child = child_session_id(ROOT, &r.id);
+    let delete = t.model.call("delete_file", json!({"path": "/tmp/x"}));
+    t.model.calls(vec![delete.clone()]);
+    assert!(matches!(t.drive_child(&child), Progress::Suspended { .. }));
+
+    // The root shows the child's call as its own pending work, owned by the child.
+    let calls = block(t.parent.descendant_calls(&t.head(ROOT))).unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, child);
+    assert_eq!(calls[0].1.tool_call_id, delete.id);
+    assert_eq!(calls[0].1.kind, PendingKind::Approval);
+
+    // Answers go to the root, which names the owner; the owner stores the first one.
+    assert_eq!(
+        t.approve(ROOT, &delete.id),
+        Ok(Routed::Owner(child.clone()))
+    );
+    assert_eq!(t.approve(&child, &delete.id), Ok(Routed::Here));
+    assert_eq!(
+        t.approve(ROOT, &delete.id),
+        Ok(Routed::Owner(child.clone()))
+    );
+    assert!(matches!(
+        t.approve(&child, &delete.id),
+        Err(RunError::AlreadyResolved(_))
+    ));
+    // The child's own call cannot be answered as if it were the parent's.
+    assert!(matches!(
+        t.approve(ROOT, &r.id),
+        Err(RunError::KindMismatch { .. })
+    ));
+
+    t.model.output(json!({"summary": "deleted"})).text("Done.");
+    assert_eq!(
+        t.drive_child(&child),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    let child_results = t.tool_messages(&child);
+    assert_eq!(child_results[0].1, json!({"deleted": "/tmp/x"}), "ran once");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        t.tool_messages(ROOT),
+        vec![(r.id.clone(), json!({"summary": "deleted"}), false)]
+    );
+    // Once the child resumed, a late answer at the root is a second answer.
+    assert!(matches!(
+        t.approve(ROOT, &delete.id),
+        Err(RunError::AlreadyResolved(_))
+    ));
+    assert!(matches!(
+        t.approve(ROOT, "nope"),
+        Err(RunError::ToolCallNotFound(_))
+    ));
+}
+
+#[test]
+fn a_failing_child_becomes_a_tool_error_and_the_parent_continues() {
+    let t = Tree::new();
+    let (ok, bad) = (research(&t.model, "fine"), research(&t.model, "broken"));
+    t.model.calls(vec![ok.clone(), bad.clone()]);
+    t.start("coordinator", "go");
+    t.drive_parent();
+    t.model.output(json!({"summary": "fine"}));
+    t.drive_child(&child_session_id(ROOT, &ok.id));
+    t.model.fail(ProviderError::Auth { status: 401 });
+    assert_eq!(
+        t.drive_child(&child_session_id(ROOT, &bad.id)),
+        Progress::Idle(SessionStatus::Failed)
+    );
+    t.model.text("One of them failed.");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let results = t.tool_messages(ROOT);
+    assert_eq!(
+        results[0],
+        (ok.id.clone(), json!({"summary": "fine"}), false)
+    );
+    assert_eq!(results[1].0, bad.id);
+    assert!(results[1].2, "the failed child is a tool error");
+    assert_eq!(results[1].1["code"], "subagent_failed");
+    // The model saw the error on its next step.
+    let seen = t.model.seen();
+    let last = seen.last().unwrap();
+    assert!(last.messages.iter().any(|m| matches!(
+        m,
+        Message::Tool { tool_call_id, is_error: true, .. } if *tool_call_id == bad.id
+    )));
+}
+
+#[test]
+fn a_child_that_cannot_be_started_fails_its_call_only() {
+    let t = Tree::new();
+    let (ok, bad) = (
+        research(&t.model, "fine"),
+        research(&t.model, "unstartable"),
+    );
+    t.model.calls(vec![ok.clone(), bad.clone()]);
+    t.start("coordinator", "go");
+    assert!(matches!(t.drive_parent(), Progress::Suspended { .. }));
+    t.model.output(json!({"summary": "fine"})).text("Done.");
+    t.drive_child(&child_session_id(ROOT, &ok.id));
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let results = t.tool_messages(ROOT);
+    assert_eq!(results[0].1, json!({"summary": "fine"}));
+    assert_eq!(results[1].1["code"], "subagent_dispatch_failed");
+    assert!(
+        results[1].1["error"]
+            .as_str()
+            .unwrap()
+            .contains("unreachable")
+    );
+}
+
+#[test]
+fn a_child_past_its_timeout_is_aborted_and_reported_as_a_timeout() {
+    let t = Tree::new();
+    let r = research(&t.model, "slow");
+    t.model.calls(vec![r.clone()]);
+    t.start("coordinator", "go");
+    let Progress::Suspended {
+        next_deadline: Some(deadline),
+    } = t.drive_parent()
+    else {
+        panic!("suspended with the child's deadline")
+    };
+    t.host.advance(TIMEOUT_MS - 1);
+    assert!(matches!(t.drive_parent(), Progress::Suspended { .. }));
+    t.host.advance(1);
+    assert_eq!(t.host_now(), deadline);
+    t.model.text("It timed out.");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let child = child_session_id(ROOT, &r.id);
+    assert_eq!(t.head(&child).status, SessionStatus::Aborted);
+    let results = t.tool_messages(ROOT);
+    assert_eq!(results[0].1["code"], "subagent_timeout");
+    let records = block(t.store.subsessions(ROOT)).unwrap();
+    assert_eq!(records[0].record.status, "timed_out");
+}
+
+#[test]
+fn aborting_or_interrupting_the_parent_reaches_its_running_children() {
+    let t = Tree::new();
+    let r = research(&t.model, "long");
+    t.model.calls(vec![r.clone()]);
+    t.start("coordinator", "go");
+    t.drive_parent();
+    let child = child_session_id(ROOT, &r.id);
+
+    block(t.parent.interrupt(ROOT, Some("pause".into()))).unwrap();
+    assert_eq!(
+        t.drive_child(&child),
+        Progress::Idle(SessionStatus::Interrupted)
+    );
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Interrupted));
+    block(t.parent.resume(ROOT)).unwrap();
+    assert_eq!(t.head(&child).status, SessionStatus::Active, "resumed too");
+
+    block(t.parent.abort(ROOT, Some("stop".into()))).unwrap();
+    assert_eq!(t.head(ROOT).status, SessionStatus::Aborted);
+    assert_eq!(t.head(&child).status, SessionStatus::Aborted);
+    let orders: Vec<_> = t
+        .children
+        .orders
+        .borrow()
+        .iter()
+        .map(|(_, o)| o.clone())
+        .collect();
+    assert!(orders.contains(&ChildOrder::Abort {
+        reason: "stop".into()
+    }));
+}
+
+#[test]
+fn a_fresh_parent_runner_finishes_the_flow_from_durable_state() {
+    let t = Tree::new();
+    let r = research(&t.model, "restart");
+    t.model.calls(vec![r.clone()]);
+    t.start("coordinator", "go");
+    t.drive_parent();
+    t.model
+        .output(json!({"summary": "after restart"}))
+        .text("Done.");
+    t.drive_child(&child_session_id(ROOT, &r.id));
+    // The parent's process is gone; a new one knows only the store.
+    let fresh = Runner::new(
+        t.store.clone(),
+        agents(),
+        Rc::new(OneModel(t.model.clone())),
+        Rc::new(MemoryJournal::new()),
+        t.host.clone(),
+        RunnerConfig::new("fresh"),
+    )
+    .with_children(t.children.clone());
+    assert_eq!(
+        block(fresh.drive(ROOT, 100)).unwrap(),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    assert_eq!(
+        t.tool_messages(ROOT)[0].1,
+        json!({"summary": "after restart"})
+    );
+    let starts = t
+        .children
+        .orders
+        .borrow()
+        .iter()
+        .filter(|(_, o)| matches!(o, ChildOrder::Start { .. }))
+        .count();
+    assert_eq!(starts, 1, "a started child is not started again");
+}
+
+#[test]
+fn sub_agent_calls_with_bad_input_or_after_the_run_finished_never_start() {
+    let t = Tree::new();
+    let bad = t.model.call("research", json!({"subject": "wrong field"}));
+    t.model.calls(vec![bad.clone()]).text("ok");
+    t.start("coordinator", "go");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(t.tool_messages(ROOT)[0].1["code"], "tool_input_invalid");
+
+    let t = Tree::new();
+    let r = research(&t.model, "never");
+    let finish = t.model.call("finish", json!({}));
+    t.model.calls(vec![r.clone(), finish]);
+    t.start("planner", "go");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    assert!(
+        t.children.orders.borrow().is_empty(),
+        "no child was started"
+    );
+    assert_eq!(t.tool_messages(ROOT)[0].1["code"], "tool_skipped");
+}
+
+impl Tree {
+    fn host_now(&self) -> u64 {
+        use helix_edge::host::Host;
+        self.host.now_ms()
+    }
+}
