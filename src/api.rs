@@ -205,6 +205,30 @@ impl CreateSessionBody {
     }
 }
 
+/// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`), served at
+/// `GET /v1/openapi.json`. `tests/openapi.rs` keeps it in line with [`ROUTES`] and the
+/// body types here; the end-to-end fuzzer checks the running worker against it.
+pub const OPENAPI: &str = include_str!("../api/openapi.json");
+
+/// Every route of the API as `(method, path template)`.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/v1/openapi.json"),
+    ("GET", "/v1/agents"),
+    ("POST", "/v1/sessions"),
+    ("GET", "/v1/sessions/{id}"),
+    ("GET", "/v1/sessions/{id}/messages"),
+    ("POST", "/v1/sessions/{id}/messages"),
+    ("GET", "/v1/sessions/{id}/stream"),
+    ("POST", "/v1/sessions/{id}/tool-results"),
+    ("POST", "/v1/sessions/{id}/interrupt"),
+    ("POST", "/v1/sessions/{id}/resume"),
+    ("POST", "/v1/sessions/{id}/abort"),
+    ("GET", "/v1/sessions/{id}/runs"),
+    ("GET", "/v1/sessions/{id}/checkpoints"),
+    ("POST", "/v1/sessions/{id}/retry"),
+];
+
 /// Body of `POST /v1/sessions/{id}/tool-results`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
@@ -347,7 +371,12 @@ impl From<Loaded> for SessionView {
             }
         });
         Self {
-            pending_tool_calls: h.pending.iter().map(PendingView::from).collect(),
+            pending_tool_calls: h
+                .pending
+                .iter()
+                .filter(|p| p.kind != PendingKind::Child)
+                .map(PendingView::from)
+                .collect(),
             session_id: h.id,
             agent: h.agent,
             status: h.status,
@@ -358,6 +387,16 @@ impl From<Loaded> for SessionView {
             error: h.error,
             suspended_reason,
         }
+    }
+}
+
+impl SessionView {
+    /// Adds the calls pending in descendant sessions (sub-agents): the client answers
+    /// them at this, the root, session.
+    pub fn with_descendant_calls(mut self, calls: Vec<(String, PendingCall)>) -> Self {
+        self.pending_tool_calls
+            .extend(calls.iter().map(|(_, p)| PendingView::from(p)));
+        self
     }
 }
 

@@ -220,21 +220,25 @@ fn bound<'a>(s: &'a Map<String, Value>, key: &str) -> Option<(f64, &'a Value)> {
 }
 
 fn check_length(s: &Map<String, Value>, len: usize, path: &str) -> Result<(), String> {
+    // Bounds are printed as the schema wrote them (a float's `Display` would pull
+    // core's float formatting into the bundle).
     let len = len as f64;
-    if let Some(min) = s.get("minLength").and_then(Value::as_f64)
-        && len < min
+    if let Some(min) = bound(s, "minLength")
+        && len < min.0
     {
         return Err(format!(
-            "{} must be at least {min} characters long",
-            at(path)
+            "{} must be at least {} characters long",
+            at(path),
+            min.1
         ));
     }
-    if let Some(max) = s.get("maxLength").and_then(Value::as_f64)
-        && len > max
+    if let Some(max) = bound(s, "maxLength")
+        && len > max.0
     {
         return Err(format!(
-            "{} must be at most {max} characters long",
-            at(path)
+            "{} must be at most {} characters long",
+            at(path),
+            max.1
         ));
     }
     Ok(())

@@ -227,6 +227,69 @@ impl DoJournal {
         frames
     }
 
+    /// The confirmed chunks not yet relayed to the parent session (a child's stream is
+    /// also shown on its parent's), at most `limit` events from the cursor on: the last
+    /// sequence looked at and the chunks' `(sequence, data)`. Unconfirmed chunks (a
+    /// step that has not committed) wait: they may yet be torn.
+    pub fn unrelayed(&self, limit: u64) -> (u64, Vec<(u64, String)>) {
+        let after: u64 = self
+            .meta("relayed")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let upto = self.confirmed().min(after + limit);
+        if upto <= after {
+            return (after, Vec::new());
+        }
+        let rows = query(
+            &self.sql,
+            "SELECT seq, data FROM events WHERE seq > ? AND seq <= ? AND event = 'chunk' ORDER BY seq",
+            Some(vec![
+                SqlStorageValue::from(after as i64),
+                SqlStorageValue::from(upto as i64),
+            ]),
+        )
+        .unwrap_or_default();
+        let chunks = rows
+            .iter()
+            .filter_map(|r| Some((int(r, 0)? as u64, text(r, 1)?)))
+            .collect();
+        (upto, chunks)
+    }
+
+    /// The parent acknowledged everything up to `seq`.
+    pub fn mark_relayed(&self, seq: u64) {
+        self.set_meta("relayed", Some(&seq.to_string()));
+    }
+
+    /// Appends chunks relayed from child session `from`, skipping those already
+    /// appended (relays are retried: each is appended exactly once). They are durable
+    /// in the child, so they count as confirmed when nothing unconfirmed precedes them.
+    pub fn append_relayed(&self, from: &str, chunks: &[(u64, String)]) {
+        let key = format!("relay:{from}");
+        let mut cursor: u64 = self.meta(&key).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let settled = self.confirmed() == self.last_seq.get();
+        for (seq, data) in chunks {
+            if *seq > cursor {
+                self.append_parts("chunk", data);
+                cursor = *seq;
+            }
+        }
+        self.set_meta(&key, Some(&cursor.to_string()));
+        if settled {
+            self.set_meta("confirmed", Some(&self.last_seq.get().to_string()));
+        }
+    }
+
+    /// A flag kept with the journal (`None` when unset).
+    pub fn flag(&self, key: &str) -> Option<String> {
+        self.meta(key)
+    }
+
+    /// Sets a flag kept with the journal.
+    pub fn set_flag(&self, key: &str, value: &str) {
+        self.set_meta(key, Some(value));
+    }
+
     /// Sends `: ping` to every client; returns how many are connected.
     pub fn ping(&self) -> usize {
         self.broadcast(b": ping\n\n".to_vec());

@@ -7,6 +7,7 @@
 //! session ids, and forwards every session route to the session's Durable Object
 //! (`idFromName(sessionId)`). It never answers 5xx for bad client input.
 
+mod children;
 mod d1;
 mod host;
 mod journal;
@@ -82,6 +83,10 @@ async fn dispatch(mut req: Request, env: Env) -> std::result::Result<Response, A
             call_object(&env, id, Method::Post, "/__test/floor", None, None).await
         }
         (Method::Get, ["v1", "agents"]) => agents(&env),
+        (Method::Get, ["v1", "openapi.json"]) => {
+            json(200, crate::api::OPENAPI).map_err(|e| internal("openapi", e))
+        }
+        (_, ["v1", "openapi.json"]) => Err(ApiError::method_not_allowed(method.as_ref(), &path)),
         (Method::Post, ["v1", "sessions"]) => {
             let body = read_body(&mut req).await?;
             create(&env, &config, body).await
@@ -246,7 +251,7 @@ async fn forward(
 }
 
 /// Sends a request to the session's Durable Object.
-async fn call_object(
+pub(crate) async fn call_object(
     env: &Env,
     id: &str,
     method: Method,

@@ -5,6 +5,7 @@
 //! durable trigger that carries on after an eviction or crash, and runs proceed in
 //! bounded slices of steps, re-armed until done.
 
+use super::children::{DoChildren, RELAY_PATH, START_PATH, WAKE_PATH, post};
 use super::d1::D1Store;
 use super::host::{WorkerHost, config_value, log};
 use super::internal;
@@ -15,8 +16,10 @@ use crate::api::{
     ApiError, CheckpointView, CreateSessionBody, MessageBody, ReasonBody, RetryBody, RunView,
     SessionView, ToolResultBody, page, parse_body,
 };
-use crate::runner::{CreateSession, Progress, RunError, Runner, RunnerConfig};
-use crate::store::{SessionStatus, Store, StoreError};
+use crate::runner::{
+    CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, child_outcome,
+};
+use crate::store::{ParentRef, SessionStatus, Store, StoreError};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use serde_json::json;
@@ -35,6 +38,8 @@ const STEPS_PER_SLICE: u32 = 4;
 const GUARD_MS: u64 = 15_000;
 /// Retry delay after a drive failed on an infrastructure error.
 const RETRY_MS: u64 = 5_000;
+/// Chunks per relay request from a child to its parent.
+const RELAY_BATCH: u64 = 500;
 /// Heartbeat interval of SSE streams (SPEC: at least every 15 s); `SSE_PING_MS` overrides.
 const PING_EVERY_MS: u64 = 15_000;
 
@@ -121,14 +126,17 @@ impl Inner {
         let deadline = config_value(&self.env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
         let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))
             .map_err(|e| internal("agents", e))?;
-        let runner = Rc::new(Runner::new(
-            D1Store::new(db),
-            agents,
-            Rc::new(PlatformModels::from_env(&self.env)),
-            self.journal()?,
-            Rc::new(WorkerHost),
-            RunnerConfig::new(self.instance.clone()),
-        ));
+        let runner = Rc::new(
+            Runner::new(
+                D1Store::new(db),
+                agents,
+                Rc::new(PlatformModels::from_env(&self.env)),
+                self.journal()?,
+                Rc::new(WorkerHost),
+                RunnerConfig::new(self.instance.clone()),
+            )
+            .with_children(Rc::new(DoChildren::new(self.env.clone()))),
+        );
         *self.runner.borrow_mut() = Some(runner.clone());
         Ok(runner)
     }
@@ -179,6 +187,15 @@ impl Inner {
             Method::Post => req.bytes().await.map_err(|e| internal("body", e))?,
             _ => Vec::new(),
         };
+        match path.as_str() {
+            START_PATH => return self.start_child(&runner, &id, &body).await,
+            WAKE_PATH => {
+                self.schedule(&id);
+                return json_response(202, &json!({ "accepted": true }));
+            }
+            RELAY_PATH => return self.take_relay(&runner, &id, &body).await,
+            _ => {}
+        }
         let empty_or = |body: &[u8]| {
             if body.is_empty() {
                 b"{}".to_vec()
@@ -212,7 +229,8 @@ impl Inner {
                 let loaded =
                     loaded.ok_or_else(|| RunError::Store(StoreError::NotFound(id.clone())))?;
                 self.touch(&id, &loaded);
-                json_response(200, &SessionView::from(loaded))
+                let below = runner.descendant_calls(&loaded.head).await?;
+                json_response(200, &SessionView::from(loaded).with_descendant_calls(below))
             }
             (Method::Get, "messages") => {
                 let (offset, limit) = page(&query(&req))?;
@@ -232,9 +250,18 @@ impl Inner {
             (Method::Get, "stream") => self.stream(&runner, &id, &req).await,
             (Method::Post, "tool-results") => {
                 let submission = parse_body::<ToolResultBody>(&body)?.into_submission()?;
-                runner.submit(&id, submission).await?;
-                self.schedule(&id);
-                json_response(202, &json!({ "accepted": true }))
+                match runner.submit(&id, submission).await? {
+                    Routed::Here => {
+                        self.schedule(&id);
+                        json_response(202, &json!({ "accepted": true }))
+                    }
+                    // Pending in a child session: its object stores the answer.
+                    Routed::Owner(child) => {
+                        let path = format!("/v1/sessions/{child}/tool-results");
+                        super::call_object(&self.env, &child, Method::Post, &path, None, Some(body))
+                            .await
+                    }
+                }
             }
             (Method::Post, "messages") => {
                 let MessageBody { message } = parse_body(&body)?;
@@ -361,6 +388,7 @@ impl Inner {
         let started = Date::now().as_millis();
         let progress = runner.drive(id, STEPS_PER_SLICE).await;
         let elapsed = Date::now().as_millis().saturating_sub(started);
+        let reported = self.report_to_parent(&runner, id).await;
         let next = match &progress {
             Ok(Progress::Suspended { next_deadline }) => {
                 log(
@@ -386,6 +414,12 @@ impl Inner {
                 Some(RETRY_MS)
             }
         };
+        // A parent that did not hear from its child yet: try again soon.
+        let next = match (next, reported) {
+            (next, true) => next,
+            (Some(ms), false) => Some(ms.min(RETRY_MS)),
+            (None, false) => Some(RETRY_MS),
+        };
         let rearmed = match next {
             Some(ms) => storage.set_alarm(Duration::from_millis(ms)).await,
             None => storage.delete_alarm().await,
@@ -395,6 +429,148 @@ impl Inner {
                 "alarm_error",
                 json!({ "session": id, "error": e.to_string() }),
             );
+        }
+    }
+
+    /// `/__internal/child`: a parent starts this object's session as its child.
+    async fn start_child(
+        self: &Rc<Self>,
+        runner: &Runner<D1Store>,
+        id: &str,
+        body: &[u8],
+    ) -> std::result::Result<Response, ApiError> {
+        // Internal bodies are read as plain JSON values: no deserializer per body type
+        // in the bundle.
+        let body: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let field = |v: &serde_json::Value, key: &str| {
+            v.get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| ApiError::client(400, "validation_error", "Malformed child start."))
+        };
+        let parent = &body["parent"];
+        let parent = ParentRef {
+            session_id: field(parent, "sessionId")?,
+            tool_call_id: field(parent, "toolCallId")?,
+            root_id: field(parent, "rootId")?,
+        };
+        self.remember(id)?;
+        let created = runner
+            .create(CreateSession {
+                session_id: id.to_string(),
+                agent: field(&body, "agent")?,
+                message: field(&body, "message")?,
+                state: None,
+                parent: Some(parent),
+            })
+            .await?;
+        self.schedule(id);
+        json_response(201, &json!({ "sessionId": id, "runId": created.run_id }))
+    }
+
+    /// `/__internal/relay`: chunks of a child's stream, appended to this one (and passed
+    /// on to this session's own parent, if it has one).
+    async fn take_relay(
+        self: &Rc<Self>,
+        runner: &Runner<D1Store>,
+        id: &str,
+        body: &[u8],
+    ) -> std::result::Result<Response, ApiError> {
+        let body: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let from = body["from"].as_str().unwrap_or_default();
+        let chunks: Vec<(u64, String)> = body["chunks"]
+            .as_array()
+            .map(|all| {
+                let pair =
+                    |c: &serde_json::Value| Some((c[0].as_u64()?, c[1].as_str()?.to_string()));
+                all.iter().filter_map(pair).collect()
+            })
+            .unwrap_or_default();
+        if from.is_empty() {
+            return Err(ApiError::client(
+                400,
+                "validation_error",
+                "Malformed relay.",
+            ));
+        }
+        self.journal()?.append_relayed(from, &chunks);
+        let parent = runner
+            .store()
+            .load(id)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.head.parent);
+        if let Some(parent) = parent {
+            let inner = self.clone();
+            let id = id.to_string();
+            self.state.wait_until(async move {
+                inner.relay(&parent.session_id, &id).await;
+            });
+        }
+        json_response(202, &json!({ "accepted": true }))
+    }
+
+    /// For a child session: relays its new chunks to the parent and, once it ended,
+    /// wakes the parent (once per ending). `false` if the parent could not be reached.
+    async fn report_to_parent(&self, runner: &Runner<D1Store>, id: &str) -> bool {
+        let Ok(Some(loaded)) = runner.store().load(id).await else {
+            return true;
+        };
+        let Some(parent) = loaded.head.parent.as_ref() else {
+            return true;
+        };
+        if !self.relay(&parent.session_id, id).await {
+            return false;
+        }
+        let Ok(journal) = self.journal() else {
+            return false;
+        };
+        let version = loaded.head.version.to_string();
+        if child_outcome(&loaded.head).is_none()
+            || journal.flag("woke").as_deref() == Some(&version)
+        {
+            return true;
+        }
+        match post(&self.env, &parent.session_id, WAKE_PATH, json!({}), &[]).await {
+            Ok(()) => {
+                journal.set_flag("woke", &version);
+                true
+            }
+            Err(e) => {
+                log(
+                    "parent_unreachable",
+                    json!({ "session": id, "parent": parent.session_id, "error": e }),
+                );
+                false
+            }
+        }
+    }
+
+    /// Sends the chunks the parent has not acknowledged yet; `false` if it failed.
+    async fn relay(&self, parent_id: &str, id: &str) -> bool {
+        let Ok(journal) = self.journal() else {
+            return false;
+        };
+        loop {
+            let (upto, chunks) = journal.unrelayed(RELAY_BATCH);
+            if upto
+                == journal
+                    .flag("relayed")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            {
+                return true;
+            }
+            let body = json!({ "from": id, "chunks": chunks });
+            if let Err(e) = post(&self.env, parent_id, RELAY_PATH, body, &[]).await {
+                log(
+                    "relay_failed",
+                    json!({ "session": id, "parent": parent_id, "error": e }),
+                );
+                return false;
+            }
+            journal.mark_relayed(upto);
         }
     }
 

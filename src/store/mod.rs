@@ -125,7 +125,9 @@ pub enum Answer {
     },
     /// The deadline passed with no answer.
     Expired,
-    /// A sub-agent's child session completed with this output.
+    /// A sub-agent's child session completed with this output (read from the child's
+    /// head, never stored).
+    #[serde(skip)]
     ChildOutput {
         /// The child's output.
         output: Value,

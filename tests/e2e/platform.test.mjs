@@ -18,7 +18,7 @@ test('the D1 store passes the store conformance suite, keeping session images an
   const failed = res.body.results.filter((r) => !r.ok);
   assert.deepEqual(failed, []);
   const modes = res.body.results.map((r) => r.name.split(':')[0]);
-  assert.deepEqual([modes.filter((m) => m === 'images').length, modes.filter((m) => m === 'uncached').length], [10, 10]);
+  assert.deepEqual([modes.filter((m) => m === 'images').length, modes.filter((m) => m === 'uncached').length], [11, 11]);
 });
 
 test('auth fails closed: 401 without or with bad credentials, 403 with another session\'s token', async () => {

@@ -1,0 +1,168 @@
+//! Keeps `api/openapi.json` (served at `GET /v1/openapi.json`) in line with the code:
+//! the documented routes are exactly the API's routes, and every request body schema
+//! agrees with the body type that parses it — what the schema requires, the parser
+//! requires; what the schema forbids (unknown fields, wrong kinds), the parser rejects.
+//! The end-to-end fuzzer (`tests/e2e/openapi.test.mjs`) checks the running worker.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+use helix_edge::api::{
+    CreateSessionBody, MessageBody, OPENAPI, ROUTES, ReasonBody, RetryBody, ToolResultBody,
+    parse_body,
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+fn doc() -> Value {
+    serde_json::from_str(OPENAPI).expect("api/openapi.json is JSON")
+}
+
+fn schema(name: &str) -> Value {
+    doc()["components"]["schemas"][name].clone()
+}
+
+#[test]
+fn the_document_lists_exactly_the_routes_of_the_api() {
+    let doc = doc();
+    assert_eq!(doc["openapi"], "3.1.0");
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in ["get", "post", "put", "patch", "delete"] {
+            if item.get(method).is_some() {
+                documented.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    let routes: BTreeSet<_> = ROUTES
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(documented, routes);
+}
+
+#[test]
+fn every_reference_resolves_and_every_operation_documents_errors_and_ids() {
+    let doc = doc();
+    let text = OPENAPI;
+    let mut at = 0;
+    while let Some(i) = text[at..].find("\"$ref\": \"#/") {
+        let start = at + i + "\"$ref\": \"#/".len();
+        let end = start + text[start..].find('"').unwrap();
+        let pointer = format!("/{}", &text[start..end]);
+        assert!(doc.pointer(&pointer).is_some(), "dangling $ref {pointer}");
+        at = end;
+    }
+    let mut ids = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if method == "parameters" {
+                continue;
+            }
+            assert!(
+                ids.insert(op["operationId"].as_str().unwrap().to_string()),
+                "operationId unique"
+            );
+            if path != "/healthz" {
+                for status in ["401", "503"] {
+                    assert!(
+                        op["responses"].get(status).is_some(),
+                        "{method} {path} documents {status}"
+                    );
+                }
+            }
+            if method == "post" {
+                assert!(
+                    op["responses"].get("413").is_some(),
+                    "{method} {path} documents 413"
+                );
+            }
+        }
+    }
+}
+
+/// What `T`'s parser says about `body`.
+fn accepts<T: DeserializeOwned>(body: &Value) -> bool {
+    parse_body::<T>(body.to_string().as_bytes()).is_ok()
+}
+
+/// For an object schema: a complete valid body is accepted; dropping any field the
+/// schema requires is rejected, dropping an optional one is not; an unknown field is
+/// rejected when the schema forbids additional properties; every property given the
+/// wrong JSON type is rejected.
+fn agrees<T: DeserializeOwned>(schema: &Value, valid: Value) {
+    assert!(accepts::<T>(&valid), "valid body rejected: {valid}");
+    let required: BTreeSet<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for key in valid.as_object().unwrap().keys() {
+        let mut without = valid.clone();
+        without.as_object_mut().unwrap().remove(key);
+        assert_eq!(
+            accepts::<T>(&without),
+            !required.contains(key.as_str()),
+            "dropping '{key}' from {valid}: the schema says required = {}",
+            required.contains(key.as_str())
+        );
+    }
+    for key in schema["properties"].as_object().unwrap().keys() {
+        assert!(
+            valid.get(key).is_some(),
+            "the sample covers documented property '{key}'"
+        );
+    }
+    if schema["additionalProperties"] == json!(false) {
+        let mut extra = valid.clone();
+        extra["unexpected"] = json!(1);
+        assert!(!accepts::<T>(&extra), "unknown field accepted: {extra}");
+    }
+    for (key, prop) in schema["properties"].as_object().unwrap() {
+        let wrong = match prop.get("type").and_then(Value::as_str) {
+            Some("string") => json!(12),
+            Some("boolean") => json!("yes"),
+            Some("object") => json!("not an object"),
+            Some("integer") => json!("1"),
+            _ => continue,
+        };
+        let mut bad = valid.clone();
+        bad[key] = wrong;
+        assert!(
+            !accepts::<T>(&bad),
+            "wrong type for '{key}' accepted: {bad}"
+        );
+    }
+}
+
+#[test]
+fn request_body_schemas_agree_with_the_parsers() {
+    agrees::<CreateSessionBody>(
+        &schema("CreateSession"),
+        json!({"agent": "assistant", "sessionId": "s-1", "input": "hi"}),
+    );
+    let full_input = &schema("CreateSession")["properties"]["input"]["oneOf"][1];
+    assert_eq!(full_input["required"], json!(["message"]));
+    assert!(accepts::<CreateSessionBody>(
+        &json!({"agent": "a", "input": {"message": "m", "state": {"k": 1}}})
+    ));
+    assert!(!accepts::<CreateSessionBody>(
+        &json!({"agent": "a", "input": {"message": "m", "other": 1}})
+    ));
+    agrees::<MessageBody>(&schema("SendMessage"), json!({"message": "more"}));
+    agrees::<ReasonBody>(&schema("Reason"), json!({"reason": "why"}));
+    agrees::<RetryBody>(&schema("Retry"), json!({"checkpointId": "ckpt_1"}));
+
+    let [approval, client] = [0, 1].map(|i| schema("ToolResult")["oneOf"][i].clone());
+    agrees::<ToolResultBody>(
+        &approval,
+        json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": "ok"}),
+    );
+    // `result` may be any JSON, so it has no wrong type; `error` is checked.
+    agrees::<ToolResultBody>(
+        &client,
+        json!({"kind": "client-tool-result", "toolCallId": "c", "result": {"v": 1}, "error": "e"}),
+    );
+    assert!(!accepts::<ToolResultBody>(
+        &json!({"kind": "other", "toolCallId": "c"})
+    ));
+}
