@@ -403,6 +403,26 @@ fn a_failing_child_becomes_a_tool_error_and_the_parent_continues() {
 }
 
 #[test]
+fn a_child_call_id_equal_to_the_parents_own_child_call_routes_to_the_child() {
+    let t = Tree::new();
+    let r = research(&t.model, "delete /tmp/x");
+    t.model.calls(vec![r.clone()]);
+    t.start("coordinator", "go");
+    t.drive_parent();
+    let child = child_session_id(ROOT, &r.id);
+    // The child's model reuses the parent's call id (demo and mock models do).
+    let delete = helix_edge::message::ToolCall {
+        id: r.id.clone(),
+        name: "delete_file".into(),
+        arguments: json!({"path": "/tmp/x"}),
+    };
+    t.model.calls(vec![delete]);
+    t.drive_child(&child);
+    assert_eq!(t.approve(ROOT, &r.id), Ok(Routed::Owner(child.clone())));
+    assert_eq!(t.approve(&child, &r.id), Ok(Routed::Here));
+}
+
+#[test]
 fn a_child_that_cannot_be_started_fails_its_call_only() {
     let t = Tree::new();
     let (ok, bad) = (

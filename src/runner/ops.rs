@@ -199,8 +199,25 @@ impl<S: Store> Runner<S> {
         let live = self.load(session_id).await?;
         let call_id = submission.call_id().to_string();
         let call_id = call_id.as_str();
-        let Some(pending) = live.head.pending.iter().find(|p| p.tool_call_id == call_id) else {
-            return self.route(&live, call_id).await;
+        // A child call is never the client's to answer: an id shared with a call pending
+        // in a descendant (models reuse ids like `call_0`) means the descendant's call.
+        let own = |kind_ok: fn(PendingKind) -> bool| {
+            live.head
+                .pending
+                .iter()
+                .find(|p| p.tool_call_id == call_id && kind_ok(p.kind))
+        };
+        let Some(pending) = own(|k| k != PendingKind::Child) else {
+            let routed = self.route(&live, call_id).await;
+            return match routed {
+                Err(RunError::ToolCallNotFound(_)) if own(|_| true).is_some() => {
+                    Err(RunError::KindMismatch {
+                        call: call_id.into(),
+                        expected: "no answer: it resolves when its sub-agent ends",
+                    })
+                }
+                other => other,
+            };
         };
         let answer = match (pending.kind, submission) {
             (
@@ -213,6 +230,7 @@ impl<S: Store> Runner<S> {
                 Ok(result) => Answer::ClientResult { result },
                 Err(error) => Answer::ClientError { error },
             },
+            // Filtered out above; kept total without a panic.
             (PendingKind::Child, _) => {
                 return Err(RunError::KindMismatch {
                     call: call_id.into(),
