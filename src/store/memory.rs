@@ -3,7 +3,7 @@
 
 use super::{
     Answer, AnswerOutcome, CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded,
-    NewSession, RunRecord, SessionHead, StateChange, Store, StoreError, SubSession,
+    NewSession, RunRecord, SessionHead, StateChange, Store, StoreError, SubSession, join_children,
     upsert_subsessions,
 };
 use crate::message::Message;
@@ -289,12 +289,8 @@ impl Store for MemoryStore {
             .get(parent_id)
             .map(|e| e.subsessions.clone())
             .unwrap_or_default();
-        Ok(records
-            .into_iter()
-            .map(|record| ChildSession {
-                head: sessions.get(&record.child_id).map(|c| c.head.clone()),
-                record,
-            })
-            .collect())
+        Ok(join_children(records, |id| {
+            sessions.get(id).map(|c| c.head.clone())
+        }))
     }
 }

@@ -431,6 +431,21 @@ pub(crate) fn upsert_subsessions(list: &mut Vec<SubSession>, updates: Vec<SubSes
     }
 }
 
+/// Pairs a parent's child references with each child's head, as `subsessions` answers
+/// (for the backends that hold every session in memory).
+pub(crate) fn join_children(
+    records: Vec<SubSession>,
+    head_of: impl Fn(&str) -> Option<SessionHead>,
+) -> Vec<ChildSession> {
+    records
+        .into_iter()
+        .map(|record| ChildSession {
+            head: head_of(&record.child_id),
+            record,
+        })
+        .collect()
+}
+
 /// Shares one store between runners (tests, and runners that borrow the platform's).
 macro_rules! forward_store {
     ($($ty:ty),*) => {$(

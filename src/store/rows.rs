@@ -644,12 +644,8 @@ impl super::Store for PlannedStore {
             .get(parent_id)
             .map(|p| p.subsessions.clone())
             .unwrap_or_default();
-        Ok(records
-            .into_iter()
-            .map(|record| ChildSession {
-                head: sessions.get(&record.child_id).map(|c| c.image.head.clone()),
-                record,
-            })
-            .collect())
+        Ok(super::join_children(records, |id| {
+            sessions.get(id).map(|c| c.image.head.clone())
+        }))
     }
 }
