@@ -92,6 +92,7 @@ impl From<RunError> for ApiError {
             RunError::Store(StoreError::Stale { .. }) => 409,
             RunError::Store(StoreError::Backend(_)) => 503,
             RunError::Store(StoreError::Corrupt(_)) => 500,
+            RunError::Store(StoreError::TooLarge { .. }) => 413,
             RunError::AgentNotFound(_)
             | RunError::ToolCallNotFound(_)
             | RunError::CheckpointNotFound(_) => 404,

@@ -88,6 +88,17 @@ pub enum ToolError {
     /// The state write the tool attempted is invalid.
     #[error("{0}")]
     State(#[from] StateError),
+    /// The result is too large to keep in the transcript.
+    #[error(
+        "The tool's result is {bytes} bytes, over the limit of {limit} bytes; ask for less (a narrower query, or \
+         one page at a time)"
+    )]
+    ResultTooLarge {
+        /// Its size as JSON.
+        bytes: usize,
+        /// [`crate::message::MAX_TOOL_RESULT_BYTES`].
+        limit: usize,
+    },
 }
 
 impl Coded for ToolError {
@@ -102,6 +113,7 @@ impl Coded for ToolError {
             Self::Interrupted => "tool_interrupted",
             Self::Skipped(_) => "tool_skipped",
             Self::State(e) => e.code(),
+            Self::ResultTooLarge { .. } => "tool_result_too_large",
         }
     }
     fn category(&self) -> Category {
@@ -205,6 +217,12 @@ pub enum ProviderError {
     /// No provider is configured the way the agent needs.
     #[error("The model is not configured: {0}")]
     NotConfigured(String),
+    /// The answer is larger than a transcript message may be.
+    #[error("The model's answer is larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// [`crate::provider::MAX_OUTPUT_BYTES`].
+        limit: usize,
+    },
     /// A scripted or demo model has nothing more to say.
     #[error("The model has no answer: {0}")]
     Exhausted(String),
@@ -224,6 +242,7 @@ impl Coded for ProviderError {
             Self::Stream { .. } => "provider_stream_error",
             Self::NotConfigured(_) => "provider_not_configured",
             Self::Exhausted(_) => "provider_exhausted",
+            Self::TooLarge { .. } => "provider_output_too_large",
         }
     }
     fn category(&self) -> Category {

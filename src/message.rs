@@ -4,6 +4,41 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// The largest tool result kept in a transcript, as JSON: a server tool's larger result
+/// becomes a `tool_result_too_large` error the model can act on, and a client's is
+/// refused with 413 (each message is one D1 row, and a row holds at most 2 MB).
+pub const MAX_TOOL_RESULT_BYTES: usize = 512 * 1024;
+
+/// The size of `value` as JSON text, without building the text.
+pub fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// `value`, or the error a result over [`MAX_TOOL_RESULT_BYTES`] becomes.
+pub fn bounded_result(value: Value) -> Result<Value, crate::error::ToolError> {
+    match json_len(&value) {
+        bytes if bytes > MAX_TOOL_RESULT_BYTES => Err(crate::error::ToolError::ResultTooLarge {
+            bytes,
+            limit: MAX_TOOL_RESULT_BYTES,
+        }),
+        _ => Ok(value),
+    }
+}
+
 /// One message of a session's transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]

@@ -27,6 +27,8 @@ enum Reply {
     Hang,
     Cut(&'static str),
     Stream(&'static str),
+    /// A text answer of this many bytes, in 64 KiB deltas, until the client hangs up.
+    Huge(usize),
 }
 
 const OK_STREAM: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n\
@@ -67,6 +69,20 @@ fn serve(script: Vec<Reply>) -> Server {
                         )
                         .as_bytes(),
                     );
+                }
+                Reply::Huge(mut left) => {
+                    let _ = conn
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n");
+                    let piece = "x".repeat(64 * 1024);
+                    let event = format!(
+                        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{piece}\"}}}}]}}\n\n"
+                    );
+                    let mut sent = 0;
+                    while left > 0 && conn.write_all(event.as_bytes()).is_ok() {
+                        left = left.saturating_sub(piece.len());
+                        sent += piece.len();
+                    }
+                    seen.lock().unwrap().push(format!("sent {sent}"));
                 }
                 Reply::Stream(body) => {
                     let _ = conn
@@ -366,4 +382,47 @@ fn a_retry_after_beyond_the_limit_or_the_deadline_fails_at_once() {
         1,
         "the backoff would pass the deadline"
     );
+}
+
+#[test]
+fn a_ten_megabyte_answer_fails_at_the_output_limit_without_reading_the_rest() {
+    use helix_edge::provider::MAX_OUTPUT_BYTES;
+    let server = serve(vec![Reply::Huge(10 << 20)]);
+    let (turn, deltas) = run(&model(&server, |_| {}));
+    assert_eq!(
+        turn,
+        Err(ProviderError::TooLarge {
+            limit: MAX_OUTPUT_BYTES
+        })
+    );
+    let streamed: usize = deltas
+        .iter()
+        .map(|d| match d {
+            Delta::Text(t) => t.len(),
+            Delta::Thinking { content, .. } => content.len(),
+        })
+        .sum();
+    assert!(streamed <= MAX_OUTPUT_BYTES, "{streamed} bytes streamed");
+    let requests = server.requests.lock().unwrap().clone();
+    let calls = requests.iter().filter(|r| !r.starts_with("sent ")).count();
+    assert_eq!(calls, 1, "not retried");
+    // The client hung up: the server could not send all 10 MB.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sent = loop {
+        if let Some(line) = server
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.starts_with("sent "))
+        {
+            break line[5..].parse::<usize>().unwrap();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never stopped sending"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert!(sent < 10 << 20, "the server sent all {sent} bytes");
 }

@@ -13,7 +13,10 @@ mod host;
 mod journal;
 mod llm;
 mod session_object;
+#[cfg(feature = "test-routes")]
+mod test_agents;
 
+use crate::agent::Agents;
 use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
 use crate::api::{ApiError, CreateSessionBody, HEALTHZ_BODY, parse_body};
 use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, authorize, session_token, valid_session_id};
@@ -146,10 +149,22 @@ async fn read_body(req: &mut Request) -> std::result::Result<Vec<u8>, ApiError> 
     Ok(body)
 }
 
-fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
+/// The agents this deployment hosts: the reference agents (and, in the test build, the
+/// test agents).
+fn hosted_agents(env: &Env) -> std::result::Result<Agents, ApiError> {
     let deadline = config_value(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
     let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))
         .map_err(|e| internal("agents", e))?;
+    #[cfg(feature = "test-routes")]
+    let agents = match config_value(env, "LEDGER_URL") {
+        Some(url) => agents.with(test_agents::ledger(url).map_err(|e| internal("agents", e))?),
+        None => agents,
+    };
+    Ok(agents)
+}
+
+fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
+    let agents = hosted_agents(env)?;
     let list: Vec<_> = agents
         .iter()
         .map(|a| {

@@ -11,7 +11,6 @@ use super::host::{WorkerHost, config_value, log};
 use super::internal;
 use super::journal::{CLIENT_QUEUE, DoJournal};
 use super::llm::PlatformModels;
-use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
 use crate::api::{
     ApiError, CheckpointView, CreateSessionBody, MessageBody, ReasonBody, RetryBody, RunView,
     SessionView, ToolResultBody, page, parse_body,
@@ -19,7 +18,7 @@ use crate::api::{
 use crate::runner::{
     CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, child_outcome,
 };
-use crate::store::{ParentRef, SessionStatus, Store, StoreError};
+use crate::store::{ParentRef, PendingKind, SessionStatus, Store, StoreError};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use serde_json::json;
@@ -123,9 +122,7 @@ impl Inner {
             return Ok(r.clone());
         }
         let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
-        let deadline = config_value(&self.env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
-        let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))
-            .map_err(|e| internal("agents", e))?;
+        let agents = super::hosted_agents(&self.env)?;
         let runner = Rc::new(
             Runner::new(
                 D1Store::new(db),
@@ -228,7 +225,7 @@ impl Inner {
                 let loaded = runner.store().load(&id).await.map_err(RunError::from)?;
                 let loaded =
                     loaded.ok_or_else(|| RunError::Store(StoreError::NotFound(id.clone())))?;
-                self.touch(&id, &loaded);
+                self.touch(&runner, &id, &loaded);
                 let below = runner.descendant_calls(&loaded.head).await?;
                 json_response(200, &SessionView::from(loaded).with_descendant_calls(below))
             }
@@ -352,14 +349,24 @@ impl Inner {
     }
 
     /// A request touched the session: resolve expired deadlines without waiting for the alarm.
-    fn touch(self: &Rc<Self>, id: &str, loaded: &crate::store::Loaded) {
+    /// Continues a session that a read finds with work and nobody on it: a client call
+    /// past its deadline, or — after a restart, before the alarm comes back — a run that
+    /// is not waiting for anyone (no pending call, or every one answered).
+    fn touch(self: &Rc<Self>, runner: &Runner<D1Store>, id: &str, loaded: &crate::store::Loaded) {
         let now = Date::now().as_millis();
-        if loaded
-            .head
+        let head = &loaded.head;
+        let expired = head
             .pending
             .iter()
-            .any(|p| p.deadline.is_some_and(|d| d <= now))
-        {
+            .any(|p| p.deadline.is_some_and(|d| d <= now));
+        let answered = |call: &str| loaded.answers.iter().any(|(id, _)| id == call);
+        let stalled = head.status == SessionStatus::Active
+            && !runner.is_driving()
+            && head
+                .pending
+                .iter()
+                .all(|p| p.kind != PendingKind::Child && answered(&p.tool_call_id));
+        if expired || stalled {
             self.schedule(id);
         }
     }

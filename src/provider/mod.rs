@@ -101,6 +101,34 @@ pub const MAX_RETRY_AFTER_MS: u64 = 60_000;
 const MAX_BACKOFF_MS: u64 = 8_000;
 /// Error bodies are read up to this size.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
+/// The most a model's answer may carry — text, reasoning and tool-call arguments —
+/// since it is kept as one transcript message (one D1 row of at most 2 MB). Models
+/// stop far below it (128k output tokens are about 0.5 MB); a larger answer fails the
+/// call with `provider_output_too_large` as soon as the text passes it, without
+/// reading the rest.
+pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
+/// The most stream bytes read for one answer (framing included), so that a stream of
+/// endless keep-alives or tiny fragments is cut off too.
+const MAX_STREAM_BYTES: usize = 64 << 20;
+
+/// The bytes a finished answer keeps in the transcript.
+fn turn_bytes(turn: &ModelTurn) -> usize {
+    let thinking: usize = turn
+        .thinking
+        .iter()
+        .map(|t| {
+            t.content.len()
+                + t.signature.as_ref().map_or(0, String::len)
+                + t.redacted.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    let calls: usize = turn
+        .tool_calls
+        .iter()
+        .map(|c| c.id.len() + c.name.len() + crate::message::json_len(&c.arguments))
+        .sum();
+    turn.text.len() + thinking + calls
+}
 
 impl ProviderConfig {
     /// Reads the SPEC §6 vars (plus optional `LLM_TIMEOUT_MS`, `LLM_DEADLINE_MS`,
@@ -505,12 +533,25 @@ impl<T: Transport> HttpModel<T> {
         let mut framer = SseFramer::new();
         let mut decoder = self.config.decoder();
         let (mut events, mut deltas) = (Vec::new(), Vec::new());
+        let (mut received, mut streamed) = (0, 0);
+        let too_large = ProviderError::TooLarge {
+            limit: MAX_OUTPUT_BYTES,
+        };
         'read: while let Some(chunk) = response.body.next().await {
             if abort.is_aborted() {
                 // Dropping the body cancels the request.
                 return Err(TransportError::Aborted.into());
             }
-            framer.feed(&chunk?, &mut events)?;
+            let chunk = chunk.map_err(|e| match e {
+                // The connection dropped after the answer began: the stream was cut.
+                TransportError::Network(_) => ProviderError::Truncated,
+                other => other.into(),
+            })?;
+            received += chunk.len();
+            if received > MAX_STREAM_BYTES {
+                return Err(too_large);
+            }
+            framer.feed(&chunk, &mut events)?;
             for event in events.drain(..) {
                 let step = decoder
                     .event(&event, &mut deltas)
@@ -522,6 +563,13 @@ impl<T: Transport> HttpModel<T> {
                     ));
                 }
                 for delta in deltas.drain(..) {
+                    streamed += match &delta {
+                        Delta::Text(text) => text.len(),
+                        Delta::Thinking { content, .. } => content.len(),
+                    };
+                    if streamed > MAX_OUTPUT_BYTES {
+                        return Err(too_large);
+                    }
                     *emitted = true;
                     on_delta(delta);
                 }
@@ -531,6 +579,9 @@ impl<T: Transport> HttpModel<T> {
             }
         }
         let turn = decoder.finish(&mut deltas)?;
+        if turn_bytes(&turn) > MAX_OUTPUT_BYTES {
+            return Err(too_large);
+        }
         for delta in deltas.drain(..) {
             on_delta(delta);
         }

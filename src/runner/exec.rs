@@ -59,7 +59,10 @@ impl<S: Store> Runner<S> {
             self.abort.borrow().clone(),
         );
         let started = self.host.now_ms();
-        let result = tool.execute(call.arguments.clone(), ctx.clone()).await;
+        let result = tool
+            .execute(call.arguments.clone(), ctx.clone())
+            .await
+            .and_then(crate::message::bounded_result);
         let ms = self.host.now_ms().saturating_sub(started);
         let code = result
             .as_ref()
@@ -127,7 +130,7 @@ impl<S: Store> Runner<S> {
         message
     }
 
-    /// Resolves a client call with the client's result.
+    /// Resolves a call with a result from elsewhere (a client, a sub-agent).
     pub(crate) fn end_with_result(
         &self,
         agent: &Agent,
@@ -135,6 +138,10 @@ impl<S: Store> Runner<S> {
         result: Value,
         emitter: &Emitter,
     ) -> Message {
+        let result = match crate::message::bounded_result(result) {
+            Ok(result) => result,
+            Err(e) => return self.end_without_running(agent, call, &e, emitter),
+        };
         let message = Message::tool_result(call, result);
         self.finish_call(agent, call, &message, emitter);
         message

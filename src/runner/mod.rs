@@ -245,6 +245,11 @@ impl<S: Store> Runner<S> {
         self
     }
 
+    /// Whether a drive is under way in this runner.
+    pub fn is_driving(&self) -> bool {
+        self.driving.get()
+    }
+
     /// The store.
     pub fn store(&self) -> &S {
         &self.store
@@ -393,6 +398,13 @@ impl<S: Store> Runner<S> {
                     // Someone else committed (an abort, say): continue from their state.
                     stale += 1;
                     live = self.load_with(id, false, true).await?;
+                }
+                // Content over a storage limit: nothing was written, and redoing the step
+                // would only repeat it. The run fails with the reason instead.
+                Err(RunError::Store(e @ StoreError::TooLarge { .. })) => {
+                    self.fail_run(&mut live, crate::error::ErrorInfo::of(&e))
+                        .await?;
+                    return Ok(Progress::Idle(SessionStatus::Failed));
                 }
                 Err(e) => return Err(e),
             }

@@ -227,7 +227,18 @@ impl<S: Store> Runner<S> {
                 },
             ) => Answer::Approval { approved, reason },
             (PendingKind::Client, Submission::ClientResult { outcome, .. }) => match outcome {
-                Ok(result) => Answer::ClientResult { result },
+                Ok(result) => {
+                    let bytes = crate::message::json_len(&result);
+                    if bytes > crate::message::MAX_TOOL_RESULT_BYTES {
+                        return Err(StoreError::TooLarge {
+                            what: "tool result",
+                            bytes,
+                            limit: crate::message::MAX_TOOL_RESULT_BYTES,
+                        }
+                        .into());
+                    }
+                    Answer::ClientResult { result }
+                }
                 Err(error) => Answer::ClientError { error },
             },
             // Filtered out above; kept total without a panic.

@@ -348,6 +348,16 @@ pub enum StoreError {
     /// Stored data does not decode.
     #[error("Stored data is corrupt: {0}")]
     Corrupt(String),
+    /// A write would exceed a storage size limit; nothing was written.
+    #[error("The {what} is {bytes} bytes, over the storage limit of {limit} bytes")]
+    TooLarge {
+        /// What was too large ("state change", "session state", "message"…).
+        what: &'static str,
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 impl Coded for StoreError {
@@ -358,6 +368,7 @@ impl Coded for StoreError {
             Self::Stale { .. } => "state_stale",
             Self::Backend(_) => "framework_storage",
             Self::Corrupt(_) => "framework_storage_corrupt",
+            Self::TooLarge { .. } => "content_too_large",
         }
     }
     fn category(&self) -> Category {

@@ -29,6 +29,28 @@ pub fn snapshot_due(snapshot_bytes: usize, log_bytes: usize) -> bool {
     log_bytes > snapshot_bytes.max(SNAPSHOT_MIN_BYTES)
 }
 
+/// D1 stores at most 2,000,000 bytes in a row. No statement of a plan carries more than
+/// this, which leaves a margin for the row's other columns; a plan that would is
+/// refused with [`StoreError::TooLarge`] before anything is written.
+pub const MAX_ROW_BYTES: usize = 1_900_000;
+
+/// The largest state change one step may make. It is written as one row and also
+/// streamed as one `state_patch` event (staged in the object's SQLite, whose rows have
+/// the same 2 MB limit).
+pub const MAX_PATCH_BYTES: usize = 1 << 20;
+
+/// Refuses a plan with a statement over [`MAX_ROW_BYTES`].
+fn fits(batch: &[Statement]) -> Result<(), StoreError> {
+    match batch.iter().find(|s| s.bytes() > MAX_ROW_BYTES) {
+        None => Ok(()),
+        Some(s) => Err(StoreError::TooLarge {
+            what: s.what(),
+            bytes: s.bytes(),
+            limit: MAX_ROW_BYTES,
+        }),
+    }
+}
+
 /// A bound SQL parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
@@ -58,6 +80,23 @@ impl Statement {
                 Arg::Int(_) => 8,
             })
             .sum()
+    }
+
+    /// What the statement stores, for errors.
+    fn what(&self) -> &'static str {
+        let table = self
+            .sql
+            .split_whitespace()
+            .skip_while(|w| *w != "INTO" && *w != "UPDATE")
+            .nth(1)
+            .unwrap_or("");
+        match table {
+            "messages" => "message",
+            "state_log" => "session state",
+            "sessions" => "session record",
+            "runs" => "run record",
+            _ => "record",
+        }
     }
 }
 
@@ -316,6 +355,7 @@ pub fn plan_create(session: NewSession) -> Result<(Vec<Statement>, Image), Store
     batch.push(state_insert(&id, 1, "snapshot", snapshot));
     batch.push(run_upsert(&id, &head.run)?);
     batch.push(checkpoint_insert(&id, 1, &session.checkpoint)?);
+    fits(&batch)?;
     let image = Image {
         head,
         interrupt: None,
@@ -372,6 +412,13 @@ pub fn plan_commit(
         StateChange::Replace(state) => Some(Row::Replace(state)),
         StateChange::Patch(ops) => {
             let body = to_json(&ops)?;
+            if body.len() > MAX_PATCH_BYTES {
+                return Err(StoreError::TooLarge {
+                    what: "state change",
+                    bytes: body.len(),
+                    limit: MAX_PATCH_BYTES,
+                });
+            }
             if snapshot_due(image.snapshot_bytes, image.log_bytes + body.len()) {
                 Some(Row::PatchThenSnapshot(ops))
             } else {
@@ -419,7 +466,12 @@ pub fn plan_commit(
             .map(|c| checkpoint_insert(&id, version, c))
             .transpose()?,
     );
-    // Everything fallible is done but the patch itself, which applies all or nothing.
+    batch.push(run);
+    batch.extend(checkpoint);
+    batch.extend(commit.subsessions.iter().map(|c| subsession_upsert(&id, c)));
+    fits(&batch)?;
+    // Everything fallible is done but the state row; the image changes only once that
+    // is built and fits too.
     match row {
         None => {}
         Some(Row::Patch(ops, body)) => {
@@ -429,23 +481,26 @@ pub fn plan_commit(
             batch.push(state_insert(&id, version, "patch", body));
         }
         Some(snapshot) => {
-            match snapshot {
-                Row::Replace(state) => image.state = state,
+            let state = match snapshot {
+                Row::Replace(state) => state,
                 Row::PatchThenSnapshot(ops) | Row::Patch(ops, _) => {
-                    crate::state::apply_all(&mut image.state, &ops)
+                    let mut state = image.state.clone();
+                    crate::state::apply_all(&mut state, &ops)
                         .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    state
                 }
-            }
-            let body = to_json(&image.state)?;
+            };
+            let body = to_json(&state)?;
+            let bytes = body.len();
+            let row = state_insert(&id, version, "snapshot", body);
+            fits(std::slice::from_ref(&row))?;
+            image.state = state;
             image.snapshot_version = version;
-            image.snapshot_bytes = body.len();
+            image.snapshot_bytes = bytes;
             image.log_bytes = 0;
-            batch.push(state_insert(&id, version, "snapshot", body));
+            batch.push(row);
         }
     }
-    batch.push(run);
-    batch.extend(checkpoint);
-    batch.extend(commit.subsessions.iter().map(|c| subsession_upsert(&id, c)));
     if let Some(all) = &mut image.messages {
         all.truncate(base as usize);
         all.extend(commit.messages);

@@ -24,6 +24,7 @@ const DEFAULT_VARS = {
   LLM_BASE_URL: '',
   LLM_MODEL: '',
   LLM_API_KEY: '',
+  LEDGER_URL: '', // test build only: the `ledger` agent reports executions here
 };
 
 const running = new Set();
@@ -62,15 +63,29 @@ function wrangler(args, opts = {}) {
 }
 
 /**
+ * Whether wrangler is done starting. Once its file watcher is ready it always runs the
+ * [build] step again ("The file src changed, restarting build...") and then starts or
+ * reloads the server; a request that meets the reload fails with "Your worker restarted
+ * mid-request". So a worker is ready only after that.
+ */
+function settled(log) {
+  const rebuilt = log.indexOf('changed, restarting build');
+  if (rebuilt < 0) return false;
+  const after = log.slice(rebuilt);
+  return after.includes('Starting local server') ? after.includes('Ready on') : after.includes('Local server updated');
+}
+
+/**
  * Starts a worker. `persistDir` defaults to a fresh directory; pass the same one to a
  * second `startWorker` (after `stop()`) to prove that state survives a restart.
  */
-export async function startWorker({ persistDir, vars = {} } = {}) {
+export async function startWorker({ persistDir, vars = {}, migrate = true } = {}) {
   mkdirSync(E2E_DIR, { recursive: true });
   persistDir ??= mkdtempSync(join(E2E_DIR, 'state-'));
-  const migrate = wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir]);
-  if (migrate.status !== 0) {
-    throw new Error(`d1 migrations apply failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  const migrated = migrate
+    && wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir]);
+  if (migrated && migrated.status !== 0) {
+    throw new Error(`d1 migrations apply failed:\n${migrated.stdout}\n${migrated.stderr}`);
   }
 
   const port = await freePort();
@@ -100,6 +115,13 @@ export async function startWorker({ persistDir, vars = {} } = {}) {
     logPath,
     /** fetch relative to the worker. */
     fetch: (path, init) => fetch(baseUrl + path, init),
+    /** Kills wrangler and workerd at once (SIGKILL to the group): a crash, nothing flushed. */
+    async kill() {
+      if (!running.has(child)) return;
+      killGroup(child, 'SIGKILL');
+      await exited;
+      running.delete(child);
+    },
     /** Stops wrangler and workerd: SIGTERM, then SIGKILL after 5 s. */
     async stop() {
       if (!running.has(child)) return;
@@ -122,7 +144,7 @@ export async function startWorker({ persistDir, vars = {} } = {}) {
   while (Date.now() < deadline && !early) {
     try {
       const res = await fetch(`${baseUrl}/healthz`);
-      if (res.ok) return worker;
+      if (res.ok && settled(readFileSync(logPath, 'utf8'))) return worker;
     } catch {
       // Not listening yet.
     }

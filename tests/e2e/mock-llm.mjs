@@ -13,12 +13,13 @@ function chunks(answer) {
   const base = { id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: 0, model: 'mock' };
   const out = [{ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] }];
   const text = answer.text ?? '';
-  for (let i = 0; i < text.length; i += 8) {
-    out.push({ ...base, choices: [{ index: 0, delta: { content: text.slice(i, i + 8) } }] });
+  const size = answer.chunkSize ?? 8;
+  for (let i = 0; i < text.length; i += size) {
+    out.push({ ...base, choices: [{ index: 0, delta: { content: text.slice(i, i + size) } }] });
   }
   (answer.calls ?? []).forEach((call, index) => {
     const id = call.id ?? `call_mock_${nextId++}`;
-    const args = JSON.stringify(call.args ?? {});
+    const args = call.rawArgs ?? JSON.stringify(call.args ?? {});
     const half = Math.floor(args.length / 2);
     out.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [
       { index, id, type: 'function', function: { name: call.name, arguments: args.slice(0, half) } },
@@ -36,14 +37,24 @@ function chunks(answer) {
 export async function startMockLlm() {
   const queue = [];
   const requests = [];
+  const ledger = [];
   const hung = new Set();
   let responder = null;
+  let ledgerDelayMs = 0;
   const server = createServer(async (req, res) => {
     let body = '';
     for await (const part of req) body += part;
     let parsed = null;
     try { parsed = JSON.parse(body); } catch { /* recorded as null */ }
-    requests.push({ path: req.url, headers: req.headers, body: parsed });
+    if (req.url.endsWith('/ledger')) {
+      // The test agent's tool reports each execution here, outside the worker.
+      ledger.push({ ...parsed, at: Date.now() });
+      if (ledgerDelayMs) await sleep(ledgerDelayMs);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+      return;
+    }
+    requests.push({ path: req.url, headers: req.headers, body: parsed, at: Date.now() });
     const answer = queue.shift() ?? responder?.(parsed) ?? { text: 'ok' };
     if (answer.delayMs) await sleep(answer.delayMs);
     if (answer.status) {
@@ -57,10 +68,15 @@ export async function startMockLlm() {
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const all = chunks(answer);
-    const upTo = answer.cutAfter ?? all.length;
+    const upTo = answer.cutAfter ?? answer.stallAfter ?? all.length;
     for (const chunk of all.slice(0, upTo)) {
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       if (answer.chunkDelayMs) await sleep(answer.chunkDelayMs);
+    }
+    if (answer.stallAfter !== undefined) {
+      // Streams that much, then neither sends more nor ends.
+      hung.add(res);
+      return;
     }
     if (answer.cutAfter !== undefined) {
       res.destroy();
@@ -73,7 +89,12 @@ export async function startMockLlm() {
   const { port } = server.address();
   return {
     url: `http://127.0.0.1:${port}/v1`,
+    ledgerUrl: `http://127.0.0.1:${port}/ledger`,
     requests,
+    /** Executions the `ledger` agent's `record` tool reported: { session, toolCallId, label, at }. */
+    ledger,
+    /** Holds each ledger report this long before answering (the tool is "running"). */
+    setLedgerDelay(ms) { ledgerDelayMs = ms; },
     /** Queues answers, served in order. */
     push(...answers) { queue.push(...answers); },
     pending() { return queue.length; },

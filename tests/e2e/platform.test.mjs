@@ -41,6 +41,36 @@ test('auth fails closed: 401 without or with bad credentials, 403 with another s
   assert.equal(health.status, 200, 'healthz needs no credentials');
 });
 
+test('a session token opens no route of another session, and no route rewrites a transcript', async () => {
+  llm.push({ text: 'a' }, { text: 'b' });
+  const a = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `own-a-${process.pid}`, input: 'hi' });
+  const b = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `own-b-${process.pid}`, input: 'hi' });
+  const other = `/v1/sessions/${b.body.sessionId}`;
+  await waitFor(worker, b.body.sessionId, (s) => s.status === 'completed');
+  const before = await api(worker, 'GET', other);
+  const routes = [
+    ['GET', ''], ['GET', '/messages'], ['GET', '/stream'], ['GET', '/runs'], ['GET', '/checkpoints'],
+    ['POST', '/tool-results', { kind: 'approval-response', toolCallId: 'x', approved: true }],
+    ['POST', '/messages', { message: 'hijack' }], ['POST', '/interrupt', {}], ['POST', '/resume', {}],
+    ['POST', '/abort', {}], ['POST', '/retry', {}],
+  ];
+  for (const [method, path, body] of routes) {
+    const res = await api(worker, method, other + path, body, a.body.sessionToken);
+    assert.deepEqual([res.status, res.body.error?.code], [403, 'forbidden'], `${method} ${path}`);
+    const tampered = a.body.sessionToken.slice(0, -2) + (a.body.sessionToken.endsWith('A') ? 'BB' : 'AA');
+    const bad = await api(worker, method, `/v1/sessions/${a.body.sessionId}${path}`, body, tampered);
+    assert.equal(bad.status, 401, `a tampered token: ${method} ${path}`);
+  }
+  // The transcript is the server's: nothing writes it but runs.
+  for (const method of ['PUT', 'PATCH', 'DELETE']) {
+    const res = await api(worker, method, `${other}/messages`, { messages: [] });
+    assert.equal(res.status, 405, method);
+  }
+  assert.deepEqual((await api(worker, 'GET', other)).body, before.body, 'nothing changed');
+  const msgs = await api(worker, 'GET', `${other}/messages`);
+  assert.deepEqual(msgs.body.messages.map((m) => m.role), ['user', 'assistant']);
+});
+
 test('bad input gets a 4xx JSON error, never a 5xx', async () => {
   const cases = [
     ['POST', '/v1/sessions', '{not json', 400],

@@ -1,0 +1,66 @@
+//! Test-only agents (feature `test-routes`) for the end-to-end suite's fault injection.
+//!
+//! `ledger` has `add_note` and `record`, which needs approval and reports each execution
+//! to `LEDGER_URL` (the test's mock server) before it answers. The report is the
+//! durable record outside the worker that lets a test killing the worker at random
+//! count how often each approved call really ran.
+
+use crate::agent::Agent;
+use crate::agents::add_note_tool;
+use crate::error::{DefinitionError, ToolError};
+use crate::tool::{Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use worker::{Fetch, Headers, Method, Request, RequestInit};
+
+/// Input of `record`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// What to record.
+    pub label: String,
+}
+
+async fn report(url: &str, body: &Value) -> Result<(), ToolError> {
+    let failed = |e: worker::Error| ToolError::Failed(format!("the ledger is unreachable: {e}"));
+    let headers = Headers::new();
+    headers
+        .set("content-type", "application/json")
+        .map_err(failed)?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(body.to_string().into()));
+    let request = Request::new_with_init(url, &init).map_err(failed)?;
+    let response = Fetch::Request(request).send().await.map_err(failed)?;
+    match response.status_code() {
+        200..=299 => Ok(()),
+        status => Err(ToolError::Failed(format!("the ledger answered {status}"))),
+    }
+}
+
+/// The `ledger` agent, reporting to `url`.
+pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
+    Agent::builder("ledger")
+        .description("Test agent: notes, and an approved tool that records each execution outside the worker.")
+        .system_prompt("You record things.")
+        .initial_state(json!({ "notes": [] }))
+        .tool(add_note_tool())
+        .tool(
+            Tool::new("record", "Record a label (approval always).", move |input: Record, ctx: ToolContext| {
+                let url = url.clone();
+                async move {
+                    let body = json!({
+                        "session": ctx.session_id(),
+                        "toolCallId": ctx.tool_call_id(),
+                        "label": input.label,
+                    });
+                    report(&url, &body).await?;
+                    Ok::<_, ToolError>(json!({ "recorded": input.label }))
+                }
+            })
+            .approval_always(),
+        )
+        .build()
+}
