@@ -28,14 +28,20 @@ pub fn json_len(value: &Value) -> usize {
     }
 }
 
+/// The JSON size of a tool result over [`MAX_TOOL_RESULT_BYTES`]; `None` if it fits.
+pub fn oversized_result(value: &Value) -> Option<usize> {
+    let bytes = json_len(value);
+    (bytes > MAX_TOOL_RESULT_BYTES).then_some(bytes)
+}
+
 /// `value`, or the error a result over [`MAX_TOOL_RESULT_BYTES`] becomes.
 pub fn bounded_result(value: Value) -> Result<Value, crate::error::ToolError> {
-    match json_len(&value) {
-        bytes if bytes > MAX_TOOL_RESULT_BYTES => Err(crate::error::ToolError::ResultTooLarge {
+    match oversized_result(&value) {
+        Some(bytes) => Err(crate::error::ToolError::ResultTooLarge {
             bytes,
             limit: MAX_TOOL_RESULT_BYTES,
         }),
-        _ => Ok(value),
+        None => Ok(value),
     }
 }
 

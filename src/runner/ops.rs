@@ -228,8 +228,9 @@ impl<S: Store> Runner<S> {
             ) => Answer::Approval { approved, reason },
             (PendingKind::Client, Submission::ClientResult { outcome, .. }) => match outcome {
                 Ok(result) => {
-                    let bytes = crate::message::json_len(&result);
-                    if bytes > crate::message::MAX_TOOL_RESULT_BYTES {
+                    // Refused here (413) rather than stored as an error: the call stays
+                    // open for an answer that fits.
+                    if let Some(bytes) = crate::message::oversized_result(&result) {
                         return Err(StoreError::TooLarge {
                             what: "tool result",
                             bytes,

@@ -96,7 +96,7 @@ test('a stream cut after output fails the run as provider_truncated, without a r
 
 test('a malformed chunk is a classified failure', async () => {
   const id = newId('malformed');
-  llm.push({ text: 'Some text first.', malformed: true, cutAfter: undefined });
+  llm.push({ text: 'Some text first.', malformed: true });
   await create(id, id);
   await assertRetryable(id, 'provider_corrupt_response');
 });
@@ -206,7 +206,7 @@ test('follow-ups and resumes racing a running run get 409 or a consistent outcom
     for (const r of racers) assert.ok([202, 409].includes(r.status), `${r.status} ${JSON.stringify(r.body)}`);
     const accepted = racers.filter((r, i) => i % 2 === 0 && r.status === 202).length;
     assert.ok(accepted <= 1, 'one follow-up at most: the second finds the session busy');
-    const done = await waitFor(worker, id, (s) => s.status === 'completed' && !s.pendingToolCalls.length, 30_000);
+    await waitFor(worker, id, (s) => s.status === 'completed' && !s.pendingToolCalls.length, 30_000);
     await sleep(200);
     const final = (await api(worker, 'GET', `/v1/sessions/${id}`)).body;
     assert.equal(final.status, 'completed', JSON.stringify(final));
@@ -219,7 +219,6 @@ test('follow-ups and resumes racing a running run get 409 or a consistent outcom
     const events = await sse.until((e, all) => all.filter((x) => x.type === 'end').length === 1 + accepted);
     sse.close();
     assert.ok(gapFree(events));
-    assert.ok(done.version > 0);
   }
   llm.respondWith(null);
 });
