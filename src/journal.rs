@@ -16,6 +16,11 @@
 //!   and commit id: the batch of that commit is released if it was not yet (nothing
 //!   lost); every other batch is dropped (nothing invented); unconfirmed live chunks are
 //!   reported so the runner can send `stream_resync`.
+//!
+//! It also keeps the suspension's execution claims: an approved call is
+//! [`claim`](Journal::claim)ed by the runner instance that will execute it, in the
+//! object's own storage (no D1 round trip between an approval and the tool), before the
+//! tool starts. A claim is never taken over, so an approved call runs at most once.
 
 use crate::chunk::StreamEvent;
 use std::cell::{Cell, RefCell};
@@ -44,6 +49,11 @@ pub trait Journal {
     fn confirm(&self, version: u64);
     /// Records that `step` of `run_id` begins; returns how many times it has begun.
     fn begin_step(&self, run_id: &str, step: u32) -> u32;
+    /// Claims call `tool_call_id`, pending at `step` of `run_id`, for runner `instance`
+    /// unless another instance claimed it first; returns the owner. `None`: the claim
+    /// could not be stored, so the call must not run now. A claim is durable before any
+    /// side effect of the tool can leave the object.
+    fn claim(&self, run_id: &str, step: u32, tool_call_id: &str, instance: &str) -> Option<String>;
 }
 
 /// A journal in memory, for tests. Survives "restarts" of runners that share it.
@@ -54,6 +64,7 @@ pub struct MemoryJournal {
     confirmed: Cell<usize>,
     staged: RefCell<Vec<(String, u64, Vec<StreamEvent>)>>,
     attempts: RefCell<HashMap<(String, u32), u32>>,
+    claims: RefCell<HashMap<(String, u32, String), String>>,
 }
 
 impl MemoryJournal {
@@ -65,6 +76,13 @@ impl MemoryJournal {
     /// Every event so far, in sequence order (sequence = index + 1).
     pub fn events(&self) -> Vec<StreamEvent> {
         self.events.borrow().clone()
+    }
+
+    /// Who claimed call `tool_call_id`, whichever step or run it was pending in.
+    pub fn claimed_by(&self, tool_call_id: &str) -> Option<String> {
+        let claims = self.claims.borrow();
+        let mut owners = claims.iter().filter(|((_, _, c), _)| c == tool_call_id);
+        owners.next().map(|(_, owner)| owner.clone())
     }
 }
 
@@ -124,5 +142,11 @@ impl Journal for MemoryJournal {
         let n = attempts.entry((run_id.into(), step)).or_insert(0);
         *n += 1;
         *n
+    }
+
+    fn claim(&self, run_id: &str, step: u32, tool_call_id: &str, instance: &str) -> Option<String> {
+        let mut claims = self.claims.borrow_mut();
+        let key = (run_id.into(), step, tool_call_id.into());
+        Some(claims.entry(key).or_insert_with(|| instance.into()).clone())
     }
 }

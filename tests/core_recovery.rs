@@ -130,10 +130,7 @@ fn an_approved_call_claimed_by_a_dead_process_is_never_run_again() {
     .unwrap();
     drive_and_crash(&r1);
     assert_eq!(w.exec.count("hang_after_note"), 1);
-    assert_eq!(
-        w.session().head.pending[0].claimed_by.as_deref(),
-        Some("p1")
-    );
+    assert_eq!(w.journal.claimed_by(&call.id).as_deref(), Some("p1"));
 
     let r2 = w.runner("p2");
     assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));

@@ -101,6 +101,11 @@ impl DoJournal {
              PRIMARY KEY (run_id, step))",
             None,
         )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS claims (run_id TEXT NOT NULL, step INTEGER NOT NULL, \
+             tool_call_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (run_id, step, tool_call_id))",
+            None,
+        )?;
         let rows = query(&sql, "SELECT MAX(seq) FROM events", None)?;
         let last = first_int(&rows).unwrap_or(0) as u64;
         Ok(Self {
@@ -368,5 +373,36 @@ impl Journal for DoJournal {
         )
         .unwrap_or_default();
         first_int(&rows).map_or(1, |n| n as u32)
+    }
+
+    fn claim(&self, run_id: &str, step: u32, tool_call_id: &str, instance: &str) -> Option<String> {
+        let key = || -> Vec<SqlStorageValue> {
+            vec![
+                run_id.into(),
+                SqlStorageValue::from(i64::from(step)),
+                tool_call_id.into(),
+            ]
+        };
+        let mut args = key();
+        args.push(instance.into());
+        // The output gate holds the tool's requests until this write is durable.
+        let insert = self.sql.exec(
+            "INSERT INTO claims (run_id, step, tool_call_id, instance) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (run_id, step, tool_call_id) DO NOTHING",
+            args,
+        );
+        if let Err(e) = insert {
+            log_error("claim", e);
+            return None;
+        }
+        let select =
+            "SELECT instance FROM claims WHERE run_id = ? AND step = ? AND tool_call_id = ?";
+        match query(&self.sql, select, Some(key())) {
+            Ok(rows) => rows.first().and_then(|r| text(r, 0)),
+            Err(e) => {
+                log_error("claim", e);
+                None
+            }
+        }
     }
 }

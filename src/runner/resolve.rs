@@ -1,7 +1,7 @@
 //! Resuming a suspended step from durable state alone: expire overdue client calls,
-//! wait while any call is unanswered, claim approved calls for this instance (so they
-//! run at most once), run them, turn every other answer into a tool result, and commit
-//! the results with the merged writes.
+//! wait while any call is unanswered, claim approved calls for this instance in the
+//! journal (so they run at most once), run them, turn every other answer into a tool
+//! result, and commit the results with the merged writes.
 
 use super::children::subsession;
 use super::{Live, Progress, RunError, Runner};
@@ -11,7 +11,7 @@ use crate::error::ToolError;
 use crate::host::LogValue::Num;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
-use crate::store::{Answer, AnswerOutcome, PendingKind, Store};
+use crate::store::{Answer, AnswerOutcome, PendingKind, Store, StoreError};
 use futures::future::join_all;
 use std::rc::Rc;
 
@@ -33,10 +33,9 @@ impl<S: Store> Runner<S> {
             let next_deadline = waiting.iter().filter_map(|p| p.deadline).min();
             return Ok(Some(Progress::Suspended { next_deadline }));
         }
-        // The suspension commit is the head's last update: the wait is measured from it
-        // (before the claim below updates the head again).
+        // The suspension commit is the head's last update: the wait is measured from it.
         let waited = self.host.now_ms().saturating_sub(live.head.updated_at);
-        self.claim_approved(live).await?;
+        let mine = self.claim_approved(live)?;
         if let Some(h) = agent.hooks() {
             h.on_agent_resumed();
         }
@@ -68,13 +67,7 @@ impl<S: Store> Runner<S> {
                 arguments: p.arguments.clone(),
             })
             .collect();
-        let mine = |i: usize| {
-            matches!(
-                live.answer(&pending[i].tool_call_id),
-                Some(Answer::Approval { approved: true, .. })
-            ) && pending[i].claimed_by.as_deref() == Some(self.config.instance.as_str())
-        };
-        let runnable: Vec<usize> = (0..pending.len()).filter(|i| mine(*i)).collect();
+        let runnable: Vec<usize> = (0..pending.len()).filter(|&i| mine[i]).collect();
 
         let base = Rc::new(std::mem::take(&mut live.state));
         let runs = runnable.iter().filter_map(|&i| {
@@ -177,25 +170,31 @@ impl<S: Store> Runner<S> {
         Ok(())
     }
 
-    /// Durably claims the approved, unclaimed calls for this instance before any runs.
-    async fn claim_approved(&self, live: &mut Live) -> Result<(), RunError> {
-        let mut head = live.head.clone();
-        let mut claimed = false;
-        for p in &mut head.pending {
+    /// Durably claims the approved calls for this instance before any runs; returns,
+    /// per pending call, whether it is this instance's to run. A call another instance
+    /// claimed first (one that is gone) never runs again.
+    fn claim_approved(&self, live: &Live) -> Result<Vec<bool>, RunError> {
+        let head = &live.head;
+        let instance = self.config.instance.as_str();
+        let claim = |p: &crate::store::PendingCall| {
             let approved = matches!(
                 live.answer(&p.tool_call_id),
                 Some(Answer::Approval { approved: true, .. })
             );
-            if approved && p.claimed_by.is_none() {
-                p.claimed_by = Some(self.config.instance.clone());
-                claimed = true;
+            if !approved {
+                return Ok(false);
             }
-        }
-        if claimed {
-            head.updated_at = self.host.now_ms();
-            self.commit(live, super::ops::head_only(head, false), Vec::new())
-                .await?;
-        }
-        Ok(())
+            // A claim stored on the head (by releases before claims moved to the
+            // journal) stands.
+            if let Some(owner) = &p.claimed_by {
+                return Ok(owner == instance);
+            }
+            let owner = self
+                .journal
+                .claim(&head.run.run_id, head.step_count, &p.tool_call_id, instance)
+                .ok_or_else(|| StoreError::Backend("the claim could not be stored".into()))?;
+            Ok(owner == instance)
+        };
+        head.pending.iter().map(claim).collect()
     }
 }

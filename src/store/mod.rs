@@ -95,8 +95,9 @@ pub struct PendingCall {
     /// For client calls: when the answer is due (ms since epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
-    /// The runner instance that claimed the approved call for execution. A claim by an
-    /// instance that is gone means the call may have run: it is never run again.
+    /// The runner instance that claimed the approved call for execution, as releases
+    /// before claims moved to the journal recorded it (read, never written now). A claim
+    /// by an instance that is gone means the call may have run: it is never run again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
 }
