@@ -17,12 +17,18 @@
 //!   lost); every other batch is dropped (nothing invented); unconfirmed live chunks are
 //!   reported so the runner can send `stream_resync`.
 //!
-//! It also keeps the suspension's execution claims: an approved call is
-//! [`claim`](Journal::claim)ed by the runner instance that will execute it, in the
-//! object's own storage (no D1 round trip between an approval and the tool), before the
-//! tool starts. A claim is never taken over, so an approved call runs at most once.
+//! # Suspension context
+//! It also keeps what a suspended run is waiting for, in the object's own storage: no
+//! D1 round trip between an approval and its acknowledgement or its tool.
+//! - The first [`answer`](Journal::answer) to a pending call is stored and kept; a later
+//!   one gets [`AnswerOutcome::AlreadyAnswered`]. It is durable before it is
+//!   acknowledged.
+//! - An approved call is [`claim`](Journal::claim)ed by the runner instance that will
+//!   execute it before the tool starts. A claim is never taken over, so an approved call
+//!   runs at most once.
 
 use crate::chunk::StreamEvent;
+use crate::store::{Answer, AnswerOutcome, StoreError};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -54,6 +60,19 @@ pub trait Journal {
     /// could not be stored, so the call must not run now. A claim is durable before any
     /// side effect of the tool can leave the object.
     fn claim(&self, run_id: &str, step: u32, tool_call_id: &str, instance: &str) -> Option<String>;
+    /// Stores the first answer to call `tool_call_id` of session `session_id`.
+    fn answer(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        answer: &Answer,
+    ) -> Result<AnswerOutcome, StoreError>;
+    /// The stored answer to a call of session `session_id`, if any.
+    fn find_answer(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<Answer>, StoreError>;
 }
 
 /// A journal in memory, for tests. Survives "restarts" of runners that share it.
@@ -65,6 +84,7 @@ pub struct MemoryJournal {
     staged: RefCell<Vec<(String, u64, Vec<StreamEvent>)>>,
     attempts: RefCell<HashMap<(String, u32), u32>>,
     claims: RefCell<HashMap<(String, u32, String), String>>,
+    answers: RefCell<HashMap<(String, String), Answer>>,
 }
 
 impl MemoryJournal {
@@ -148,5 +168,64 @@ impl Journal for MemoryJournal {
         let mut claims = self.claims.borrow_mut();
         let key = (run_id.into(), step, tool_call_id.into());
         Some(claims.entry(key).or_insert_with(|| instance.into()).clone())
+    }
+
+    fn answer(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        answer: &Answer,
+    ) -> Result<AnswerOutcome, StoreError> {
+        let mut answers = self.answers.borrow_mut();
+        let key = (session_id.to_string(), tool_call_id.to_string());
+        if let Some(existing) = answers.get(&key) {
+            return Ok(AnswerOutcome::AlreadyAnswered(existing.clone()));
+        }
+        answers.insert(key, answer.clone());
+        Ok(AnswerOutcome::Stored)
+    }
+
+    fn find_answer(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<Answer>, StoreError> {
+        let key = (session_id.to_string(), tool_call_id.to_string());
+        Ok(self.answers.borrow().get(&key).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Journal, MemoryJournal};
+    use crate::store::{Answer, AnswerOutcome};
+
+    #[test]
+    fn the_first_answer_to_a_call_wins_and_sessions_do_not_share_answers() {
+        let j = MemoryJournal::new();
+        let yes = Answer::Approval {
+            approved: true,
+            reason: None,
+        };
+        let no = Answer::Approval {
+            approved: false,
+            reason: Some("no".into()),
+        };
+        assert_eq!(j.answer("s1", "c1", &yes), Ok(AnswerOutcome::Stored));
+        assert_eq!(
+            j.answer("s1", "c1", &no),
+            Ok(AnswerOutcome::AlreadyAnswered(yes.clone()))
+        );
+        assert_eq!(j.find_answer("s1", "c1"), Ok(Some(yes)));
+        assert_eq!(j.find_answer("s1", "c2"), Ok(None));
+        assert_eq!(j.answer("s2", "c1", &no), Ok(AnswerOutcome::Stored));
+    }
+
+    #[test]
+    fn a_claim_is_never_taken_over() {
+        let j = MemoryJournal::new();
+        assert_eq!(j.claim("run", 1, "c1", "p1").as_deref(), Some("p1"));
+        assert_eq!(j.claim("run", 1, "c1", "p2").as_deref(), Some("p1"));
+        assert_eq!(j.claim("run", 2, "c1", "p2").as_deref(), Some("p2"));
     }
 }

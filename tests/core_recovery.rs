@@ -11,8 +11,8 @@ use helix_edge::error::ProviderError;
 use helix_edge::message::Message;
 use helix_edge::runner::{Progress, RunError, Submission};
 use helix_edge::store::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, Loaded, MemoryStore, NewSession, RunRecord,
-    SessionStatus, Store, StoreError,
+    CheckpointRecord, Commit, Loaded, MemoryStore, NewSession, RunRecord, SessionStatus, Store,
+    StoreError,
 };
 use serde_json::{Value, json};
 use std::cell::Cell;
@@ -179,12 +179,6 @@ impl Store for DiesAfterCommit {
             futures::future::pending::<()>().await;
         }
         Ok(out)
-    }
-    async fn answer(&self, id: &str, c: &str, a: Answer) -> Result<AnswerOutcome, StoreError> {
-        self.inner.answer(id, c, a).await
-    }
-    async fn find_answer(&self, id: &str, c: &str) -> Result<Option<Answer>, StoreError> {
-        self.inner.find_answer(id, c).await
     }
     async fn request_interrupt(&self, id: &str, r: Option<String>) -> Result<(), StoreError> {
         self.inner.request_interrupt(id, r).await

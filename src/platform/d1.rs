@@ -12,12 +12,12 @@
 
 use crate::message::Message;
 use crate::store::rows::{
-    self, Arg, Image, SELECT_ANSWERS, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT,
-    SELECT_SUBSESSIONS, StateRow, Statement, from_json, plan_commit, plan_create,
+    self, Arg, Image, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, SELECT_SUBSESSIONS, StateRow,
+    Statement, from_json, plan_commit, plan_create,
 };
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded,
-    NewSession, RunRecord, Store, StoreError, SubSession,
+    CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession, RunRecord, Store,
+    StoreError, SubSession,
 };
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
@@ -171,7 +171,7 @@ impl D1Store {
     }
 
     /// Reads a session's image from D1: its row (a missing session costs one read),
-    /// then the state log from the newest snapshot and the answers. The reads are not
+    /// then the state log from the newest snapshot. The reads are not
     /// one transaction: an image that a write may have overtaken is not kept (`keep`),
     /// and every commit's compare-and-set catches the rest.
     async fn fetch(&self, id: &str) -> Result<Option<Image>, StoreError> {
@@ -180,18 +180,12 @@ impl D1Store {
             return Ok(None);
         };
         let state = self.read(SELECT_STATE, &[text(id)]).await?;
-        let answers = self.read(SELECT_ANSWERS, &[text(id)]).await?;
         let log = state_log(&state)?;
-        let answers = answers
-            .iter()
-            .map(|r| Ok((r.text(0)?, r.text(1)?)))
-            .collect::<Result<Vec<_>, StoreError>>()?;
         Image::from_rows(
             &head.text(0)?,
             head.opt_text(1)?.as_deref(),
             head.int(2)?,
             state_rows(&log),
-            answers.iter().map(|(id, body)| (id.clone(), body.as_str())),
         )
         .map(Some)
     }
@@ -323,55 +317,6 @@ impl Store for D1Store {
                 }
             }
         }
-    }
-
-    async fn answer(
-        &self,
-        id: &str,
-        tool_call_id: &str,
-        answer: Answer,
-    ) -> Result<AnswerOutcome, StoreError> {
-        let sql = "INSERT INTO answers (session_id, tool_call_id, body, created_at) \
-                   SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1) \
-                   ON CONFLICT (session_id, tool_call_id) DO NOTHING RETURNING tool_call_id";
-        let now = worker::Date::now().as_millis();
-        let args = [
-            text(id),
-            text(tool_call_id),
-            text(&rows::to_json(&answer)?),
-            num(now),
-        ];
-        // RETURNING yields the row only when this insert stored it.
-        if !self.read(sql, &args).await?.is_empty() {
-            self.bump();
-            if let Some(image) = self.images.borrow_mut().get_mut(id) {
-                image.answers.insert(tool_call_id.to_string(), answer);
-            }
-            return Ok(AnswerOutcome::Stored);
-        }
-        match self.find_answer(id, tool_call_id).await? {
-            Some(existing) => Ok(AnswerOutcome::AlreadyAnswered(existing)),
-            None => Err(StoreError::NotFound(id.into())),
-        }
-    }
-
-    async fn find_answer(
-        &self,
-        id: &str,
-        tool_call_id: &str,
-    ) -> Result<Option<Answer>, StoreError> {
-        // Answers never change once stored: a kept one is the durable one.
-        let kept = self
-            .images
-            .borrow()
-            .get(id)
-            .and_then(|image| image.answers.get(tool_call_id).cloned());
-        if kept.is_some() {
-            return Ok(kept);
-        }
-        let sql = "SELECT body FROM answers WHERE session_id = ?1 AND tool_call_id = ?2";
-        let rows = self.read(sql, &[text(id), text(tool_call_id)]).await?;
-        rows.first().map(|r| r.json(0)).transpose()
     }
 
     async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {

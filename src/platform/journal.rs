@@ -2,7 +2,8 @@
 //! out of its events to the connected SSE clients.
 //!
 //! Storage: `events` (sequence, event name, data), `journal_meta` (the confirmed
-//! sequence and the staged post-commit batch), `step_attempts`. Retention: the newest
+//! sequence and the staged post-commit batch), `step_attempts`, and the suspension
+//! context: `answers` (the first answer to each call) and `claims`. Retention: the newest
 //! [`RETAINED_EVENTS`] events; a client asking to resume from before them gets a
 //! `truncated` event first, then what is retained.
 //!
@@ -11,6 +12,7 @@
 
 use crate::chunk::StreamEvent;
 use crate::journal::{Journal, Recovery};
+use crate::store::{Answer, AnswerOutcome, StoreError, rows};
 use futures::channel::mpsc;
 use serde::Deserialize;
 use std::cell::{Cell, RefCell};
@@ -104,6 +106,11 @@ impl DoJournal {
         sql.exec(
             "CREATE TABLE IF NOT EXISTS claims (run_id TEXT NOT NULL, step INTEGER NOT NULL, \
              tool_call_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (run_id, step, tool_call_id))",
+            None,
+        )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS answers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, \
+             body TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id))",
             None,
         )?;
         let rows = query(&sql, "SELECT MAX(seq) FROM events", None)?;
@@ -403,6 +410,49 @@ impl Journal for DoJournal {
                 log_error("claim", e);
                 None
             }
+        }
+    }
+
+    fn answer(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        answer: &Answer,
+    ) -> Result<AnswerOutcome, StoreError> {
+        // Synchronous check-and-insert: no other request of this object runs in between.
+        if let Some(existing) = self.find_answer(session_id, tool_call_id)? {
+            return Ok(AnswerOutcome::AlreadyAnswered(existing));
+        }
+        let args = vec![
+            session_id.into(),
+            tool_call_id.into(),
+            rows::to_json(answer)?.into(),
+            SqlStorageValue::from(worker::Date::now().as_millis() as i64),
+        ];
+        self.sql
+            .exec(
+                "INSERT INTO answers (session_id, tool_call_id, body, created_at) VALUES (?, ?, ?, ?)",
+                args,
+            )
+            .map_err(|e| StoreError::Backend(format!("storing the answer: {e}")))?;
+        Ok(AnswerOutcome::Stored)
+    }
+
+    fn find_answer(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<Answer>, StoreError> {
+        let select = "SELECT body FROM answers WHERE session_id = ? AND tool_call_id = ?";
+        let rows = query(
+            &self.sql,
+            select,
+            Some(vec![session_id.into(), tool_call_id.into()]),
+        )
+        .map_err(|e| StoreError::Backend(format!("reading the answer: {e}")))?;
+        match rows.first().and_then(|r| text(r, 0)) {
+            Some(body) => rows::from_json(&body).map(Some),
+            None => Ok(None),
         }
     }
 }

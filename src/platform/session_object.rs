@@ -15,6 +15,7 @@ use crate::api::{
     ApiError, CheckpointView, CreateSessionBody, MessageBody, ReasonBody, RetryBody, RunView,
     SessionView, ToolResultBody, page, parse_body,
 };
+use crate::journal::Journal;
 use crate::runner::{
     CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, child_outcome,
 };
@@ -359,7 +360,8 @@ impl Inner {
             .pending
             .iter()
             .any(|p| p.deadline.is_some_and(|d| d <= now));
-        let answered = |call: &str| loaded.answers.iter().any(|(id, _)| id == call);
+        let Ok(journal) = self.journal() else { return };
+        let answered = |call: &str| matches!(journal.find_answer(id, call), Ok(Some(_)));
         let stalled = head.status == SessionStatus::Active
             && !runner.is_driving()
             && head

@@ -237,11 +237,7 @@ impl<S: Store> Runner<S> {
         call_id: &str,
         answer: Answer,
     ) -> Result<(), RunError> {
-        let standing = match self
-            .store
-            .answer(&live.head.id, call_id, answer.clone())
-            .await?
-        {
+        let standing = match self.journal.answer(&live.head.id, call_id, &answer)? {
             AnswerOutcome::Stored => answer,
             AnswerOutcome::AlreadyAnswered(existing) => existing,
         };

@@ -307,11 +307,17 @@ impl<S: Store> Runner<S> {
         } else {
             Vec::new()
         };
+        let mut answers = Vec::new();
+        for p in &loaded.head.pending {
+            if let Some(answer) = self.journal.find_answer(id, &p.tool_call_id)? {
+                answers.push((p.tool_call_id.clone(), answer));
+            }
+        }
         let live = Live {
             head: loaded.head,
             state: loaded.state,
             transcript,
-            answers: loaded.answers,
+            answers,
             interrupt: loaded.interrupt,
         };
         if recover && !self.recovered.replace(true) {

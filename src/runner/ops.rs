@@ -262,33 +262,42 @@ impl<S: Store> Runner<S> {
                 });
             }
         };
-        match self.store.answer(session_id, call_id, answer).await? {
+        match self.journal.answer(session_id, call_id, &answer)? {
             AnswerOutcome::Stored => Ok(Routed::Here),
             AnswerOutcome::AlreadyAnswered(_) => Err(RunError::AlreadyResolved(call_id.into())),
         }
     }
 
-    /// A call not pending here: pending in a descendant, answered before (here or in a
-    /// descendant), or unknown.
+    /// A call not pending here: pending in a descendant, answered before (here, or in a
+    /// descendant: its committed tool result), or unknown.
     async fn route(&self, live: &Live, call_id: &str) -> Result<Routed, RunError> {
         let calls = self.descendant_calls(&live.head).await?;
         if let Some((owner, _)) = calls.into_iter().find(|(_, p)| p.tool_call_id == call_id) {
             return Ok(Routed::Owner(owner));
         }
-        if self
-            .store
-            .find_answer(&live.head.id, call_id)
-            .await?
-            .is_some()
-        {
+        if self.journal.find_answer(&live.head.id, call_id)?.is_some() {
             return Err(RunError::AlreadyResolved(call_id.into()));
         }
+        // A descendant's answers live in its own object; once its call resolved, the
+        // result is in its transcript (an error path: read only here).
         for id in &self.descendants(&live.head.id).await? {
-            if self.store.find_answer(id, call_id).await?.is_some() {
+            if self.has_tool_result(id, call_id).await? {
                 return Err(RunError::AlreadyResolved(call_id.into()));
             }
         }
         Err(RunError::ToolCallNotFound(call_id.into()))
+    }
+
+    /// Whether session `id`'s transcript holds a result for call `call_id`.
+    async fn has_tool_result(&self, id: &str, call_id: &str) -> Result<bool, RunError> {
+        let Some(loaded) = self.store.load(id).await? else {
+            return Ok(false);
+        };
+        let count = loaded.head.message_count;
+        let messages = self.store.messages(id, 0, count).await?;
+        Ok(messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { tool_call_id, .. } if tool_call_id == call_id)))
     }
 
     /// Starts a new run in the session with a follow-up message.

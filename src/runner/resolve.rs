@@ -156,11 +156,7 @@ impl<S: Store> Runner<S> {
             .map(|p| p.tool_call_id.clone())
             .collect();
         for id in overdue {
-            let answer = match self
-                .store
-                .answer(&live.head.id, &id, Answer::Expired)
-                .await?
-            {
+            let answer = match self.journal.answer(&live.head.id, &id, &Answer::Expired)? {
                 AnswerOutcome::Stored => Answer::Expired,
                 // The client answered just in time: its answer stands.
                 AnswerOutcome::AlreadyAnswered(answer) => answer,

@@ -4,8 +4,8 @@
 //! can run inside a worker and report.
 
 use super::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, NewSession, PendingCall, PendingKind,
-    RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
+    CheckpointRecord, Commit, NewSession, PendingCall, PendingKind, RunRecord, SessionHead,
+    SessionStatus, StateChange, Store, StoreError,
 };
 use crate::chunk::RunStatus;
 use crate::message::Message;
@@ -131,10 +131,7 @@ async fn create_then_load_round_trips<S: Store>(store: &S, id: &str) -> Result<(
     );
     ensure!(l.head == head(id), "head did not round-trip: {:?}", l.head);
     ensure!(l.state == json!({"notes": []}), "state did not round-trip");
-    ensure!(
-        l.interrupt.is_none() && l.answers.is_empty(),
-        "a new session has no interrupt or answers"
-    );
+    ensure!(l.interrupt.is_none(), "a new session has no interrupt");
     let msgs = store.messages(id, 0, 10).await.map_err(e)?;
     ensure!(
         msgs == vec![Message::user("hello")],
@@ -299,7 +296,7 @@ async fn messages_paginate<S: Store>(store: &S, id: &str) -> Result<(), String> 
     Ok(())
 }
 
-async fn the_first_answer_wins<S: Store>(store: &S, id: &str) -> Result<(), String> {
+async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> Result<(), String> {
     store.create(new_session(id)).await.map_err(e)?;
     let mut h = loaded(store, id).await?.head;
     h.pending = vec![PendingCall {
@@ -307,11 +304,11 @@ async fn the_first_answer_wins<S: Store>(store: &S, id: &str) -> Result<(), Stri
         tool_name: "delete_file".into(),
         arguments: json!({"path": "/tmp/x"}),
         kind: PendingKind::Approval,
-        deadline: None,
+        deadline: Some(42),
         claimed_by: None,
     }];
     let commit = Commit {
-        head: h,
+        head: h.clone(),
         truncate_messages_to: None,
         messages: vec![],
         state: StateChange::None,
@@ -320,40 +317,11 @@ async fn the_first_answer_wins<S: Store>(store: &S, id: &str) -> Result<(), Stri
         subsessions: Vec::new(),
     };
     store.commit(id, 1, commit).await.map_err(e)?;
-    let yes = Answer::Approval {
-        approved: true,
-        reason: None,
-    };
-    let no = Answer::Approval {
-        approved: false,
-        reason: Some("no".into()),
-    };
-    let (a, b) = futures::join!(
-        store.answer(id, "c1", yes.clone()),
-        store.answer(id, "c1", no)
-    );
-    let (a, b) = (a.map_err(e)?, b.map_err(e)?);
-    ensure!(
-        a == AnswerOutcome::Stored,
-        "the first answer is stored, got {a:?}"
-    );
-    ensure!(
-        b == AnswerOutcome::AlreadyAnswered(yes.clone()),
-        "the second sees the first, got {b:?}"
-    );
     let l = loaded(store, id).await?;
     ensure!(
-        l.answers == vec![("c1".to_string(), yes.clone())],
-        "load returns pending answers: {:?}",
-        l.answers
-    );
-    ensure!(
-        store.find_answer(id, "c1").await.map_err(e)? == Some(yes),
-        "find_answer finds it"
-    );
-    ensure!(
-        store.find_answer(id, "c2").await.map_err(e)?.is_none(),
-        "no answer for an unknown call"
+        l.head.pending == h.pending,
+        "pending calls round-trip: {:?}",
+        l.head.pending
     );
     Ok(())
 }
@@ -467,11 +435,6 @@ async fn unknown_sessions_are_not_found<S: Store>(store: &S, id: &str) -> Result
         ),
         "commit: NotFound"
     );
-    let answer = store.answer(id, "c", Answer::Expired).await;
-    ensure!(
-        matches!(answer, Err(StoreError::NotFound(_))),
-        "answer: NotFound, got {answer:?}"
-    );
     ensure!(
         matches!(
             store.request_interrupt(id, None).await,
@@ -564,8 +527,8 @@ pub async fn run<S: Store>(store: &S, prefix: &str) -> Vec<CheckResult> {
             outcome: messages_paginate(store, &id("pages")).await,
         },
         CheckResult {
-            name: "the_first_answer_wins",
-            outcome: the_first_answer_wins(store, &id("answer")).await,
+            name: "pending_calls_round_trip",
+            outcome: pending_calls_round_trip(store, &id("pending")).await,
         },
         CheckResult {
             name: "an_interrupt_is_durable_until_a_commit_clears_it",

@@ -2,21 +2,19 @@
 //! checkpoint (fine in tests; the D1 backend stores state incrementally).
 
 use super::{
-    Answer, AnswerOutcome, CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded,
-    NewSession, RunRecord, SessionHead, StateChange, Store, StoreError, SubSession, join_children,
-    upsert_subsessions,
+    CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession, RunRecord,
+    SessionHead, StateChange, Store, StoreError, SubSession, join_children, upsert_subsessions,
 };
 use crate::message::Message;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
 struct Entry {
     head: SessionHead,
     state: Value,
     messages: Vec<Message>,
-    answers: BTreeMap<String, Answer>,
     interrupt: Option<InterruptRequest>,
     runs: Vec<RunRecord>,
     checkpoints: Vec<(CheckpointRecord, Value)>,
@@ -114,7 +112,6 @@ impl Store for MemoryStore {
                 head,
                 state: session.state,
                 messages: session.messages,
-                answers: BTreeMap::new(),
                 interrupt: None,
                 runs,
                 checkpoints,
@@ -130,16 +127,6 @@ impl Store for MemoryStore {
         Ok(sessions.get(id).map(|e| Loaded {
             head: e.head.clone(),
             state: e.state.clone(),
-            answers: e
-                .head
-                .pending
-                .iter()
-                .filter_map(|p| {
-                    e.answers
-                        .get(&p.tool_call_id)
-                        .map(|a| (p.tool_call_id.clone(), a.clone()))
-                })
-                .collect(),
             interrupt: e.interrupt.clone(),
         }))
     }
@@ -221,31 +208,6 @@ impl Store for MemoryStore {
             self.commits.set(self.commits.get() + 1);
             Ok(e.head.version)
         })
-    }
-
-    async fn answer(
-        &self,
-        id: &str,
-        tool_call_id: &str,
-        answer: Answer,
-    ) -> Result<AnswerOutcome, StoreError> {
-        self.io().await;
-        self.with(id, |e| match e.answers.get(tool_call_id) {
-            Some(existing) => Ok(AnswerOutcome::AlreadyAnswered(existing.clone())),
-            None => {
-                e.answers.insert(tool_call_id.into(), answer);
-                Ok(AnswerOutcome::Stored)
-            }
-        })
-    }
-
-    async fn find_answer(
-        &self,
-        id: &str,
-        tool_call_id: &str,
-    ) -> Result<Option<Answer>, StoreError> {
-        self.io().await;
-        self.with(id, |e| Ok(e.answers.get(tool_call_id).cloned()))
     }
 
     async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {

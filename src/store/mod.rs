@@ -7,8 +7,9 @@
 //! - `commit` is one atomic write guarded by the session version (compare-and-set): the
 //!   messages, the state change, the new head, the run and the checkpoint land together
 //!   or not at all, and a stale version is [`StoreError::Stale`], never an overwrite.
-//! - `answer` stores the first answer to a tool call and keeps it: later answers get
-//!   [`AnswerOutcome::AlreadyAnswered`].
+//!
+//! Answers to pending calls are not here: they are the suspension context, kept by the
+//! session's own object with its stream ([`crate::journal::Journal::answer`]).
 
 pub mod conformance;
 mod memory;
@@ -261,8 +262,6 @@ pub struct Loaded {
     pub head: SessionHead,
     /// The current state.
     pub state: Value,
-    /// Answers to the head's pending calls, by call id.
-    pub answers: Vec<(String, Answer)>,
     /// A requested interrupt not yet honoured.
     pub interrupt: Option<InterruptRequest>,
 }
@@ -400,16 +399,6 @@ pub trait Store {
         expected_version: u64,
         commit: Commit,
     ) -> Result<u64, StoreError>;
-    /// Stores the first answer to a call.
-    async fn answer(
-        &self,
-        id: &str,
-        tool_call_id: &str,
-        answer: Answer,
-    ) -> Result<AnswerOutcome, StoreError>;
-    /// The stored answer to a call, if any (pending or long resolved).
-    async fn find_answer(&self, id: &str, tool_call_id: &str)
-    -> Result<Option<Answer>, StoreError>;
     /// Requests an interrupt at the next step boundary.
     async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError>;
     /// All runs, oldest first.
@@ -473,12 +462,6 @@ macro_rules! forward_store {
             }
             async fn commit(&self, id: &str, expected_version: u64, commit: Commit) -> Result<u64, StoreError> {
                 (**self).commit(id, expected_version, commit).await
-            }
-            async fn answer(&self, id: &str, call: &str, answer: Answer) -> Result<AnswerOutcome, StoreError> {
-                (**self).answer(id, call, answer).await
-            }
-            async fn find_answer(&self, id: &str, call: &str) -> Result<Option<Answer>, StoreError> {
-                (**self).find_answer(id, call).await
             }
             async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
                 (**self).request_interrupt(id, reason).await

@@ -11,8 +11,8 @@
 //! session version and a transcript length; they copy neither.
 
 use super::{
-    Answer, CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession,
-    RunRecord, SessionHead, StateChange, StoreError, SubSession,
+    CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession, RunRecord,
+    SessionHead, StateChange, StoreError, SubSession,
 };
 use crate::message::Message;
 use crate::state::PatchOp;
@@ -120,8 +120,6 @@ pub const SELECT_HEAD: &str =
 /// Reads the state log from the newest snapshot on.
 pub const SELECT_STATE: &str = "SELECT kind, body FROM state_log WHERE session_id = ?1 AND version >= \
      (SELECT snapshot_version FROM sessions WHERE id = ?1) ORDER BY version";
-/// Reads every answer of the session.
-pub const SELECT_ANSWERS: &str = "SELECT tool_call_id, body FROM answers WHERE session_id = ?1";
 /// Reads the state log needed to rebuild the state at version `?2`.
 pub const SELECT_STATE_AT: &str = "SELECT kind, body FROM state_log WHERE session_id = ?1 AND version <= ?2 AND version >= \
      (SELECT MAX(version) FROM state_log WHERE session_id = ?1 AND kind = 'snapshot' AND version <= ?2) \
@@ -173,8 +171,6 @@ pub struct Image {
     pub snapshot_bytes: usize,
     /// Bytes of the patches after it.
     pub log_bytes: usize,
-    /// Every stored answer, by call id.
-    pub answers: BTreeMap<String, Answer>,
     /// The whole transcript, once it was read or written in full.
     pub messages: Option<Vec<Message>>,
 }
@@ -220,14 +216,12 @@ pub fn fold_state<'a>(
 }
 
 impl Image {
-    /// An image from the rows read by [`SELECT_HEAD`], [`SELECT_STATE`] and
-    /// [`SELECT_ANSWERS`].
+    /// An image from the rows read by [`SELECT_HEAD`] and [`SELECT_STATE`].
     pub fn from_rows<'a>(
         head: &str,
         interrupt: Option<&str>,
         snapshot_version: u64,
         state: impl IntoIterator<Item = StateRow<'a>>,
-        answers: impl IntoIterator<Item = (String, &'a str)>,
     ) -> Result<Self, StoreError> {
         let (state, snapshot_bytes, log_bytes) = fold_state(state)?;
         Ok(Self {
@@ -237,28 +231,15 @@ impl Image {
             snapshot_version,
             snapshot_bytes,
             log_bytes,
-            answers: answers
-                .into_iter()
-                .map(|(id, body)| Ok((id, from_json(body)?)))
-                .collect::<Result<_, StoreError>>()?,
             messages: None,
         })
     }
 
-    /// The session as the runner loads it: answers only for the pending calls.
+    /// The session as the runner loads it.
     pub fn loaded(&self) -> Loaded {
         Loaded {
             head: self.head.clone(),
             state: self.state.clone(),
-            answers: self
-                .head
-                .pending
-                .iter()
-                .filter_map(|p| {
-                    let answer = self.answers.get(&p.tool_call_id)?;
-                    Some((p.tool_call_id.clone(), answer.clone()))
-                })
-                .collect(),
             interrupt: self.interrupt.clone(),
         }
     }
@@ -363,7 +344,6 @@ pub fn plan_create(session: NewSession) -> Result<(Vec<Statement>, Image), Store
         snapshot_version: 1,
         snapshot_bytes,
         log_bytes: 0,
-        answers: BTreeMap::new(),
         messages: Some(session.messages),
     };
     Ok((batch, image))
@@ -627,29 +607,6 @@ impl super::Store for PlannedStore {
             super::upsert_subsessions(&mut p.subsessions, children);
             p.image.head.version
         })
-    }
-
-    async fn answer(
-        &self,
-        id: &str,
-        tool_call_id: &str,
-        answer: Answer,
-    ) -> Result<super::AnswerOutcome, StoreError> {
-        self.with(id, |p| match p.image.answers.get(tool_call_id) {
-            Some(existing) => super::AnswerOutcome::AlreadyAnswered(existing.clone()),
-            None => {
-                p.image.answers.insert(tool_call_id.into(), answer);
-                super::AnswerOutcome::Stored
-            }
-        })
-    }
-
-    async fn find_answer(
-        &self,
-        id: &str,
-        tool_call_id: &str,
-    ) -> Result<Option<Answer>, StoreError> {
-        self.with(id, |p| p.image.answers.get(tool_call_id).cloned())
     }
 
     async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {

@@ -34,12 +34,15 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
  * a POST with 503 "Your worker restarted mid-request" although the worker did not
  * restart (no reload in its log; it retries GETs itself), or drops the connection. Like
  * any HTTP client, the test sends the request again: a 409 then means the first attempt
- * had landed. Such re-sends are counted and reported (and bounded below). Every status
- * the worker gives must be the expected one.
+ * had landed. Such re-sends are counted and reported, and bounded below per POST (the
+ * unit the proxy drops: 1–8 % of them in runs on the development machine). Every status
+ * the worker gives must be the expected one, and the worker must log no failure.
  */
 let proxyDrops = 0;
+let posts = 0;
 async function post(path, body, token, landed) {
   let resent = false;
+  posts++;
   for (let attempt = 0; attempt < 5; attempt++) {
     const res = await api(worker, 'POST', path, body, token).catch(() => null);
     const dropped = res === null
@@ -114,9 +117,9 @@ test(`${CLIENTS} clients run approval cycles for ${SECONDS} s: no errors, every 
   t.diagnostic(`load: ${CLIENTS} clients, ${elapsed.toFixed(1)} s, ${latencies.length} cycles, `
     + `${(latencies.length / elapsed).toFixed(1)} cycles/s, cycle p50 ${percentile(latencies, 0.5).toFixed(0)} ms, `
     + `p95 ${percentile(latencies, 0.95).toFixed(0)} ms, max ${latencies.at(-1).toFixed(0)} ms, errors ${errors.length}, `
-    + `requests wrangler's proxy dropped and the test re-sent ${proxyDrops}`);
+    + `requests wrangler's proxy dropped and the test re-sent ${proxyDrops} (of ${posts} POSTs)`);
   assert.deepEqual(errors, [], 'no cycle failed');
-  assert.ok(proxyDrops < latencies.length / 10, `${proxyDrops} dropped requests in ${latencies.length} cycles`);
+  assert.ok(proxyDrops < posts / 10, `${proxyDrops} dropped requests in ${posts} POSTs`);
   assert.ok(latencies.length >= CLIENTS, 'every client completed cycles');
 
   // Every session: completed, one of each message, the tool ran once, a gap-free stream
@@ -139,5 +142,5 @@ test(`${CLIENTS} clients run approval cycles for ${SECONDS} s: no errors, every 
     }));
   }
   const log = readFileSync(worker.logPath, 'utf8');
-  assert.ok(!/"event":"run_failed"|panicked|RuntimeError/.test(log), 'the worker logged no failure');
+  assert.ok(!/"event":"(run_failed|request_failed)"|panicked|RuntimeError/.test(log), 'the worker logged no failure');
 });
