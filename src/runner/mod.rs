@@ -12,8 +12,9 @@
 //!
 //! Execution guarantees:
 //! - An approved call is claimed durably (in the journal, naming this runner's
-//!   instance) before it runs. A claim left by an instance that is gone is never run again: the call
-//!   resolves as `tool_interrupted`. So an approved tool runs at most once.
+//!   instance) before it runs. A claim left by an instance that is gone is never run
+//!   again: the call resolves as `tool_interrupted`. So an approved tool runs at most
+//!   once.
 //! - A step that did not commit is redone from the last commit; nothing committed is
 //!   redone, and the stream is told with `stream_resync`.
 //! - A step that keeps failing to commit (crashes) fails the run after
