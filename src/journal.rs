@@ -56,10 +56,16 @@ pub trait Journal {
     /// Records that `step` of `run_id` begins; returns how many times it has begun.
     fn begin_step(&self, run_id: &str, step: u32) -> u32;
     /// Claims call `tool_call_id`, pending at `step` of `run_id`, for runner `instance`
-    /// unless another instance claimed it first; returns the owner. `None`: the claim
-    /// could not be stored, so the call must not run now. A claim is durable before any
-    /// side effect of the tool can leave the object.
-    fn claim(&self, run_id: &str, step: u32, tool_call_id: &str, instance: &str) -> Option<String>;
+    /// unless another instance claimed it first; returns the owner. An error means the
+    /// claim could not be stored, so the call must not run now. A claim is durable before
+    /// any side effect of the tool can leave the object.
+    fn claim(
+        &self,
+        run_id: &str,
+        step: u32,
+        tool_call_id: &str,
+        instance: &str,
+    ) -> Result<String, StoreError>;
     /// Stores the first answer to call `tool_call_id` of session `session_id`.
     fn answer(
         &self,
@@ -164,10 +170,16 @@ impl Journal for MemoryJournal {
         *n
     }
 
-    fn claim(&self, run_id: &str, step: u32, tool_call_id: &str, instance: &str) -> Option<String> {
+    fn claim(
+        &self,
+        run_id: &str,
+        step: u32,
+        tool_call_id: &str,
+        instance: &str,
+    ) -> Result<String, StoreError> {
         let mut claims = self.claims.borrow_mut();
         let key = (run_id.into(), step, tool_call_id.into());
-        Some(claims.entry(key).or_insert_with(|| instance.into()).clone())
+        Ok(claims.entry(key).or_insert_with(|| instance.into()).clone())
     }
 
     fn answer(
@@ -224,8 +236,8 @@ mod tests {
     #[test]
     fn a_claim_is_never_taken_over() {
         let j = MemoryJournal::new();
-        assert_eq!(j.claim("run", 1, "c1", "p1").as_deref(), Some("p1"));
-        assert_eq!(j.claim("run", 1, "c1", "p2").as_deref(), Some("p1"));
-        assert_eq!(j.claim("run", 2, "c1", "p2").as_deref(), Some("p2"));
+        assert_eq!(j.claim("run", 1, "c1", "p1").as_deref(), Ok("p1"));
+        assert_eq!(j.claim("run", 1, "c1", "p2").as_deref(), Ok("p1"));
+        assert_eq!(j.claim("run", 2, "c1", "p2").as_deref(), Ok("p2"));
     }
 }

@@ -382,35 +382,34 @@ impl Journal for DoJournal {
         first_int(&rows).map_or(1, |n| n as u32)
     }
 
-    fn claim(&self, run_id: &str, step: u32, tool_call_id: &str, instance: &str) -> Option<String> {
+    fn claim(
+        &self,
+        run_id: &str,
+        step: u32,
+        tool_call_id: &str,
+        instance: &str,
+    ) -> Result<String, StoreError> {
         let key = || -> Vec<SqlStorageValue> {
-            vec![
-                run_id.into(),
-                SqlStorageValue::from(i64::from(step)),
-                tool_call_id.into(),
-            ]
+            vec![run_id.into(), i64::from(step).into(), tool_call_id.into()]
         };
+        // Synchronous check-and-insert, as for answers.
+        let select =
+            "SELECT instance FROM claims WHERE run_id = ? AND step = ? AND tool_call_id = ?";
+        let rows = query(&self.sql, select, Some(key()))
+            .map_err(|e| StoreError::Backend(format!("reading the claim: {e}")))?;
+        if let Some(owner) = rows.first().and_then(|r| text(r, 0)) {
+            return Ok(owner);
+        }
         let mut args = key();
         args.push(instance.into());
         // The output gate holds the tool's requests until this write is durable.
-        let insert = self.sql.exec(
-            "INSERT INTO claims (run_id, step, tool_call_id, instance) VALUES (?, ?, ?, ?) \
-             ON CONFLICT (run_id, step, tool_call_id) DO NOTHING",
-            args,
-        );
-        if let Err(e) = insert {
-            log_error("claim", e);
-            return None;
-        }
-        let select =
-            "SELECT instance FROM claims WHERE run_id = ? AND step = ? AND tool_call_id = ?";
-        match query(&self.sql, select, Some(key())) {
-            Ok(rows) => rows.first().and_then(|r| text(r, 0)),
-            Err(e) => {
-                log_error("claim", e);
-                None
-            }
-        }
+        self.sql
+            .exec(
+                "INSERT INTO claims (run_id, step, tool_call_id, instance) VALUES (?, ?, ?, ?)",
+                args,
+            )
+            .map_err(|e| StoreError::Backend(format!("storing the claim: {e}")))?;
+        Ok(instance.to_string())
     }
 
     fn answer(

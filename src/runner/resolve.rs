@@ -11,7 +11,7 @@ use crate::error::ToolError;
 use crate::host::LogValue::Num;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
-use crate::store::{Answer, AnswerOutcome, PendingKind, Store, StoreError};
+use crate::store::{Answer, AnswerOutcome, PendingKind, Store};
 use futures::future::join_all;
 use std::rc::Rc;
 
@@ -185,10 +185,9 @@ impl<S: Store> Runner<S> {
             if let Some(owner) = &p.claimed_by {
                 return Ok(owner == instance);
             }
-            let owner = self
-                .journal
-                .claim(&head.run.run_id, head.step_count, &p.tool_call_id, instance)
-                .ok_or_else(|| StoreError::Backend("the claim could not be stored".into()))?;
+            let owner =
+                self.journal
+                    .claim(&head.run.run_id, head.step_count, &p.tool_call_id, instance)?;
             Ok(owner == instance)
         };
         head.pending.iter().map(claim).collect()
