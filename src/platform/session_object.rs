@@ -590,7 +590,7 @@ impl Inner {
         id: &str,
         req: &Request,
     ) -> std::result::Result<Response, ApiError> {
-        let head = self.head(runner, id).await?;
+        let head = runner.head_for_stream(id).await?;
         let after_header = req.headers().get("last-event-id").ok().flatten();
         let after_query = query(req)
             .into_iter()

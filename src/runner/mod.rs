@@ -290,6 +290,14 @@ impl<S: Store> Runner<S> {
         self.load_with(id, !self.driving.get(), false).await
     }
 
+    /// The durable head, for a client about to read the stream. Like every request, the
+    /// first one after a restart brings the journal in line with it: a batch whose commit
+    /// landed just before the crash is released (a completed session gets its `end`
+    /// although no drive will run again), torn chunks get `stream_resync`.
+    pub async fn head_for_stream(&self, id: &str) -> Result<SessionHead, RunError> {
+        Ok(self.load(id).await?.head)
+    }
+
     async fn load_with(
         &self,
         id: &str,
