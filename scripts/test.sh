@@ -36,4 +36,6 @@ export HELIX_BUILD_FEATURES=test-routes
 bash scripts/build.sh
 
 step "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
-node --test --test-concurrency=1 tests/e2e/
+# --test-force-exit: a handle a failed test leaves open (a server, a socket) must not keep
+# the run alive; --test-timeout bounds any one test (the longest take about 90 s).
+node --test --test-concurrency=1 --test-force-exit --test-timeout=600000 tests/e2e/

@@ -23,19 +23,24 @@ export async function api(worker, method, path, body, token = API_TOKEN) {
 /** A mock model and a worker pointed at it. */
 export async function startWithMock(vars = {}, persistDir) {
   const llm = await startMockLlm();
-  const worker = await startWorker({
-    persistDir,
-    vars: {
-      API_TOKEN,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: llm.url,
-      LLM_API_KEY: 'test-key',
-      LLM_MAX_RETRIES: '2',
-      ASK_USER_DEADLINE_MS: '300000',
-      ...vars,
-    },
-  });
-  return { llm, worker };
+  try {
+    const worker = await startWorker({
+      persistDir,
+      vars: {
+        API_TOKEN,
+        LLM_PROVIDER: 'openai',
+        LLM_BASE_URL: llm.url,
+        LLM_API_KEY: 'test-key',
+        LLM_MAX_RETRIES: '2',
+        ASK_USER_DEADLINE_MS: '300000',
+        ...vars,
+      },
+    });
+    return { llm, worker };
+  } catch (err) {
+    await llm.close(); // an open server would keep the test process alive forever
+    throw err;
+  }
 }
 
 /** Polls GET /v1/sessions/{id} until `pred(session)` holds. */

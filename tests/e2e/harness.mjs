@@ -6,7 +6,7 @@
 // [build] step then finds it up to date and starts in seconds.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WRANGLER = process.env.WRANGLER ?? join(ROOT, 'node_modules', '.bin', 'wrangler');
 const E2E_DIR = join(ROOT, '.e2e');
 const START_TIMEOUT_MS = 90_000;
+const START_ATTEMPTS = 3;
 
 /** Every vars key of SPEC §6, so that a developer's .dev.vars never leaks into a test. */
 const DEFAULT_VARS = {
@@ -87,10 +88,24 @@ export async function startWorker({ persistDir, vars = {}, migrate = true } = {}
   if (migrated && migrated.status !== 0) {
     throw new Error(`d1 migrations apply failed:\n${migrated.stdout}\n${migrated.stderr}`);
   }
+  const allVars = { ...DEFAULT_VARS, ...vars };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(persistDir, allVars);
+    } catch (err) {
+      // A free port found here can be taken by another process before workerd binds it;
+      // wrangler then exits. That is the machine, not the worker: try other ports.
+      if (!(err instanceof PortTaken) || attempt === START_ATTEMPTS) throw err;
+      console.error(`# ${err.message}; starting again on other ports`);
+    }
+  }
+}
 
+class PortTaken extends Error {}
+
+async function launch(persistDir, allVars) {
   const port = await freePort();
   const inspectorPort = await freePort();
-  const allVars = { ...DEFAULT_VARS, ...vars };
   const args = [
     'dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspectorPort),
     '--persist-to', persistDir, '--show-interactive-dev-session=false',
@@ -105,6 +120,7 @@ export async function startWorker({ persistDir, vars = {}, migrate = true } = {}
     // The [build] step must keep the test build (with the test-only routes).
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', HELIX_BUILD_FEATURES: 'test-routes' },
   });
+  closeSync(log);
   running.add(child);
   const exited = new Promise((resolve) => child.once('exit', resolve));
 
@@ -138,18 +154,25 @@ export async function startWorker({ persistDir, vars = {}, migrate = true } = {}
     },
   };
 
+  // Only ask once wrangler says it is listening: a connection attempt to a port nobody
+  // listens on yet can be given that very port as its own source port by the kernel
+  // (a TCP self-connect), which then holds it and makes workerd's bind fail.
   const deadline = Date.now() + START_TIMEOUT_MS;
   let early = false;
   exited.then(() => { early = true; });
   while (Date.now() < deadline && !early) {
-    try {
-      const res = await fetch(`${baseUrl}/healthz`);
-      if (res.ok && settled(readFileSync(logPath, 'utf8'))) return worker;
-    } catch {
-      // Not listening yet.
+    if (settled(readFileSync(logPath, 'utf8'))) {
+      try {
+        const res = await fetch(`${baseUrl}/healthz`);
+        if (res.ok) return worker;
+      } catch {
+        // Not answering yet.
+      }
     }
     await new Promise((r) => setTimeout(r, 200));
   }
   await worker.stop();
-  throw new Error(`wrangler dev did not answer /healthz; log ${logPath}:\n${readFileSync(logPath, 'utf8').slice(-4000)}`);
+  const tail = readFileSync(logPath, 'utf8').slice(-4000);
+  if (early && tail.includes('Address already in use')) throw new PortTaken(`port ${port} or ${inspectorPort} was taken`);
+  throw new Error(`wrangler dev did not answer /healthz; log ${logPath}:\n${tail}`);
 }
