@@ -9,7 +9,7 @@ use common::*;
 use helix_edge::chunk::{ChunkBody, StreamEvent};
 use helix_edge::error::ProviderError;
 use helix_edge::message::Message;
-use helix_edge::runner::{Progress, RunError, Submission};
+use helix_edge::runner::{Progress, RunError, Runner, Submission};
 use helix_edge::store::{
     CheckpointRecord, Commit, Loaded, MemoryStore, NewSession, RunRecord, SessionStatus, Store,
     StoreError,
@@ -27,6 +27,17 @@ fn resyncs(w: &World) -> Vec<u64> {
         .into_iter()
         .filter_map(|c| match c {
             ChunkBody::StreamResync { from_sequence, .. } => Some(from_sequence),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every text delta streamed so far, joined.
+fn streamed_text(w: &World) -> String {
+    w.chunks()
+        .into_iter()
+        .filter_map(|c| match c {
+            ChunkBody::TextDelta { delta } => Some(delta),
             _ => None,
         })
         .collect()
@@ -221,8 +232,11 @@ fn a_crash_right_after_a_commit_loses_no_stream_event_and_invents_none() {
         w.host.clone(),
         RunnerConfig::new("p1"),
     );
+    // Step 2's model call goes out with step 1's commit, so the dying process makes it
+    // too (its answer is lost with the process): two answers for step 2.
     w.model
         .calls(vec![w.model.call("add_note", json!({"text": "durable"}))])
+        .text("lost")
         .text("ok");
     w.create(&w.runner("p0"), "tester", "x");
     let out = run_until_stalled(r1.drive(SESSION, 100));
@@ -248,7 +262,15 @@ fn a_crash_right_after_a_commit_loses_no_stream_event_and_invents_none() {
             .count(),
         1
     );
-    assert_eq!(w.model.seen().len(), 2, "the committed step was not redone");
+    let seen = w.model.seen();
+    let step1 = seen.iter().filter(|s| s.messages.len() == 1).count();
+    assert_eq!(step1, 1, "the committed step was not redone");
+    assert_eq!(seen.len(), 3, "only the uncommitted step 2 was");
+    assert_eq!(
+        streamed_text(&w),
+        "ok",
+        "the dead process's uncommitted answer never reached the stream"
+    );
     assert_consistent(&w, &initial());
 }
 
@@ -452,5 +474,141 @@ fn a_rival_write_in_the_same_process_never_steals_another_commits_events() {
         .filter(|c| matches!(c, ChunkBody::RunStarted { .. }))
         .count();
     assert_eq!(starts, 1);
+    assert_consistent(&w, &initial());
+}
+
+/// A store that records how many model calls were made by the time each commit landed,
+/// and can refuse one commit (by new version) after a round trip, as D1 might.
+struct Watching {
+    inner: Rc<MemoryStore>,
+    model: Rc<helix_edge::scripted::ScriptedModel>,
+    calls_when_landed: std::cell::RefCell<Vec<(u64, usize)>>,
+    refuse_version: Cell<u64>,
+}
+
+impl Store for Watching {
+    async fn create(&self, s: NewSession) -> Result<(), StoreError> {
+        self.inner.create(s).await
+    }
+    async fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError> {
+        self.inner.load(id).await
+    }
+    async fn messages(&self, id: &str, o: u64, l: u64) -> Result<Vec<Message>, StoreError> {
+        self.inner.messages(id, o, l).await
+    }
+    async fn commit(&self, id: &str, v: u64, c: Commit) -> Result<u64, StoreError> {
+        if v + 1 == self.refuse_version.replace(0) {
+            yield_now().await;
+            return Err(StoreError::Backend(
+                "injected: the write did not go through".into(),
+            ));
+        }
+        let out = self.inner.commit(id, v, c).await?;
+        let calls = self.model.seen().len();
+        self.calls_when_landed.borrow_mut().push((out, calls));
+        Ok(out)
+    }
+    async fn request_interrupt(&self, id: &str, r: Option<String>) -> Result<(), StoreError> {
+        self.inner.request_interrupt(id, r).await
+    }
+    async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
+        self.inner.runs(id).await
+    }
+    async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+        self.inner.checkpoints(id).await
+    }
+    async fn checkpoint_state(
+        &self,
+        id: &str,
+        c: &str,
+    ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
+        self.inner.checkpoint_state(id, c).await
+    }
+    async fn subsessions(
+        &self,
+        id: &str,
+    ) -> Result<Vec<helix_edge::store::ChildSession>, StoreError> {
+        self.inner.subsessions(id).await
+    }
+}
+
+fn watching_runner(w: &World, refuse_version: u64) -> (Runner<Rc<Watching>>, Rc<Watching>) {
+    use helix_edge::model::OneModel;
+    use helix_edge::runner::RunnerConfig;
+    let store = Watching {
+        inner: w.store.clone(),
+        model: w.model.clone(),
+        calls_when_landed: Default::default(),
+        refuse_version: Cell::new(refuse_version),
+    };
+    let store = Rc::new(store);
+    let runner = Runner::new(
+        store.clone(),
+        w.agents.clone(),
+        Rc::new(OneModel(w.model.clone())),
+        w.journal.clone(),
+        w.host.clone(),
+        RunnerConfig::new("p1"),
+    );
+    (runner, store)
+}
+
+#[test]
+fn a_step_commit_goes_out_with_the_next_model_call_and_the_stream_keeps_its_order() {
+    let w = World::new();
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "a"}))])
+        .text("done");
+    w.create(&w.runner("p0"), "tester", "x");
+    let (runner, store) = watching_runner(&w, 0);
+    let progress = block(runner.drive(SESSION, 100)).unwrap();
+    assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        store.calls_when_landed.borrow().as_slice(),
+        [(2, 2), (3, 2)],
+        "step 2's model call was out before step 1's commit landed"
+    );
+    let committed = seq_of(&w, |c| matches!(c, ChunkBody::StepCommitted { .. }));
+    let answer = seq_of(&w, |c| matches!(c, ChunkBody::TextDelta { .. }));
+    assert!(
+        committed < answer,
+        "step 2's deltas follow step 1's batch ({committed} < {answer})"
+    );
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_commit_that_fails_drops_the_model_answer_that_went_out_with_it() {
+    let w = World::new();
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "a"}))])
+        .text("lost")
+        .calls(vec![w.model.call("add_note", json!({"text": "a"}))])
+        .text("kept");
+    w.create(&w.runner("p0"), "tester", "x");
+    let (runner, _) = watching_runner(&w, 2);
+    let failed = block(runner.drive(SESSION, 100));
+    assert!(
+        matches!(failed, Err(RunError::Store(StoreError::Backend(_)))),
+        "{failed:?}"
+    );
+    assert_eq!(
+        w.model.seen().len(),
+        2,
+        "step 2's call went out with the commit"
+    );
+    assert_eq!(w.session().head.version, 1, "nothing landed");
+    let shown = |text: &str| streamed_text(&w).contains(text);
+    assert!(
+        !shown("lost"),
+        "an answer to a transcript that never landed"
+    );
+
+    // The same runner goes on from durable state: step 1 again, then step 2.
+    let progress = block(runner.drive(SESSION, 100)).unwrap();
+    assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
+    assert!(shown("kept") && !shown("lost"), "{:?}", w.chunks());
+    assert_eq!(w.model.seen().len(), 4);
+    assert_eq!(w.session().head.step_count, 2);
     assert_consistent(&w, &initial());
 }

@@ -174,6 +174,31 @@ pub(crate) struct Live {
     pub transcript: Vec<Message>,
     pub answers: Vec<(String, Answer)>,
     pub interrupt: Option<InterruptRequest>,
+    /// A commit `live` already shows that has not landed yet (see [`Ahead`]).
+    pub ahead: Option<Ahead>,
+}
+
+/// A step commit that goes out together with the next model call instead of before it:
+/// the model does not need it to have landed, only to be in its prompt. `live` shows it
+/// at once; the stream holds the model's deltas back until it lands, so they still
+/// follow its batch; if it fails, `live` goes back to `prior` and the model's answer is
+/// dropped. Anything else the drive does waits for it to land first
+/// ([`Runner::settle`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Ahead {
+    commit_id: String,
+    expected: u64,
+    commit: Commit,
+    kept: Kept,
+}
+
+/// What [`Ahead`] keeps while its commit is out.
+#[derive(Debug, Clone)]
+pub(crate) struct Kept {
+    prior: SessionHead,
+    prior_len: usize,
+    /// The step it closes, logged as `step_committed` once it lands.
+    step: Option<u32>,
 }
 
 impl Live {
@@ -328,6 +353,7 @@ impl<S: Store> Runner<S> {
             transcript,
             answers,
             interrupt: loaded.interrupt,
+            ahead: None,
         };
         if recover && !self.recovered.replace(true) {
             self.resync(&live);
@@ -360,20 +386,16 @@ impl<S: Store> Runner<S> {
         commit: Commit,
         post: Vec<crate::chunk::StreamEvent>,
     ) -> Result<(), RunError> {
-        let commit_id = self.host.new_id("commit");
+        let commit_id = self.stage(&live.head, post);
         let mut commit = commit;
         commit.head.commit_id = commit_id.clone();
-        self.journal.stage(&commit_id, live.head.version + 1, post);
         let head = commit.head.clone();
         let messages = commit.messages.clone();
         let truncate = commit.truncate_messages_to;
         let clears_interrupt = commit.clear_interrupt;
-        let result = self
-            .store
-            .commit(&live.head.id, live.head.version, commit)
-            .await;
-        let version = result.inspect_err(|_| self.journal.discard(&commit_id))?;
-        self.journal.release(&commit_id);
+        let version = self
+            .land(&live.head.id, &commit_id, live.head.version, commit)
+            .await?;
         live.head = head;
         live.head.version = version;
         if let Some(n) = truncate {
@@ -384,6 +406,115 @@ impl<S: Store> Runner<S> {
             live.interrupt = None;
         }
         Ok(())
+    }
+
+    /// Stages `post` under a new commit id for the commit after `head`.
+    fn stage(&self, head: &SessionHead, post: Vec<crate::chunk::StreamEvent>) -> String {
+        let commit_id = self.host.new_id("commit");
+        self.journal.stage(&commit_id, head.version + 1, post);
+        commit_id
+    }
+
+    /// Sends a staged commit; its batch is released if it lands, dropped if not.
+    async fn land(
+        &self,
+        id: &str,
+        commit_id: &str,
+        expected: u64,
+        commit: Commit,
+    ) -> Result<u64, RunError> {
+        let result = self.store.commit(id, expected, commit).await;
+        let version = result.inspect_err(|_| self.journal.discard(commit_id))?;
+        self.journal.release(commit_id);
+        Ok(version)
+    }
+
+    /// Stages `commit` (which only appends messages) and shows it in `live` at once; it
+    /// goes out with the next model call, or when [`settle`](Self::settle)d.
+    fn send_ahead(
+        &self,
+        live: &mut Live,
+        mut commit: Commit,
+        post: Vec<crate::chunk::StreamEvent>,
+        step: Option<u32>,
+    ) {
+        let commit_id = self.stage(&live.head, post);
+        commit.head.commit_id = commit_id.clone();
+        let expected = live.head.version;
+        let mut head = commit.head.clone();
+        head.version = expected + 1;
+        let prior = std::mem::replace(&mut live.head, head);
+        let prior_len = live.transcript.len();
+        live.transcript.extend(commit.messages.iter().cloned());
+        let kept = Kept {
+            prior,
+            prior_len,
+            step,
+        };
+        live.ahead = Some(Ahead {
+            commit_id,
+            expected,
+            commit,
+            kept,
+        });
+    }
+
+    /// Sends the commit sent ahead and waits for it to land; returns how it ended with
+    /// what [`landed`](Self::landed) needs.
+    pub(crate) async fn land_ahead(&self, id: &str, ahead: Ahead) -> (Result<u64, RunError>, Kept) {
+        let Ahead {
+            commit_id,
+            expected,
+            commit,
+            kept,
+        } = ahead;
+        (self.land(id, &commit_id, expected, commit).await, kept)
+    }
+
+    /// Brings `live` in line with how the commit sent ahead ended: durable at its
+    /// version, or back where it was before it.
+    pub(crate) fn landed(
+        &self,
+        live: &mut Live,
+        kept: Kept,
+        landed: Result<u64, RunError>,
+    ) -> Result<(), RunError> {
+        match landed {
+            Ok(version) => {
+                live.head.version = version;
+                if let Some(step) = kept.step {
+                    let fields = [
+                        ("step", LogValue::Num(step.into())),
+                        ("pending", LogValue::Num(0)),
+                        ("code", LogValue::Null),
+                    ];
+                    self.log(live, "step_committed", &fields);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                live.head = kept.prior;
+                live.transcript.truncate(kept.prior_len);
+                Err(e)
+            }
+        }
+    }
+
+    /// Lands the commit sent ahead, if any: afterwards `live` is durable.
+    pub(crate) async fn settle(&self, live: &mut Live) -> Result<(), RunError> {
+        let Some(ahead) = live.ahead.take() else {
+            return Ok(());
+        };
+        let (landed, kept) = self.land_ahead(&live.head.id, ahead).await;
+        self.landed(live, kept, landed)
+    }
+
+    /// Drops the commit sent ahead without sending it (the run was aborted).
+    fn drop_ahead(&self, live: &mut Live) {
+        if let Some(ahead) = live.ahead.take() {
+            self.journal.discard(&ahead.commit_id);
+            self.landed(live, ahead.kept, Err(RunError::Aborted)).ok();
+        }
     }
 
     /// Does the session's pending work, up to `max_steps` model steps: resolves answered
@@ -434,12 +565,25 @@ impl<S: Store> Runner<S> {
         steps: &mut u32,
         max_steps: u32,
     ) -> Result<Option<Progress>, RunError> {
-        self.ensure_not_aborted()?;
-        if live.head.status != SessionStatus::Active {
-            return Ok(Some(Progress::Idle(live.head.status)));
+        if self.abort.borrow().is_aborted() {
+            // The abort is being committed by `abort`: nothing more goes out.
+            self.drop_ahead(live);
+            return Err(RunError::Aborted);
         }
         if live.interrupt.is_none() {
             live.interrupt = self.interrupt_requested.borrow().clone();
+        }
+        let step_next = live.head.status == SessionStatus::Active
+            && live.interrupt.is_none()
+            && live.head.pending.is_empty()
+            && live.head.run.step_count < agent.max_steps()
+            && *steps < max_steps;
+        if !step_next {
+            // Only a model call goes out together with the commit sent ahead.
+            self.settle(live).await?;
+        }
+        if live.head.status != SessionStatus::Active {
+            return Ok(Some(Progress::Idle(live.head.status)));
         }
         if let Some(request) = live.interrupt.clone() {
             self.commit_interrupted(live, request).await?;
@@ -474,6 +618,7 @@ impl<S: Store> Runner<S> {
                 ),
                 retryable: true,
             };
+            self.settle(live).await?;
             self.fail_run(live, error).await?;
             return Ok(Some(Progress::Idle(SessionStatus::Failed)));
         }

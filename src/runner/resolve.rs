@@ -140,7 +140,8 @@ impl<S: Store> Runner<S> {
         let (mut commit, post) =
             self.checkpointed_commit(head, messages, state_ops, "active", &emitter);
         commit.subsessions = children;
-        self.commit(live, commit, post).await?;
+        // The results go out with the next model call (or land before anything else).
+        self.send_ahead(live, commit, post, None);
         Ok(None)
     }
 

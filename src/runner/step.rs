@@ -2,7 +2,8 @@
 //! plan the tool calls, run them — phase 1: regular calls in parallel; phase 2:
 //! `finish_with` calls in order, seeing phase 1's writes — and commit the assistant
 //! message, the results, the merged state writes, the run bookkeeping and a checkpoint
-//! in one write. Approval-gated and client calls become durable pending calls.
+//! in one write. Approval-gated and client calls become durable pending calls. When the
+//! run goes on, that write goes out together with the next model call ([`super::Ahead`]).
 
 use super::children::{child_session_id, subsession};
 use super::emit::Emitter;
@@ -19,8 +20,9 @@ use crate::store::{
     CheckpointRecord, Commit, PendingCall, PendingKind, SessionHead, SessionStatus, StateChange,
     Store,
 };
-use futures::future::join_all;
+use futures::future::{join_all, try_join};
 use serde_json::{Map, Value, json};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
@@ -140,8 +142,12 @@ impl<S: Store> Runner<S> {
         let emitter = self.emitter(&live.head, Some(step));
         let model = match self.models.model_for(agent) {
             Ok(model) => model,
-            Err(e) => return self.fail_run(live, ErrorInfo::of(&e)).await,
+            Err(e) => {
+                self.settle(live).await?;
+                return self.fail_run(live, ErrorInfo::of(&e)).await;
+            }
         };
+        let ahead = live.ahead.take();
         let request = ModelRequest {
             system: agent.system_prompt(&live.state),
             messages: &live.transcript,
@@ -149,7 +155,7 @@ impl<S: Store> Runner<S> {
             settings: agent.model(),
             abort: self.abort.borrow().clone(),
         };
-        let mut on_delta = |delta: Delta| {
+        let show = |delta: Delta| {
             emitter.chunk(match delta {
                 Delta::Text(delta) => ChunkBody::TextDelta { delta },
                 Delta::Thinking {
@@ -161,8 +167,39 @@ impl<S: Store> Runner<S> {
                 },
             });
         };
+        // Deltas wait while the previous step's commit is out, to follow its batch.
+        let held = RefCell::new(ahead.as_ref().map(|_| Vec::new()));
+        let mut on_delta = |delta: Delta| match held.borrow_mut().as_mut() {
+            Some(waiting) => waiting.push(delta),
+            None => show(delta),
+        };
         let started = self.host.now_ms();
-        let result = model.generate(request, &mut on_delta).await;
+        let result = match ahead {
+            None => model.generate(request, &mut on_delta).await,
+            Some(ahead) => {
+                // The commit is polled first: one refused before it is sent (too large)
+                // stops the model call from going out at all, and one that fails later
+                // cancels it. The model's answer is only good for a durable transcript.
+                let land = async {
+                    match self.land_ahead(&live.head.id, ahead).await {
+                        (Ok(version), kept) => {
+                            let waiting = held.borrow_mut().take();
+                            waiting.into_iter().flatten().for_each(show);
+                            Ok((version, kept))
+                        }
+                        (Err(e), kept) => Err((e, kept)),
+                    }
+                };
+                let generate = async { Ok(model.generate(request, &mut on_delta).await) };
+                match try_join(land, generate).await {
+                    Ok(((version, kept), result)) => {
+                        self.landed(live, kept, Ok(version))?;
+                        result
+                    }
+                    Err((e, kept)) => return self.landed(live, kept, Err(e)),
+                }
+            }
+        };
         let ms = self.host.now_ms().saturating_sub(started);
         let turn = match result {
             Ok(turn) => turn,
@@ -470,6 +507,11 @@ impl<S: Store> Runner<S> {
             self.checkpointed_commit(head, messages, state_ops, status, emitter);
         commit.subsessions = children;
         events.extend(post);
+        if status == "active" {
+            // The run goes on: the commit goes out with the next model call.
+            self.send_ahead(live, commit, events, Some(step));
+            return Ok(());
+        }
         self.commit(live, commit, events).await?;
         let event = match (live.head.status, &suspended) {
             (_, Some(_)) => "run_suspended",
