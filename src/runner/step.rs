@@ -174,31 +174,31 @@ impl<S: Store> Runner<S> {
             None => show(delta),
         };
         let started = self.host.now_ms();
-        let result = match ahead {
-            None => model.generate(request, &mut on_delta).await,
-            Some(ahead) => {
-                // The commit is polled first: one refused before it is sent (too large)
-                // stops the model call from going out at all, and one that fails later
-                // cancels it. The model's answer is only good for a durable transcript.
-                let land = async {
-                    match self.land_ahead(&live.head.id, ahead).await {
-                        (Ok(version), kept) => {
-                            let waiting = held.borrow_mut().take();
-                            waiting.into_iter().flatten().for_each(show);
-                            Ok((version, kept))
-                        }
-                        (Err(e), kept) => Err((e, kept)),
-                    }
-                };
-                let generate = async { Ok(model.generate(request, &mut on_delta).await) };
-                match try_join(land, generate).await {
-                    Ok(((version, kept), result)) => {
-                        self.landed(live, kept, Ok(version))?;
-                        result
-                    }
-                    Err((e, kept)) => return self.landed(live, kept, Err(e)),
+        // The commit is polled first: one refused before it is sent (too large) stops the
+        // model call from going out at all, and one that fails later cancels it. The
+        // model's answer is only good for a durable transcript.
+        let land = async {
+            let Some(ahead) = ahead else {
+                return Ok(None);
+            };
+            match self.land_ahead(&live.head.id, ahead).await {
+                (Ok(version), kept) => {
+                    let waiting = held.borrow_mut().take();
+                    waiting.into_iter().flatten().for_each(show);
+                    Ok(Some((version, kept)))
                 }
+                (Err(e), kept) => Err((e, kept)),
             }
+        };
+        let generate = async { Ok(model.generate(request, &mut on_delta).await) };
+        let result = match try_join(land, generate).await {
+            Ok((landed, result)) => {
+                if let Some((version, kept)) = landed {
+                    self.landed(live, kept, Ok(version))?;
+                }
+                result
+            }
+            Err((e, kept)) => return self.landed(live, kept, Err(e)),
         };
         let ms = self.host.now_ms().saturating_sub(started);
         let turn = match result {
