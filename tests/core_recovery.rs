@@ -167,71 +167,11 @@ fn an_approved_call_claimed_by_a_dead_process_is_never_run_again() {
     assert_consistent(&w, &initial());
 }
 
-/// A store whose process dies right after a chosen commit lands (before the runner
-/// hears back), to test the window between the commit and the stream.
-struct DiesAfterCommit {
-    inner: Rc<MemoryStore>,
-    die_at_version: Cell<u64>,
-}
-
-impl Store for DiesAfterCommit {
-    async fn create(&self, s: NewSession) -> Result<(), StoreError> {
-        self.inner.create(s).await
-    }
-    async fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError> {
-        self.inner.load(id).await
-    }
-    async fn messages(&self, id: &str, o: u64, l: u64) -> Result<Vec<Message>, StoreError> {
-        self.inner.messages(id, o, l).await
-    }
-    async fn commit(&self, id: &str, v: u64, c: Commit) -> Result<u64, StoreError> {
-        let out = self.inner.commit(id, v, c).await?;
-        if out == self.die_at_version.get() {
-            futures::future::pending::<()>().await;
-        }
-        Ok(out)
-    }
-    async fn request_interrupt(&self, id: &str, r: Option<String>) -> Result<(), StoreError> {
-        self.inner.request_interrupt(id, r).await
-    }
-    async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
-        self.inner.runs(id).await
-    }
-    async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
-        self.inner.checkpoints(id).await
-    }
-    async fn checkpoint_state(
-        &self,
-        id: &str,
-        c: &str,
-    ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
-        self.inner.checkpoint_state(id, c).await
-    }
-    async fn subsessions(
-        &self,
-        id: &str,
-    ) -> Result<Vec<helix_edge::store::ChildSession>, StoreError> {
-        self.inner.subsessions(id).await
-    }
-}
-
 #[test]
 fn a_crash_right_after_a_commit_loses_no_stream_event_and_invents_none() {
-    use helix_edge::model::OneModel;
-    use helix_edge::runner::{Runner, RunnerConfig};
     let w = World::new();
-    let dying = DiesAfterCommit {
-        inner: w.store.clone(),
-        die_at_version: Cell::new(2),
-    };
-    let r1 = Runner::new(
-        dying,
-        w.agents.clone(),
-        Rc::new(OneModel(w.model.clone())),
-        w.journal.clone(),
-        w.host.clone(),
-        RunnerConfig::new("p1"),
-    );
+    let (r1, dying) = watching_runner(&w, 0);
+    dying.die_at_version.set(2);
     // Step 2's model call goes out with step 1's commit, so the dying process makes it
     // too (its answer is lost with the process): two answers for step 2.
     w.model
@@ -478,12 +418,15 @@ fn a_rival_write_in_the_same_process_never_steals_another_commits_events() {
 }
 
 /// A store that records how many model calls were made by the time each commit landed,
-/// and can refuse one commit (by new version) after a round trip, as D1 might.
+/// can refuse one commit (by new version) after a round trip, as D1 might, and can die
+/// right after a chosen commit lands (before the runner hears back), to test the window
+/// between the commit and the stream.
 struct Watching {
     inner: Rc<MemoryStore>,
     model: Rc<helix_edge::scripted::ScriptedModel>,
     calls_when_landed: std::cell::RefCell<Vec<(u64, usize)>>,
     refuse_version: Cell<u64>,
+    die_at_version: Cell<u64>,
 }
 
 impl Store for Watching {
@@ -506,6 +449,9 @@ impl Store for Watching {
         let out = self.inner.commit(id, v, c).await?;
         let calls = self.model.seen().len();
         self.calls_when_landed.borrow_mut().push((out, calls));
+        if out == self.die_at_version.get() {
+            futures::future::pending::<()>().await;
+        }
         Ok(out)
     }
     async fn request_interrupt(&self, id: &str, r: Option<String>) -> Result<(), StoreError> {
@@ -540,6 +486,7 @@ fn watching_runner(w: &World, refuse_version: u64) -> (Runner<Rc<Watching>>, Rc<
         model: w.model.clone(),
         calls_when_landed: Default::default(),
         refuse_version: Cell::new(refuse_version),
+        die_at_version: Cell::new(0),
     };
     let store = Rc::new(store);
     let runner = Runner::new(
