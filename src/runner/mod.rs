@@ -181,8 +181,8 @@ pub(crate) struct Live {
 /// A step commit that goes out together with the next model call instead of before it:
 /// the model does not need it to have landed, only to be in its prompt. `live` shows it
 /// at once; the stream holds the model's deltas back until it lands, so they still
-/// follow its batch; if it fails, `live` goes back to what it showed before and the model's answer is
-/// dropped. Anything else the drive does waits for it to land first
+/// follow its batch; if it fails, `live` goes back to what it showed before and the
+/// model's answer is dropped. Anything else the drive does waits for it to land first
 /// ([`Runner::settle`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Ahead {
