@@ -40,6 +40,8 @@ const GUARD_MS: u64 = 15_000;
 const RETRY_MS: u64 = 5_000;
 /// Chunks per relay request from a child to its parent.
 const RELAY_BATCH: u64 = 500;
+/// Most SSE frames sent to a client in one chunk.
+const FRAMES_PER_CHUNK: usize = 64;
 /// Heartbeat interval of SSE streams (SPEC: at least every 15 s); `SSE_PING_MS` overrides.
 const PING_EVERY_MS: u64 = 15_000;
 
@@ -399,20 +401,11 @@ impl Inner {
         let elapsed = Date::now().as_millis().saturating_sub(started);
         let reported = self.report_to_parent(&runner, id).await;
         let next = match &progress {
+            // The runner logged how the run stands (`run_suspended`, `run_completed`, ...).
             Ok(Progress::Suspended { next_deadline }) => {
-                log(
-                    "drive",
-                    json!({ "session": id, "outcome": "suspended", "ms": elapsed }),
-                );
                 next_deadline.map(|d| d.saturating_sub(now).max(1))
             }
-            Ok(Progress::Idle(status)) => {
-                log(
-                    "drive",
-                    json!({ "session": id, "outcome": status, "ms": elapsed }),
-                );
-                None
-            }
+            Ok(Progress::Idle(_)) => None,
             Ok(Progress::Yielded) => Some(1),
             Ok(Progress::Busy) => return, // The drive in progress re-arms when it ends.
             Err(e) => {
@@ -618,9 +611,13 @@ impl Inner {
             self.start_pings();
             Some(rx.take_while(|frame| futures::future::ready(!frame.is_empty())))
         };
-        let frames = futures::stream::iter(backlog).chain(futures::stream::iter(live).flatten());
-        let mut resp = Response::from_stream(frames.map(Ok::<Vec<u8>, worker::Error>))
-            .map_err(|e| internal("stream", e))?;
+        // Frames that are ready together (a replayed backlog, a committed batch) go out
+        // as one chunk: one write per batch instead of one per event.
+        let chunks = futures::stream::iter(backlog)
+            .chain(futures::stream::iter(live).flatten())
+            .ready_chunks(FRAMES_PER_CHUNK)
+            .map(|frames| Ok::<Vec<u8>, worker::Error>(frames.concat()));
+        let mut resp = Response::from_stream(chunks).map_err(|e| internal("stream", e))?;
         let headers = resp.headers_mut();
         for (k, v) in [
             ("content-type", "text/event-stream"),
