@@ -24,8 +24,6 @@
 //! takes an arbitrary mutation and derives the operations by [`diff`].
 
 use crate::error::StateError;
-use json_patch::jsonptr::PointerBuf;
-use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::rc::Rc;
@@ -68,47 +66,190 @@ impl PatchOp {
         matches!(self, Self::Add { path, .. } if path.ends_with("/-"))
     }
 
-    fn operation(&self) -> Result<PatchOperation, StateError> {
-        let path = PointerBuf::parse(self.path()).map_err(|e| StateError::InvalidPath {
-            path: self.path().into(),
-            reason: e.to_string(),
-        })?;
-        Ok(match self {
-            Self::Add { value, .. } => PatchOperation::Add(AddOperation {
-                path,
-                value: value.clone(),
-            }),
-            Self::Remove { .. } => PatchOperation::Remove(RemoveOperation { path }),
-            Self::Replace { value, .. } => PatchOperation::Replace(ReplaceOperation {
-                path,
-                value: value.clone(),
-            }),
-        })
-    }
-
     /// Applies the operation to `doc`, leaving it unchanged on error.
     pub fn apply(&self, doc: &mut Value) -> Result<(), StateError> {
-        let op = self.operation()?;
-        // A single add/remove/replace fails before it mutates anything.
-        json_patch::patch_unsafe(doc, std::slice::from_ref(&op)).map_err(|e| {
-            StateError::PatchFailed {
-                path: self.path().into(),
-                reason: e.kind.to_string(),
-            }
-        })
+        self.apply_undoable(doc).map(drop)
     }
+
+    /// Applies the operation and returns how to take it back. A single operation fails
+    /// before it mutates anything.
+    fn apply_undoable(&self, doc: &mut Value) -> Result<Undo, StateError> {
+        let path = self.path();
+        let mut segments = parse_pointer(path)?;
+        let failed = |reason: &str| StateError::PatchFailed {
+            path: path.into(),
+            reason: reason.into(),
+        };
+        let Some(last) = segments.pop() else {
+            // The root: add and replace overwrite the whole document.
+            return match self {
+                Self::Add { value, .. } | Self::Replace { value, .. } => {
+                    Ok(Undo::Put(vec![], std::mem::replace(doc, value.clone())))
+                }
+                Self::Remove { .. } => Err(failed("the root cannot be removed")),
+            };
+        };
+        let parent = resolve(doc, &segments).ok_or_else(|| failed("the parent does not exist"))?;
+        let undo = match (self, parent) {
+            (Self::Add { value, .. }, Value::Object(members)) => {
+                match members.insert(last.clone(), value.clone()) {
+                    Some(old) => Undo::Put(with(segments, last), old),
+                    None => Undo::Take(with(segments, last)),
+                }
+            }
+            (Self::Add { value, .. }, Value::Array(items)) => {
+                let i = match last.as_str() {
+                    "-" => items.len(),
+                    index => array_index(index, items.len() + 1)
+                        .ok_or_else(|| failed("the index is out of bounds"))?,
+                };
+                items.insert(i, value.clone());
+                Undo::Take(with(segments, i.to_string()))
+            }
+            (Self::Remove { .. }, Value::Object(members)) => {
+                let old = members
+                    .remove(&last)
+                    .ok_or_else(|| failed("the member does not exist"))?;
+                Undo::Put(with(segments, last), old)
+            }
+            (Self::Remove { .. }, Value::Array(items)) => {
+                let i = array_index(&last, items.len())
+                    .ok_or_else(|| failed("the index is out of bounds"))?;
+                Undo::Insert(with(segments, last), items.remove(i))
+            }
+            (Self::Replace { value, .. }, Value::Object(members)) => {
+                let slot = members
+                    .get_mut(&last)
+                    .ok_or_else(|| failed("the member does not exist"))?;
+                Undo::Put(with(segments, last), std::mem::replace(slot, value.clone()))
+            }
+            (Self::Replace { value, .. }, Value::Array(items)) => {
+                let i = array_index(&last, items.len())
+                    .ok_or_else(|| failed("the index is out of bounds"))?;
+                let old = std::mem::replace(&mut items[i], value.clone());
+                Undo::Put(with(segments, last), old)
+            }
+            _ => return Err(failed("the parent is not an object or an array")),
+        };
+        Ok(undo)
+    }
+}
+
+/// How to take back one applied operation; paths are unescaped segments.
+enum Undo {
+    /// Put this value (back) at the path: an object member, an array item or the root.
+    Put(Vec<String>, Value),
+    /// Remove the member or item at the path.
+    Take(Vec<String>),
+    /// Insert this item back into an array at the path's index.
+    Insert(Vec<String>, Value),
+}
+
+impl Undo {
+    /// Restores the document as it was before the operation; `doc` must be exactly as
+    /// the operation left it.
+    fn apply(self, doc: &mut Value) {
+        let (segments, value, insert) = match self {
+            Self::Put(segments, value) => (segments, Some(value), false),
+            Self::Take(segments) => (segments, None, false),
+            Self::Insert(segments, value) => (segments, Some(value), true),
+        };
+        let Some((last, parent)) = segments.split_last() else {
+            if let Some(value) = value {
+                *doc = value;
+            }
+            return;
+        };
+        match (resolve(doc, parent), value) {
+            (Some(Value::Object(members)), Some(value)) => {
+                drop(members.insert(last.clone(), value))
+            }
+            (Some(Value::Object(members)), None) => drop(members.remove(last)),
+            (Some(Value::Array(items)), value) => match (last.parse::<usize>(), value) {
+                (Ok(i), Some(value)) if insert && i <= items.len() => items.insert(i, value),
+                (Ok(i), Some(value)) if i < items.len() => items[i] = value,
+                (Ok(i), None) if i < items.len() => drop(items.remove(i)),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+/// `segments` with `last` appended.
+fn with(mut segments: Vec<String>, last: String) -> Vec<String> {
+    segments.push(last);
+    segments
+}
+
+/// The unescaped segments of a JSON Pointer (RFC 6901); `""` is the root.
+fn parse_pointer(path: &str) -> Result<Vec<String>, StateError> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let invalid = |reason: &str| StateError::InvalidPath {
+        path: path.into(),
+        reason: reason.into(),
+    };
+    let rest = path
+        .strip_prefix('/')
+        .ok_or_else(|| invalid("a JSON Pointer starts with '/'"))?;
+    rest.split('/')
+        .map(|segment| {
+            let mut out = String::with_capacity(segment.len());
+            let mut chars = segment.chars();
+            while let Some(c) = chars.next() {
+                match (c, c == '~') {
+                    (c, false) => out.push(c),
+                    _ => match chars.next() {
+                        Some('0') => out.push('~'),
+                        Some('1') => out.push('/'),
+                        _ => return Err(invalid("'~' must be followed by '0' or '1'")),
+                    },
+                }
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// The value at `segments`, if every one of them exists.
+fn resolve<'a>(doc: &'a mut Value, segments: &[String]) -> Option<&'a mut Value> {
+    segments.iter().try_fold(doc, |at, segment| match at {
+        Value::Object(members) => members.get_mut(segment),
+        Value::Array(items) => {
+            let i = array_index(segment, items.len())?;
+            items.get_mut(i)
+        }
+        _ => None,
+    })
+}
+
+/// An array index below `len`, written as RFC 6901 wants: digits, no leading zero.
+fn array_index(segment: &str, len: usize) -> Option<usize> {
+    let digits = !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
+    let canonical = segment == "0" || !segment.starts_with('0');
+    segment
+        .parse::<usize>()
+        .ok()
+        .filter(|&i| digits && canonical && i < len)
 }
 
 /// Applies `ops` in order, all or nothing: on an error `doc` is unchanged.
 pub fn apply_all(doc: &mut Value, ops: &[PatchOp]) -> Result<(), StateError> {
-    let operations = ops
-        .iter()
-        .map(PatchOp::operation)
-        .collect::<Result<Vec<_>, _>>()?;
-    json_patch::patch(doc, &operations).map_err(|e| StateError::PatchFailed {
-        path: e.path.to_string(),
-        reason: e.kind.to_string(),
-    })
+    let mut applied = Vec::with_capacity(ops.len());
+    for op in ops {
+        match op.apply_undoable(doc) {
+            Ok(undo) => applied.push(undo),
+            Err(e) => {
+                for undo in applied.into_iter().rev() {
+                    undo.apply(doc);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `op` would apply to `doc`, without applying it.
@@ -124,9 +265,7 @@ fn applies_to(doc: &Value, op: &PatchOp) -> bool {
             match doc.pointer(parent) {
                 Some(Value::Object(_)) => true,
                 Some(Value::Array(items)) => {
-                    last == "-"
-                        || ((last == "0" || !last.starts_with('0'))
-                            && last.parse::<usize>().is_ok_and(|i| i <= items.len()))
+                    last == "-" || array_index(last, items.len() + 1).is_some()
                 }
                 _ => false,
             }

@@ -443,7 +443,7 @@ impl Inner {
     ) -> std::result::Result<Response, ApiError> {
         // Internal bodies are read as plain JSON values: no deserializer per body type
         // in the bundle.
-        let body: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let body = internal_json(body);
         let field = |v: &serde_json::Value, key: &str| {
             v.get(key)
                 .and_then(serde_json::Value::as_str)
@@ -478,7 +478,7 @@ impl Inner {
         id: &str,
         body: &[u8],
     ) -> std::result::Result<Response, ApiError> {
-        let body: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let body = internal_json(body);
         let from = body["from"].as_str().unwrap_or_default();
         let chunks: Vec<(u64, String)> = body["chunks"]
             .as_array()
@@ -652,4 +652,13 @@ impl Inner {
 
 fn query(req: &Request) -> Vec<(String, String)> {
     crate::api::query_pairs(&req.inner().url())
+}
+
+/// An internal body as a plain JSON value (`Null` when it is not JSON). Parsed as `str`
+/// like every other body, so the bundle carries one instance of the JSON parser.
+fn internal_json(body: &[u8]) -> serde_json::Value {
+    std::str::from_utf8(body)
+        .ok()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default()
 }
