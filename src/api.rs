@@ -8,6 +8,7 @@ use crate::runner::{RunError, Submission};
 use crate::store::{
     CheckpointRecord, Loaded, PendingCall, PendingKind, RunRecord, SessionStatus, StoreError,
 };
+use crate::wire::{absent, required};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -159,13 +160,37 @@ fn validation(message: impl Into<String>) -> ApiError {
 }
 
 /// `input` of `POST /v1/sessions`: a message, or a message with initial state.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Input {
     /// Just the message.
     Text(String),
     /// The message and top-level state overrides.
     Full(FullInput),
+}
+
+/// A string is [`Input::Text`], an object [`Input::Full`]: the JSON type decides, so
+/// nothing is buffered to try one form after the other.
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = Input;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a message string or an object with `message` and `state`")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
+                Ok(Input::Text(text.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Input, E> {
+                Ok(Input::Text(text))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Input, A::Error> {
+                let map = serde::de::value::MapAccessDeserializer::new(map);
+                FullInput::deserialize(map).map(Input::Full)
+            }
+        }
+        d.deserialize_any(Either)
+    }
 }
 
 /// The object form of [`Input`].
@@ -232,31 +257,76 @@ pub const ROUTES: &[(&str, &str)] = &[
 
 /// Body of `POST /v1/sessions/{id}/tool-results`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(try_from = "ToolResultWire")]
 pub enum ToolResultBody {
     /// Approves or denies an approval-gated call.
-    #[serde(rename_all = "camelCase")]
     ApprovalResponse {
         /// The call.
         tool_call_id: String,
         /// The decision.
         approved: bool,
         /// Why.
-        #[serde(default)]
         reason: Option<String>,
     },
     /// Delivers a client tool's result or error.
-    #[serde(rename_all = "camelCase")]
     ClientToolResult {
         /// The call.
         tool_call_id: String,
         /// The result (any JSON).
-        #[serde(default)]
         result: Option<Value>,
         /// An error message instead of a result.
-        #[serde(default)]
         error: Option<String>,
     },
+}
+
+/// Either form of [`ToolResultBody`] as one flat record (see [`crate::wire`]); a field
+/// of the other form is refused like any unknown field.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ToolResultWire {
+    kind: ToolResultKind,
+    tool_call_id: String,
+    approved: Option<bool>,
+    reason: Option<String>,
+    result: Option<Value>,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ToolResultKind {
+    ApprovalResponse,
+    ClientToolResult,
+}
+
+impl TryFrom<ToolResultWire> for ToolResultBody {
+    type Error = String;
+
+    fn try_from(w: ToolResultWire) -> Result<Self, String> {
+        let tool_call_id = w.tool_call_id;
+        Ok(match w.kind {
+            ToolResultKind::ApprovalResponse => {
+                let kind = "approval-response";
+                absent(&w.result, "result", kind)?;
+                absent(&w.error, "error", kind)?;
+                Self::ApprovalResponse {
+                    tool_call_id,
+                    approved: required(w.approved, "approved")?,
+                    reason: w.reason,
+                }
+            }
+            ToolResultKind::ClientToolResult => {
+                let kind = "client-tool-result";
+                absent(&w.approved, "approved", kind)?;
+                absent(&w.reason, "reason", kind)?;
+                Self::ClientToolResult {
+                    tool_call_id,
+                    result: w.result,
+                    error: w.error,
+                }
+            }
+        })
+    }
 }
 
 impl ToolResultBody {

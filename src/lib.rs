@@ -28,6 +28,7 @@ pub mod scripted;
 pub mod state;
 pub mod store;
 pub mod tool;
+mod wire;
 
 #[cfg(target_arch = "wasm32")]
 mod platform;

@@ -1,6 +1,7 @@
 //! The transcript: messages exchanged between the user, the model and the tools, in the
 //! JSON form they are stored in and served by `GET /v1/sessions/{id}/messages`.
 
+use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -47,7 +48,7 @@ pub fn bounded_result(value: Value) -> Result<Value, crate::error::ToolError> {
 
 /// One message of a session's transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
+#[serde(tag = "role", rename_all = "snake_case", try_from = "MessageWire")]
 pub enum Message {
     /// Instructions; agents usually give them through the system prompt instead.
     System {
@@ -138,6 +139,70 @@ impl Message {
             is_error: true,
             metadata: None,
         }
+    }
+}
+
+/// Any [`Message`] as one flat record (see [`crate::wire`]).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageWire {
+    role: Role,
+    #[serde(default, deserialize_with = "present")]
+    content: Option<Value>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    thinking: Vec<Thinking>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    tool_call_id: Option<String>,
+    tool_name: Option<String>,
+    #[serde(default)]
+    is_error: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl TryFrom<MessageWire> for Message {
+    type Error = String;
+
+    fn try_from(w: MessageWire) -> Result<Self, String> {
+        let text = |content: Option<Value>| match content {
+            Some(Value::String(text)) => Ok(text),
+            Some(other) => Err(format!("`content` must be a string, not {other}")),
+            None => Err("missing field `content`".to_string()),
+        };
+        let metadata = w.metadata;
+        Ok(match w.role {
+            Role::System => Self::System {
+                content: text(w.content)?,
+                metadata,
+            },
+            Role::User => Self::User {
+                content: text(w.content)?,
+                metadata,
+            },
+            Role::Assistant => Self::Assistant {
+                content: text(w.content.or(Some(Value::String(String::new()))))?,
+                tool_calls: w.tool_calls,
+                thinking: w.thinking,
+                metadata,
+            },
+            Role::Tool => Self::Tool {
+                tool_call_id: required(w.tool_call_id, "toolCallId")?,
+                tool_name: required(w.tool_name, "toolName")?,
+                content: required(w.content, "content")?,
+                is_error: w.is_error,
+                metadata,
+            },
+        })
     }
 }
 

@@ -24,13 +24,14 @@
 //! takes an arbitrary mutation and derives the operations by [`diff`].
 
 use crate::error::StateError;
+use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::rc::Rc;
 
 /// One RFC 6902 operation, as helix-edge produces them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase")]
+#[serde(tag = "op", rename_all = "lowercase", try_from = "PatchWire")]
 pub enum PatchOp {
     /// Insert (arrays), append (`…/-`) or set an object member.
     Add {
@@ -51,6 +52,42 @@ pub enum PatchOp {
         /// The value.
         value: Value,
     },
+}
+
+/// Any [`PatchOp`] as one flat record (see [`crate::wire`]).
+#[derive(Deserialize)]
+struct PatchWire {
+    op: OpName,
+    path: String,
+    #[serde(default, deserialize_with = "present")]
+    value: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum OpName {
+    Add,
+    Remove,
+    Replace,
+}
+
+impl TryFrom<PatchWire> for PatchOp {
+    type Error = String;
+
+    fn try_from(w: PatchWire) -> Result<Self, String> {
+        let path = w.path;
+        Ok(match w.op {
+            OpName::Add => Self::Add {
+                path,
+                value: required(w.value, "value")?,
+            },
+            OpName::Remove => Self::Remove { path },
+            OpName::Replace => Self::Replace {
+                path,
+                value: required(w.value, "value")?,
+            },
+        })
+    }
 }
 
 impl PatchOp {

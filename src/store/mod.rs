@@ -22,6 +22,7 @@ use crate::error::{Category, Coded, ErrorInfo};
 use crate::message::Message;
 use crate::model::Usage;
 use crate::state::PatchOp;
+use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -105,7 +106,7 @@ pub struct PendingCall {
 
 /// An answer to a pending call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "AnswerWire")]
 pub enum Answer {
     /// The user's decision on an approval.
     Approval {
@@ -142,6 +143,53 @@ pub enum Answer {
         /// What happened, for the model.
         error: String,
     },
+}
+
+/// Any stored [`Answer`] as one flat record (see [`crate::wire`]).
+#[derive(Deserialize)]
+struct AnswerWire {
+    kind: AnswerKind,
+    approved: Option<bool>,
+    reason: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    error: Option<String>,
+    code: Option<String>,
+}
+
+/// The kinds an answer is stored as (a child's output is read from the child).
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum AnswerKind {
+    Approval,
+    ClientResult,
+    ClientError,
+    Expired,
+    ChildFailed,
+}
+
+impl TryFrom<AnswerWire> for Answer {
+    type Error = String;
+
+    fn try_from(w: AnswerWire) -> Result<Self, String> {
+        Ok(match w.kind {
+            AnswerKind::Approval => Self::Approval {
+                approved: required(w.approved, "approved")?,
+                reason: w.reason,
+            },
+            AnswerKind::ClientResult => Self::ClientResult {
+                result: required(w.result, "result")?,
+            },
+            AnswerKind::ClientError => Self::ClientError {
+                error: required(w.error, "error")?,
+            },
+            AnswerKind::Expired => Self::Expired,
+            AnswerKind::ChildFailed => Self::ChildFailed {
+                code: required(w.code, "code")?,
+                error: required(w.error, "error")?,
+            },
+        })
+    }
 }
 
 /// Where a child session reports: the parent session and the parent's tool call.

@@ -1,0 +1,28 @@
+//! Reading the tagged JSON forms (`Message`, `PatchOp`, `Answer`, the tool-results body)
+//! through one flat record per type. serde's derive for an internally tagged enum buffers
+//! every object into a generic intermediate tree before it knows the variant; in wasm
+//! that buffering code and its per-type instances were ~30 KB of the bundle. A flat
+//! record reads the fields in one pass, and a `TryFrom` picks the variant and says
+//! which field is missing or does not belong.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// A field whose JSON `null` is a value: only a missing field is `None`. Use with
+/// `#[serde(default, deserialize_with = "present")]`.
+pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// `field`, or the error serde gives for a missing one.
+pub(crate) fn required<T>(field: Option<T>, name: &str) -> Result<T, String> {
+    field.ok_or_else(|| format!("missing field `{name}`"))
+}
+
+/// An error unless `field` is absent: it does not belong to the variant `tag`.
+pub(crate) fn absent<T>(field: &Option<T>, name: &str, tag: &str) -> Result<(), String> {
+    match field {
+        Some(_) => Err(format!("unknown field `{name}` for `{tag}`")),
+        None => Ok(()),
+    }
+}
