@@ -36,7 +36,6 @@ use crate::model::{ModelSettings, ToolSpec};
 use crate::state::PatchOp;
 use crate::tool::{RESERVED_TOOL_NAMES, Tool, valid_name};
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// Name of the tool injected when an agent has an output schema.
@@ -264,10 +263,9 @@ impl AgentBuilder {
                 agent.name
             )));
         }
-        let mut seen = BTreeSet::new();
-        for tool in &agent.tools {
+        for (i, tool) in agent.tools.iter().enumerate() {
             validate_tool(tool)?;
-            if !seen.insert(tool.name.as_str()) {
+            if agent.tools[..i].iter().any(|t| t.name == tool.name) {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }

@@ -501,3 +501,44 @@ fn an_interrupt_requested_during_a_drive_stops_it_at_the_next_step() {
     );
     assert_consistent(&w, &json!({"notes": []}));
 }
+
+#[test]
+fn call_ids_are_made_unique_in_the_session_before_anything_is_keyed_by_them() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let note = |id: &str, text: &str| {
+        let mut call = w.model.call("add_note", json!({ "text": text }));
+        call.id = id.into();
+        call
+    };
+    // Step 1: an empty id and an id repeated within the turn; step 2: an id of step 1.
+    w.model
+        .calls(vec![note("", "a"), note("dup", "b"), note("dup", "c")])
+        .calls(vec![note("dup", "d"), note("fresh", "e")])
+        .text("done");
+    w.create(&r, "tester", "notes");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    let ids = |pick: fn(&Message) -> Vec<String>| -> Vec<String> {
+        w.messages().iter().flat_map(pick).collect()
+    };
+    let called = ids(|m| match m {
+        Message::Assistant { tool_calls, .. } => tool_calls.iter().map(|c| c.id.clone()).collect(),
+        _ => vec![],
+    });
+    assert_eq!(called, ["call_1_0", "dup", "dup_1_2", "dup_2_0", "fresh"]);
+    let answered = ids(|m| match m {
+        Message::Tool { tool_call_id, .. } => vec![tool_call_id.clone()],
+        _ => vec![],
+    });
+    assert_eq!(answered, called, "every call is answered under its own id");
+    let state = w.session().state;
+    let notes: Vec<&str> = state["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["text"].as_str())
+        .collect();
+    assert_eq!(notes, ["a", "b", "c", "d", "e"]);
+    assert_consistent(&w, &initial());
+}

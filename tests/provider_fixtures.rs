@@ -295,6 +295,22 @@ fn openai_parallel_tool_calls_interleave_by_index() {
 }
 
 #[test]
+fn openai_calls_come_out_in_index_order_whatever_order_they_start_in() {
+    let chunks = [
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"c","function":{"name":"add_note","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"add_note","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"get_time","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+    ];
+    let mut sse: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    sse.push_str("data: [DONE]\n\n");
+    let t = decode_every_way("openai", sse.as_bytes());
+    let ids: Vec<&str> = t.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    assert_eq!(call(&t, 1), ("b", "get_time", &json!({})));
+}
+
+#[test]
 fn anthropic_streams_assemble() {
     let t = decode_every_way(
         "anthropic",

@@ -21,7 +21,6 @@ use crate::store::{
 };
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -29,13 +28,39 @@ use worker::{D1Database, D1PreparedStatement};
 pub struct D1Store {
     db: D1Database,
     /// Write-through images of the sessions this store serves.
-    images: RefCell<BTreeMap<String, Image>>,
+    images: RefCell<Images>,
     /// Bumped by every write once it lands: an image read or planned while it moved may
     /// miss that write, so it is not kept.
     epoch: Cell<u64>,
     /// Whether images are kept (off: every read goes to D1, as the conformance suite
     /// checks both ways).
     caching: bool,
+}
+
+/// Images by session id. An object's store serves its own session and, now and then,
+/// a relative's: a short list, searched in place.
+#[derive(Default)]
+struct Images(Vec<(String, Image)>);
+
+impl Images {
+    fn get_mut(&mut self, id: &str) -> Option<&mut Image> {
+        self.0
+            .iter_mut()
+            .find(|(k, _)| k == id)
+            .map(|(_, image)| image)
+    }
+
+    fn insert(&mut self, id: &str, image: Image) {
+        match self.0.iter().position(|(k, _)| k == id) {
+            Some(at) => self.0[at].1 = image,
+            None => self.0.push((id.to_string(), image)),
+        }
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Image> {
+        let at = self.0.iter().position(|(k, _)| k == id)?;
+        Some(self.0.swap_remove(at).1)
+    }
 }
 
 fn backend(e: worker::Error) -> StoreError {
@@ -103,7 +128,7 @@ impl D1Store {
     pub fn new(db: D1Database) -> Self {
         Self {
             db,
-            images: RefCell::new(BTreeMap::new()),
+            images: RefCell::default(),
             epoch: Cell::new(0),
             caching: true,
         }
@@ -164,7 +189,7 @@ impl D1Store {
     fn keep(&self, id: &str, image: Image, epoch: u64) {
         let mut images = self.images.borrow_mut();
         if self.caching && self.epoch.get() == epoch {
-            images.insert(id.to_string(), image);
+            images.insert(id, image);
         } else {
             images.remove(id);
         }

@@ -17,7 +17,6 @@ use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest, ModelTurn, StopReason, Usage};
 use crate::provider::sse::SseEvent;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
 
 /// How to spell the output-token cap: OpenAI's own API wants `max_completion_tokens`
 /// (reasoning models reject `max_tokens`); compatible servers want `max_tokens`.
@@ -109,7 +108,8 @@ pub struct OpenAiDecoder {
     text: String,
     reasoning: String,
     in_reasoning: bool,
-    calls: BTreeMap<u64, PartialCall>,
+    /// Calls by their stream index, in index order (a turn has a handful).
+    calls: Vec<(u64, PartialCall)>,
     last_index: Option<u64>,
     finish: Option<StopReason>,
     usage: Usage,
@@ -148,22 +148,32 @@ impl OpenAiDecoder {
         }
     }
 
+    fn call_at(&self, index: u64) -> Option<&PartialCall> {
+        let at = self.calls.binary_search_by_key(&index, |(k, _)| *k).ok()?;
+        Some(&self.calls[at].1)
+    }
+
     fn tool_fragment(&mut self, fragment: &Value) {
         let id = fragment.get("id").and_then(Value::as_str).unwrap_or("");
         let index = match fragment.get("index").and_then(Value::as_u64) {
             Some(i) => i,
             // No index (Mistral): a new id starts a call; otherwise continue the last.
             None => match self.last_index {
-                Some(last)
-                    if id.is_empty() || self.calls.get(&last).is_some_and(|c| c.id == id) =>
-                {
+                Some(last) if id.is_empty() || self.call_at(last).is_some_and(|c| c.id == id) => {
                     last
                 }
-                _ => self.calls.keys().next_back().map_or(0, |k| k + 1),
+                _ => self.calls.last().map_or(0, |(k, _)| k + 1),
             },
         };
         self.last_index = Some(index);
-        let call = self.calls.entry(index).or_default();
+        let at = match self.calls.binary_search_by_key(&index, |(k, _)| *k) {
+            Ok(at) => at,
+            Err(at) => {
+                self.calls.insert(at, (index, PartialCall::default()));
+                at
+            }
+        };
+        let call = &mut self.calls[at].1;
         if call.id.is_empty() && !id.is_empty() {
             call.id = id.into();
         }
@@ -284,8 +294,8 @@ impl Decoder for OpenAiDecoder {
         }
         self.end_reasoning(out);
         let tool_calls = std::mem::take(&mut self.calls)
-            .into_values()
-            .map(|c| ToolCall {
+            .into_iter()
+            .map(|(_, c)| ToolCall {
                 id: c.id,
                 name: c.name,
                 arguments: if c.arguments.trim().is_empty() {

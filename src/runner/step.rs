@@ -23,7 +23,6 @@ use crate::store::{
 use futures::future::{join_all, try_join};
 use serde_json::{Map, Value, json};
 use std::cell::RefCell;
-use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// The text of the corrective nudge sent when a required output is missing.
@@ -77,26 +76,27 @@ fn normalize_calls(
     step: u32,
     emitter: &Emitter,
 ) -> Vec<ToolCall> {
-    let mut seen: BTreeSet<String> = transcript
+    let earlier: Vec<&str> = transcript
         .iter()
         .flat_map(|m| match m {
-            Message::Assistant { tool_calls, .. } => {
-                tool_calls.iter().map(|c| c.id.clone()).collect()
-            }
-            _ => Vec::new(),
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
         })
+        .map(|c| c.id.as_str())
         .collect();
+    let mut taken: Vec<String> = Vec::with_capacity(raw.len());
     raw.into_iter()
         .enumerate()
         .map(|(i, mut call)| {
-            if call.id.is_empty() || seen.contains(&call.id) {
+            if call.id.is_empty() || earlier.contains(&call.id.as_str()) || taken.contains(&call.id)
+            {
                 call.id = if call.id.is_empty() {
                     format!("call_{step}_{i}")
                 } else {
                     format!("{}_{step}_{i}", call.id)
                 };
             }
-            seen.insert(call.id.clone());
+            taken.push(call.id.clone());
             let (arguments, warning) = coerce_arguments(std::mem::take(&mut call.arguments));
             call.arguments = arguments;
             if let Some(message) = warning {
