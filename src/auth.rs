@@ -183,6 +183,15 @@ mod tests {
     }
 
     #[test]
+    fn a_token_is_the_standard_hmac_sha256_of_its_fields() {
+        // From Python: hmac.new(b"k3y", b"helix-edge/session-token/v1\0s.1\x001000", sha256).
+        assert_eq!(
+            session_token(KEY, "s.1", 1_000).unwrap(),
+            "s.1:1000:2925710cbce8ddb9eb1bed9dcf32aa5fdf33b4f8ddeca69f69878814f54b966b"
+        );
+    }
+
+    #[test]
     fn forged_or_malformed_tokens_are_unauthorized() {
         let config = AuthConfig::Token(KEY.into());
         let token = session_token(KEY, "s", 5_000).unwrap();

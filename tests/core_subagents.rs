@@ -572,3 +572,12 @@ impl Tree {
         self.host.now_ms()
     }
 }
+
+#[test]
+fn a_child_session_id_is_the_parent_id_and_a_sha256_of_the_call() {
+    // From Python: hashlib.sha256(b"parent\0call_1").hexdigest()[:20].
+    assert_eq!(
+        child_session_id("parent", "call_1"),
+        "parent.sub-050e22e42ba5ddc7be47"
+    );
+}

@@ -361,6 +361,21 @@ mod tests {
         (resp.status_code(), resp.json().await.unwrap())
     }
 
+    /// The bundle's SHA-256 is sha2's compact implementation (`.cargo/config.toml`):
+    /// tokens and child ids must be the ones every other build computes (values from
+    /// Python's `hmac` and `hashlib`).
+    #[wasm_bindgen_test]
+    fn sha256_in_the_bundle_gives_the_standard_digests() {
+        assert_eq!(
+            crate::auth::session_token("k3y", "s.1", 1_000).unwrap(),
+            "s.1:1000:2925710cbce8ddb9eb1bed9dcf32aa5fdf33b4f8ddeca69f69878814f54b966b"
+        );
+        assert_eq!(
+            crate::runner::child_session_id("parent", "call_1"),
+            "parent.sub-050e22e42ba5ddc7be47"
+        );
+    }
+
     #[wasm_bindgen_test]
     async fn healthz_answers_ok_true_without_credentials() {
         let (status, body) = call(env_with(&[]), Method::Get, "/healthz").await;
