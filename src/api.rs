@@ -8,7 +8,7 @@ use crate::runner::{RunError, Submission};
 use crate::store::{
     CheckpointRecord, Loaded, PendingCall, PendingKind, RunRecord, SessionStatus, StoreError,
 };
-use crate::wire::{absent, required};
+use crate::wire::{absent, present, required};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -169,14 +169,15 @@ pub enum Input {
 }
 
 /// A string is [`Input::Text`], an object [`Input::Full`]: the JSON type decides, so
-/// nothing is buffered to try one form after the other.
+/// nothing is buffered to try one form after the other. Anything else, an array
+/// included, is refused, as the OpenAPI document says.
 impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Either;
         impl<'de> serde::de::Visitor<'de> for Either {
             type Value = Input;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a message string or an object with `message` and `state`")
+                f.write_str("a message string or an object with `message` (and optional `state`)")
             }
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
                 Ok(Input::Text(text.to_string()))
@@ -286,10 +287,15 @@ pub enum ToolResultBody {
 struct ToolResultWire {
     kind: ToolResultKind,
     tool_call_id: String,
+    // Presence is tracked so that a field of the other kind is refused even as `null`.
+    #[serde(default, deserialize_with = "present")]
     approved: Option<bool>,
-    reason: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    reason: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
-    error: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Option<String>>,
 }
 
 #[derive(Deserialize)]
@@ -312,7 +318,7 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
                 Self::ApprovalResponse {
                     tool_call_id,
                     approved: required(w.approved, "approved")?,
-                    reason: w.reason,
+                    reason: w.reason.flatten(),
                 }
             }
             ToolResultKind::ClientToolResult => {
@@ -321,8 +327,9 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
                 absent(&w.reason, "reason", kind)?;
                 Self::ClientToolResult {
                     tool_call_id,
-                    result: w.result,
-                    error: w.error,
+                    // `"result": null` is no result, as `"error": null` is no error.
+                    result: w.result.filter(|v| !v.is_null()),
+                    error: w.error.flatten(),
                 }
             }
         })

@@ -47,6 +47,7 @@ pub fn bounded_result(value: Value) -> Result<Value, crate::error::ToolError> {
 }
 
 /// One message of a session's transcript.
+// Written by the derive, read through `MessageWire` (see `crate::wire`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case", try_from = "MessageWire")]
 pub enum Message {
@@ -55,7 +56,7 @@ pub enum Message {
         /// The text.
         content: String,
         /// Free-form annotations (never sent to the model).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
     },
     /// What the user said, exactly as submitted.
@@ -63,22 +64,21 @@ pub enum Message {
         /// The text.
         content: String,
         /// Free-form annotations (never sent to the model).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
     },
     /// What the model answered.
     Assistant {
         /// Text of the answer (may be empty when it only calls tools).
-        #[serde(default)]
         content: String,
         /// Tool calls, in the model's order.
-        #[serde(default, rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
+        #[serde(rename = "toolCalls", skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
         /// Reasoning blocks the provider returned, kept so they can be sent back.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
         thinking: Vec<Thinking>,
         /// Free-form annotations (never sent to the model).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
     },
     /// The outcome of one tool call.
@@ -92,10 +92,10 @@ pub enum Message {
         /// The result, or `{"error": message}` when `is_error`.
         content: Value,
         /// Whether the call failed.
-        #[serde(default, rename = "isError")]
+        #[serde(rename = "isError")]
         is_error: bool,
         /// Free-form annotations (never sent to the model).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
     },
 }

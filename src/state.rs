@@ -30,6 +30,7 @@ use serde_json::Value;
 use std::rc::Rc;
 
 /// One RFC 6902 operation, as helix-edge produces them.
+// Written by the derive, read through `PatchWire` (see `crate::wire`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase", try_from = "PatchWire")]
 pub enum PatchOp {

@@ -1,6 +1,7 @@
 //! The tagged JSON forms are read through flat records (`src/wire.rs`): every variant
 //! reads back exactly what it was written as, `null` stays a value where a field holds
-//! any JSON, and what does not fit its tag is refused with the field named.
+//! any JSON, and what does not fit its tag is refused, naming the field that is missing
+//! or does not belong.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
@@ -172,6 +173,27 @@ fn tool_result_bodies_take_only_the_fields_of_their_kind() {
             reason: None,
         })
     );
+    // `null` is no result and no error, as before: the outcome is a `null` result.
+    assert_eq!(
+        tool_result(
+            json!({"kind": "client-tool-result", "toolCallId": "c", "result": null, "error": null})
+        ),
+        Ok(ToolResultBody::ClientToolResult {
+            tool_call_id: "c".into(),
+            result: None,
+            error: None,
+        })
+    );
+    assert_eq!(
+        tool_result(
+            json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": null})
+        ),
+        Ok(ToolResultBody::ApprovalResponse {
+            tool_call_id: "c".into(),
+            approved: true,
+            reason: None,
+        })
+    );
     assert_eq!(
         tool_result(json!({"kind": "client-tool-result", "toolCallId": "c", "result": [1]})),
         Ok(ToolResultBody::ClientToolResult {
@@ -206,6 +228,19 @@ fn tool_result_bodies_take_only_the_fields_of_their_kind() {
             "`toolCallId`",
         ),
         (json!({"toolCallId": "c", "approved": true}), "`kind`"),
+        // A field of the other kind is refused even as `null`.
+        (
+            json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "result": null}),
+            "`result`",
+        ),
+        (
+            json!({"kind": "client-tool-result", "toolCallId": "c", "approved": null}),
+            "expected a boolean",
+        ),
+        (
+            json!({"kind": "client-tool-result", "toolCallId": "c", "reason": null}),
+            "`reason`",
+        ),
     ] {
         let error = tool_result(body.clone()).expect_err(&body.to_string());
         assert!(error.contains(field), "{body}: {error}");

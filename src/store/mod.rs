@@ -105,6 +105,7 @@ pub struct PendingCall {
 }
 
 /// An answer to a pending call.
+// Written by the derive, read through `AnswerWire` (see `crate::wire`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", try_from = "AnswerWire")]
 pub enum Answer {
@@ -113,7 +114,7 @@ pub enum Answer {
         /// Approved or denied.
         approved: bool,
         /// Why, if given.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
     /// A client tool's result.
