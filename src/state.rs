@@ -237,13 +237,14 @@ fn parse_pointer(path: &str) -> Result<Vec<String>, StateError> {
             let mut out = String::with_capacity(segment.len());
             let mut chars = segment.chars();
             while let Some(c) = chars.next() {
-                match (c, c == '~') {
-                    (c, false) => out.push(c),
-                    _ => match chars.next() {
-                        Some('0') => out.push('~'),
-                        Some('1') => out.push('/'),
-                        _ => return Err(invalid("'~' must be followed by '0' or '1'")),
-                    },
+                if c != '~' {
+                    out.push(c);
+                    continue;
+                }
+                match chars.next() {
+                    Some('0') => out.push('~'),
+                    Some('1') => out.push('/'),
+                    _ => return Err(invalid("'~' must be followed by '0' or '1'")),
                 }
             }
             Ok(out)
