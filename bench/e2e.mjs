@@ -11,7 +11,8 @@
 // would be meaningless). A POST that wrangler dev's own proxy drops under load (503
 // "restarted mid-request", the worker never saw a failure) is measured again on a fresh
 // session, and the count is reported. Environment: BENCH_SESSIONS (default 200), BENCH_CONCURRENCY
-// (default "1,8"), BENCH_JSON (write the results there as JSON).
+// (default "1,8"), BENCH_JSON (write the results there as JSON), BENCH_LOG_LEVEL (the
+// worker's LOG_LEVEL; unset: the default, info).
 
 import { writeFileSync } from 'node:fs';
 import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
@@ -107,9 +108,10 @@ function stats(values) {
   return { min: r(v[0]), median: r(at(0.5)), p95: r(at(0.95)) };
 }
 
-const { llm, worker } = await startWithMock();
+const logLevel = process.env.BENCH_LOG_LEVEL;
+const { llm, worker } = await startWithMock(logLevel ? { LOG_LEVEL: logLevel } : {});
 llm.respondWith(respond);
-const out = { sessions: SESSIONS, runs: [], proxyDrops: 0 };
+const out = { sessions: SESSIONS, logLevel: logLevel ?? 'info', runs: [], proxyDrops: 0 };
 try {
   const tag = Date.now().toString(36);
   await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));

@@ -10,9 +10,47 @@ pub trait Host {
     fn now_ms(&self) -> u64;
     /// A fresh, unique id; `kind` is a short prefix such as `run` or `ckpt`.
     fn new_id(&self, kind: &str) -> String;
-    /// Records a structured event (the platform prints one JSON line). Fields never
-    /// carry secrets, tool arguments or results.
-    fn log(&self, _event: &str, _fields: &[(&str, LogValue<'_>)]) {}
+    /// Records a structured event at `level` (the platform prints one JSON line when
+    /// the level is enabled). Fields never carry secrets, tool arguments or results.
+    fn log(&self, _level: Level, _event: &str, _fields: &[(&str, LogValue<'_>)]) {}
+}
+
+/// How much an event matters. A run's boundaries (started, suspended, resumed, ended)
+/// are `Info`; what happens inside a step (each model call, each tool, each
+/// intermediate commit) is `Debug`; failures are `Warn` or `Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Inside a step: `model_call`, `tool_executed`, `step_committed`.
+    Debug,
+    /// A run's boundaries.
+    Info,
+    /// Something failed that the runtime works around or reports on the run.
+    Warn,
+    /// Something failed that needs an operator.
+    Error,
+}
+
+impl Level {
+    /// `debug`, `info`, `warn` or `error`; anything else is `None`.
+    pub fn parse(name: &str) -> Option<Level> {
+        match name {
+            "debug" => Some(Level::Debug),
+            "info" => Some(Level::Info),
+            "warn" => Some(Level::Warn),
+            "error" => Some(Level::Error),
+            _ => None,
+        }
+    }
+
+    /// The name printed in each log line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
 }
 
 /// One field value of a log event: only plain scalars, by construction.
@@ -46,7 +84,7 @@ pub struct ManualHost {
     now: Cell<u64>,
     next: Cell<u64>,
     tag: String,
-    logs: std::cell::RefCell<Vec<(String, serde_json::Value)>>,
+    logs: std::cell::RefCell<Vec<(Level, String, serde_json::Value)>>,
 }
 
 impl ManualHost {
@@ -60,9 +98,17 @@ impl ManualHost {
         }
     }
 
-    /// The log events recorded so far.
+    /// The log events recorded so far, at every level.
     pub fn logs(&self) -> Vec<(String, serde_json::Value)> {
-        self.logs.borrow().clone()
+        self.logs_at(Level::Debug)
+    }
+
+    /// The log events recorded so far at `min` or above (what a platform configured
+    /// with that level prints).
+    pub fn logs_at(&self, min: Level) -> Vec<(String, serde_json::Value)> {
+        let logs = self.logs.borrow();
+        let enabled = logs.iter().filter(|(level, ..)| *level >= min);
+        enabled.map(|(_, e, f)| (e.clone(), f.clone())).collect()
     }
 
     /// Moves the clock forward.
@@ -82,7 +128,7 @@ impl Host for ManualHost {
         format!("{kind}_{}{n}", self.tag)
     }
 
-    fn log(&self, event: &str, fields: &[(&str, LogValue<'_>)]) {
+    fn log(&self, level: Level, event: &str, fields: &[(&str, LogValue<'_>)]) {
         let object = fields
             .iter()
             .map(|(k, v)| {
@@ -94,7 +140,7 @@ impl Host for ManualHost {
             .collect();
         self.logs
             .borrow_mut()
-            .push((event.to_string(), serde_json::Value::Object(object)));
+            .push((level, event.to_string(), serde_json::Value::Object(object)));
     }
 }
 
@@ -130,6 +176,18 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(rfc3339(1_795_314_660_123), "2026-11-22T02:31:00.123Z");
+    }
+
+    #[test]
+    fn levels_parse_by_name_and_order_by_importance() {
+        assert_eq!(Level::parse("debug"), Some(Level::Debug));
+        assert_eq!(Level::parse("Warning"), None);
+        assert_eq!(Level::parse("verbose"), None);
+        assert!(Level::Debug < Level::Info && Level::Info < Level::Warn);
+        assert!(Level::Warn < Level::Error);
+        for level in [Level::Debug, Level::Info, Level::Warn, Level::Error] {
+            assert_eq!(Level::parse(level.as_str()), Some(level));
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use helix_edge::chunk::{ChunkBody, RunStatus};
+use helix_edge::host::Level;
 use helix_edge::message::Message;
 use helix_edge::runner::{Progress, Routed, RunError, Submission};
 use helix_edge::store::{PendingKind, SessionStatus};
@@ -415,4 +416,23 @@ fn runs_log_model_calls_tools_and_waits_without_arguments() {
         !text.contains("/secret/path"),
         "logs never carry tool arguments"
     );
+    // The default level keeps a run's boundaries; the run's end has its token usage.
+    let info = w.host.logs_at(Level::Info);
+    let names: Vec<&str> = info.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "run_started",
+            "run_suspended",
+            "run_resumed",
+            "run_completed"
+        ]
+    );
+    let end = &info[3].1;
+    assert_eq!(
+        (end["runSteps"].as_u64(), end["inputTokens"].as_u64()),
+        (Some(2), Some(20)),
+        "two model calls of 10 input tokens each"
+    );
+    assert!(w.host.logs_at(Level::Warn).is_empty(), "nothing failed");
 }

@@ -9,7 +9,12 @@
 //! costs one D1 round trip per commit and none to load. The compare-and-set still
 //! guards every commit, so an image that is out of date can only make a commit fail
 //! (then it is dropped and read again), never overwrite anything.
+//!
+//! In a Durable Object, creating a session writes nothing to D1: the create is kept in
+//! the object's [`Outbox`] and its rows go out in one batch with the first commit, or
+//! alone before anything else reads or writes the session in D1.
 
+use super::outbox::Outbox;
 use crate::message::Message;
 use crate::store::rows::{
     self, Arg, Image, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, SELECT_SUBSESSIONS, StateRow,
@@ -19,8 +24,10 @@ use crate::store::{
     CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession, RunRecord, Store,
     StoreError, SubSession,
 };
+use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
+use worker::js_sys::{Array, JSON};
 use worker::wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -35,6 +42,8 @@ pub struct D1Store {
     /// Whether images are kept (off: every read goes to D1, as the conformance suite
     /// checks both ways).
     caching: bool,
+    /// Where creates wait for their first commit (none: a create is its own batch).
+    outbox: Option<Outbox>,
 }
 
 /// Images by session id. An object's store serves its own session and, now and then,
@@ -62,6 +71,33 @@ impl Images {
         Some(self.0.swap_remove(at).1)
     }
 }
+
+/// D1's answer to a second insert of a session row.
+fn duplicate_session(e: &StoreError) -> bool {
+    matches!(e, StoreError::Backend(m) if m.contains("UNIQUE constraint failed: sessions.id"))
+}
+
+fn js_arg(a: &Arg) -> JsValue {
+    match a {
+        Arg::Text(t) => text(t),
+        Arg::Int(n) => num(*n),
+    }
+}
+
+/// A planned batch as JSON, `[[sql, [arg, …]], …]`, to keep in the outbox (written and
+/// read by the runtime's `JSON`: no code of its own in the bundle).
+fn batch_json(batch: &[Statement]) -> Option<String> {
+    let all = Array::new();
+    for s in batch {
+        let args: Array = s.args.iter().map(js_arg).collect();
+        all.push(&Array::of2(&text(s.sql), &args));
+    }
+    JSON::stringify(&all).ok()?.as_string()
+}
+
+/// The largest create kept in the outbox (a value in a Durable Object's SQLite holds at
+/// most 2 MB).
+const OUTBOX_MAX_BYTES: usize = 1_900_000;
 
 fn backend(e: worker::Error) -> StoreError {
     match e {
@@ -131,7 +167,58 @@ impl D1Store {
             images: RefCell::default(),
             epoch: Cell::new(0),
             caching: true,
+            outbox: None,
         }
+    }
+
+    /// Keeps creates in `outbox` until the session's first commit.
+    pub fn deferring_creates(self, outbox: Outbox) -> Self {
+        Self {
+            outbox: Some(outbox),
+            ..self
+        }
+    }
+
+    /// The statements of `id`'s create still waiting in the outbox.
+    fn unsent(&self, id: &str) -> Result<Vec<D1PreparedStatement>, StoreError> {
+        match self.outbox.as_ref().map(|o| o.pending(id)).transpose()? {
+            Some(Some(json)) => self.prepared_json(&json),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Prepares a batch kept as JSON by [`batch_json`].
+    fn prepared_json(&self, json: &str) -> Result<Vec<D1PreparedStatement>, StoreError> {
+        let corrupt = || StoreError::Corrupt("a create in the outbox is malformed".into());
+        let batch = JSON::parse(json).map_err(|_| corrupt())?;
+        let mut prepared = Vec::new();
+        for s in Array::from(&batch).iter() {
+            let s = Array::from(&s);
+            let sql = s.get(0).as_string().ok_or_else(corrupt)?;
+            prepared.push(self.stmt(&sql, &Array::from(&s.get(1)).to_vec())?);
+        }
+        Ok(prepared)
+    }
+
+    /// Sends every create still waiting in the outbox (an object's own session, in
+    /// practice): whatever reads or writes sessions in D1 comes after them. Boxed: its
+    /// many callers share one copy of its state machine.
+    fn flush(&self) -> LocalBoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            let Some(outbox) = &self.outbox else {
+                return Ok(());
+            };
+            for id in outbox.unsent()? {
+                match self.send(self.unsent(&id)?).await {
+                    Ok(()) => self.bump(),
+                    // It landed before, and the object did not live to record it.
+                    Err(e) if duplicate_session(&e) => {}
+                    Err(e) => return Err(e),
+                }
+                outbox.sent(&id)?;
+            }
+            Ok(())
+        })
     }
 
     /// A store that reads everything from D1 every time.
@@ -160,24 +247,21 @@ impl D1Store {
             .collect())
     }
 
-    fn prepared(&self, s: &Statement) -> Result<D1PreparedStatement, StoreError> {
-        let args: Vec<JsValue> = s
-            .args
-            .iter()
-            .map(|a| match a {
-                Arg::Text(t) => text(t),
-                Arg::Int(n) => num(*n),
-            })
-            .collect();
-        self.stmt(s.sql, &args)
+    async fn execute(&self, batch: &[Statement]) -> Result<(), StoreError> {
+        self.send(self.prepare_all(batch)?).await
     }
 
-    async fn execute(&self, batch: &[Statement]) -> Result<(), StoreError> {
-        let prepared = batch
-            .iter()
-            .map(|s| self.prepared(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.db.batch(prepared).await.map_err(backend).map(|_| ())
+    fn prepare_all(&self, batch: &[Statement]) -> Result<Vec<D1PreparedStatement>, StoreError> {
+        let mut prepared = Vec::with_capacity(batch.len());
+        for s in batch {
+            let args: Vec<JsValue> = s.args.iter().map(js_arg).collect();
+            prepared.push(self.stmt(s.sql, &args)?);
+        }
+        Ok(prepared)
+    }
+
+    async fn send(&self, batch: Vec<D1PreparedStatement>) -> Result<(), StoreError> {
+        self.db.batch(batch).await.map_err(backend).map(|_| ())
     }
 
     /// Records that a write landed.
@@ -225,6 +309,7 @@ impl D1Store {
         if let Some(image) = self.images.borrow_mut().get_mut(id) {
             return Ok(Some(f(image)));
         }
+        self.flush().await?;
         let epoch = self.epoch.get();
         let Some(mut image) = self.fetch(id).await? else {
             return Ok(None);
@@ -248,6 +333,23 @@ impl Store for D1Store {
     async fn create(&self, session: NewSession) -> Result<(), StoreError> {
         let id = session.head.id.clone();
         let (batch, image) = plan_create(session)?;
+        if let Some(outbox) = &self.outbox {
+            let json = batch_json(&batch)
+                .ok_or_else(|| StoreError::Backend("cannot keep the new session".into()))?;
+            // One value of the object's storage holds at most 2 MB. Creates are at most
+            // 1 MiB, so only text that JSON escapes heavily gets here.
+            if json.len() > OUTBOX_MAX_BYTES {
+                let (bytes, limit) = (json.len(), OUTBOX_MAX_BYTES);
+                let what = "new session";
+                return Err(StoreError::TooLarge { what, bytes, limit });
+            }
+            if !outbox.create(&id, &json)? {
+                return Err(StoreError::Exists(id));
+            }
+            self.keep(&id, image, self.epoch.get());
+            self.bump();
+            return Ok(());
+        }
         let epoch = self.epoch.get();
         let outcome = self.execute(&batch).await;
         match outcome {
@@ -287,6 +389,7 @@ impl Store for D1Store {
             Some((Some(messages), _)) => return Ok(messages),
             Some((None, version)) => (version.is_some(), version),
         };
+        // `with_image` sent a create still in the outbox.
         let sql = "SELECT body FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq";
         let args = [text(id), num(offset), num(offset.saturating_add(limit))];
         let messages = self
@@ -312,19 +415,36 @@ impl Store for D1Store {
         expected_version: u64,
         commit: Commit,
     ) -> Result<u64, StoreError> {
-        let epoch = self.epoch.get();
         let kept = self.images.borrow_mut().remove(id);
-        let mut image = match kept {
-            Some(image) if image.head.version == expected_version => image,
+        let (mut image, unsent) = match kept {
+            // A create still in the outbox goes out in the same batch, first.
+            Some(image) if image.head.version == expected_version => (image, self.unsent(id)?),
             // Not kept, or kept at another version: D1 decides.
-            _ => self
-                .fetch(id)
-                .await?
-                .ok_or_else(|| StoreError::NotFound(id.into()))?,
+            _ => {
+                self.flush().await?;
+                let image = self.fetch(id).await?;
+                (
+                    image.ok_or_else(|| StoreError::NotFound(id.into()))?,
+                    Vec::new(),
+                )
+            }
         };
-        let batch = plan_commit(&mut image, expected_version, commit)?;
+        let epoch = self.epoch.get();
+        let mut batch = unsent;
+        let created = !batch.is_empty();
+        batch.extend(self.prepare_all(&plan_commit(&mut image, expected_version, commit)?)?);
         let version = image.head.version;
-        match self.execute(&batch).await {
+        let result = self.send(batch).await;
+        if created && let Some(outbox) = &self.outbox {
+            match &result {
+                // Should this fail, the next flush finds the rows in D1 and clears it.
+                Ok(()) => outbox.sent(id).ok(),
+                // The create had landed before: D1 has moved on from the image (stale).
+                Err(e) if duplicate_session(e) => outbox.sent(id).ok(),
+                Err(_) => None,
+            };
+        }
+        match result {
             Ok(()) => {
                 self.keep(id, image, epoch);
                 self.bump();
@@ -333,7 +453,10 @@ impl Store for D1Store {
             Err(e) => {
                 self.bump();
                 match e {
-                    StoreError::Backend(m) if m.contains("CHECK constraint failed") => {
+                    StoreError::Backend(m)
+                        if m.contains("CHECK constraint failed")
+                            || (created && m.contains("UNIQUE constraint failed: sessions.id")) =>
+                    {
                         Err(StoreError::Stale {
                             expected: expected_version,
                         })
@@ -345,6 +468,7 @@ impl Store for D1Store {
     }
 
     async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
+        self.flush().await?;
         let request = InterruptRequest { reason };
         let body = rows::to_json(&request)?;
         let sql = "UPDATE sessions SET interrupt = ?1 WHERE id = ?2 RETURNING id";
@@ -361,12 +485,14 @@ impl Store for D1Store {
     }
 
     async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
+        self.flush().await?;
         let sql = "SELECT body FROM runs WHERE session_id = ?1 ORDER BY turn";
         let rows = self.read(sql, &[text(id)]).await?;
         rows.iter().map(|r| r.json(0)).collect()
     }
 
     async fn checkpoints(&self, id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+        self.flush().await?;
         let sql = "SELECT body FROM checkpoints WHERE session_id = ?1 ORDER BY version, rowid";
         let rows = self.read(sql, &[text(id)]).await?;
         rows.iter().map(|r| r.json(0)).collect()
@@ -377,6 +503,7 @@ impl Store for D1Store {
         id: &str,
         checkpoint_id: &str,
     ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
+        self.flush().await?;
         let sql = "SELECT version, body FROM checkpoints WHERE session_id = ?1 AND id = ?2";
         let rows = self.read(sql, &[text(id), text(checkpoint_id)]).await?;
         let Some(row) = rows.first() else {
@@ -387,6 +514,8 @@ impl Store for D1Store {
     }
 
     async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+        // The join reads other sessions' rows: whatever this object created goes first.
+        self.flush().await?;
         let rows = self.read(SELECT_SUBSESSIONS, &[text(parent_id)]).await?;
         rows.iter()
             .map(|r| {

@@ -1,6 +1,27 @@
-//! The Workers clock and CSPRNG as the core's [`Host`], and small helpers around env.
+//! The Workers clock and CSPRNG as the core's [`Host`], the log, and small helpers
+//! around env.
 
-use crate::host::{Host, LogValue};
+use crate::host::{Host, Level, LogValue};
+use std::cell::Cell;
+
+thread_local! {
+    /// The least level printed; read once per isolate from `LOG_LEVEL`.
+    static MIN_LEVEL: Cell<Option<Level>> = const { Cell::new(None) };
+}
+
+/// Reads `LOG_LEVEL` (`debug`, `info`, `warn`, `error`; unset or anything else: `info`)
+/// once per isolate.
+pub fn init_log_level(env: &worker::Env) {
+    if MIN_LEVEL.get().is_none() {
+        let configured = config_value(env, "LOG_LEVEL");
+        let level = configured.as_deref().and_then(Level::parse);
+        MIN_LEVEL.set(Some(level.unwrap_or(Level::Info)));
+    }
+}
+
+fn enabled(level: Level) -> bool {
+    level >= MIN_LEVEL.get().unwrap_or(Level::Info)
+}
 
 /// Time from `Date.now()`, ids from `crypto.getRandomValues`.
 pub struct WorkerHost;
@@ -26,10 +47,14 @@ impl Host for WorkerHost {
         format!("{kind}_{}", random_hex(12))
     }
 
-    fn log(&self, event: &str, fields: &[(&str, LogValue<'_>)]) {
+    fn log(&self, level: Level, event: &str, fields: &[(&str, LogValue<'_>)]) {
+        if !enabled(level) {
+            return;
+        }
         let mut line = format!(
-            "{{\"event\":{},\"ts\":{}",
+            "{{\"event\":{},\"level\":\"{}\",\"ts\":{}",
             LogValue::Str(event).to_json(),
+            level.as_str(),
             worker::Date::now().as_millis()
         );
         for (key, value) in fields {
@@ -53,9 +78,13 @@ pub fn config_value(env: &worker::Env, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// One structured log line.
-pub fn log(event: &str, fields: serde_json::Value) {
-    let mut line = serde_json::json!({ "event": event, "ts": worker::Date::now().as_millis() });
+/// One structured log line, if `level` is enabled.
+pub fn log(level: Level, event: &str, fields: serde_json::Value) {
+    if !enabled(level) {
+        return;
+    }
+    let ts = worker::Date::now().as_millis();
+    let mut line = serde_json::json!({ "event": event, "level": level.as_str(), "ts": ts });
     if let (Some(obj), serde_json::Value::Object(extra)) = (line.as_object_mut(), fields) {
         obj.extend(extra);
     }

@@ -12,6 +12,7 @@ mod d1;
 mod host;
 mod journal;
 mod llm;
+mod outbox;
 mod session_object;
 #[cfg(feature = "test-routes")]
 mod test_agents;
@@ -20,6 +21,7 @@ use crate::agent::Agents;
 use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
 use crate::api::{ApiError, CreateSessionBody, HEALTHZ_BODY, parse_body};
 use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, authorize, session_token, valid_session_id};
+use crate::host::Level;
 use host::{config_value, log, random_hex};
 use serde_json::json;
 use session_object::SESSION_HEADER;
@@ -36,6 +38,7 @@ fn start() {
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    host::init_log_level(&env);
     route(req, env).await
 }
 
@@ -188,7 +191,8 @@ fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
 }
 
 /// Test-only (feature `test-routes`): the store conformance suite against this D1, with
-/// the store keeping session images (as in a Durable Object) and reading everything.
+/// the store keeping session images, reading everything, and (in a Durable Object, as
+/// sessions run) keeping creates in the object's outbox.
 #[cfg(feature = "test-routes")]
 async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
     let mut results = Vec::new();
@@ -208,6 +212,15 @@ async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
             results
                 .push(json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() }));
         }
+    }
+    let object = format!("conformance-{}", random_hex(6));
+    let path = "/__test/conformance";
+    let mut resp = call_object(env, &object, Method::Post, path, None, None).await?;
+    let text = resp.text().await.map_err(|e| internal("conformance", e))?;
+    let outbox: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| internal("conformance", e))?;
+    if let Some(more) = outbox["results"].as_array() {
+        results.extend(more.iter().cloned());
     }
     json(200, &json!({ "results": results }).to_string()).map_err(|e| internal("conformance", e))
 }
@@ -298,6 +311,7 @@ pub(crate) async fn call_object(
     .map_err(|e| internal("request", e))?;
     stub.fetch_with_request(request).await.map_err(|e| {
         log(
+            Level::Warn,
             "object_unreachable",
             json!({ "session": id, "error": e.to_string() }),
         );
@@ -313,6 +327,7 @@ pub(crate) async fn call_object(
 /// An internal failure: logged in detail, answered with a safe 500.
 fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
     log(
+        Level::Error,
         "internal_error",
         json!({ "what": what, "error": e.to_string() }),
     );

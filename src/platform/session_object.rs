@@ -11,10 +11,12 @@ use super::host::{WorkerHost, config_value, log};
 use super::internal;
 use super::journal::{CLIENT_QUEUE, DoJournal};
 use super::llm::PlatformModels;
+use super::outbox::Outbox;
 use crate::api::{
     ApiError, CheckpointView, CreateSessionBody, MessageBody, ReasonBody, RetryBody, RunView,
     SessionView, ToolResultBody, page, parse_body,
 };
+use crate::host::Level;
 use crate::journal::Journal;
 use crate::runner::{
     CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, child_outcome,
@@ -63,6 +65,7 @@ struct Inner {
 
 impl DurableObject for SessionObject {
     fn new(state: State, env: Env) -> Self {
+        super::host::init_log_level(&env);
         let instance = super::host::random_hex(8);
         Self {
             inner: Rc::new(Inner {
@@ -82,6 +85,7 @@ impl DurableObject for SessionObject {
             Err(err) => {
                 if err.status >= 500 {
                     log(
+                        Level::Error,
                         "request_failed",
                         json!({ "code": err.code, "message": err.message }),
                     );
@@ -125,10 +129,11 @@ impl Inner {
             return Ok(r.clone());
         }
         let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+        let outbox = Outbox::open(self.state.storage().sql()).map_err(|e| internal("outbox", e))?;
         let agents = super::hosted_agents(&self.env)?;
         let runner = Rc::new(
             Runner::new(
-                D1Store::new(db),
+                D1Store::new(db).deferring_creates(outbox),
                 agents,
                 Rc::new(PlatformModels::from_env(&self.env)),
                 self.journal()?,
@@ -177,6 +182,10 @@ impl Inner {
         #[cfg(feature = "test-routes")]
         if path == "/__test/floor" {
             return self.floor().await;
+        }
+        #[cfg(feature = "test-routes")]
+        if path == "/__test/conformance" {
+            return self.conformance().await;
         }
         let op = path
             .trim_start_matches("/v1/sessions")
@@ -291,7 +300,7 @@ impl Inner {
             (Method::Post, "abort") => {
                 let ReasonBody { reason } = parse_body(&empty_or(&body))?;
                 runner.abort(&id, reason).await?;
-                log("run_aborted", json!({ "session": id }));
+                log(Level::Info, "run_aborted", json!({ "session": id }));
                 json_response(202, &json!({ "accepted": true }))
             }
             (Method::Post, "retry") => {
@@ -351,6 +360,25 @@ impl Inner {
         json_response(200, &json!({ "ok": true }))
     }
 
+    /// Test-only (feature `test-routes`): the store conformance suite with creates kept in
+    /// this object's outbox, as sessions run.
+    #[cfg(feature = "test-routes")]
+    async fn conformance(&self) -> std::result::Result<Response, ApiError> {
+        let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+        let outbox = Outbox::open(self.state.storage().sql()).map_err(|e| internal("outbox", e))?;
+        let store = D1Store::new(db).deferring_creates(outbox);
+        let prefix = format!("conformance-outbox-{}", super::host::random_hex(6));
+        let results: Vec<_> = crate::store::conformance::run(&store, &prefix)
+            .await
+            .into_iter()
+            .map(|r| {
+                let name = format!("outbox: {}", r.name);
+                json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
+            })
+            .collect();
+        json_response(200, &json!({ "results": results }))
+    }
+
     /// A request touched the session: resolve expired deadlines without waiting for the alarm.
     /// Continues a session that a read finds with work and nobody on it: a client call
     /// past its deadline, or — after a restart, before the alarm comes back — a run that
@@ -392,6 +420,7 @@ impl Inner {
         let now = Date::now().as_millis();
         if let Err(e) = storage.set_alarm(Duration::from_millis(GUARD_MS)).await {
             log(
+                Level::Warn,
                 "alarm_error",
                 json!({ "session": id, "error": e.to_string() }),
             );
@@ -410,6 +439,7 @@ impl Inner {
             Ok(Progress::Busy) => return, // The drive in progress re-arms when it ends.
             Err(e) => {
                 log(
+                    Level::Warn,
                     "drive_failed",
                     json!({ "session": id, "error": e.to_string(), "ms": elapsed }),
                 );
@@ -428,6 +458,7 @@ impl Inner {
         };
         if let Err(e) = rearmed {
             log(
+                Level::Warn,
                 "alarm_error",
                 json!({ "session": id, "error": e.to_string() }),
             );
@@ -541,6 +572,7 @@ impl Inner {
             }
             Err(e) => {
                 log(
+                    Level::Warn,
                     "parent_unreachable",
                     json!({ "session": id, "parent": parent.session_id, "error": e }),
                 );
@@ -567,6 +599,7 @@ impl Inner {
             let body = json!({ "from": id, "chunks": chunks });
             if let Err(e) = post(&self.env, parent_id, RELAY_PATH, body, &[]).await {
                 log(
+                    Level::Warn,
                     "relay_failed",
                     json!({ "session": id, "parent": parent_id, "error": e }),
                 );

@@ -182,6 +182,7 @@ impl<S: Store> Runner<S> {
                     {
                         self.log(
                             live,
+                            crate::host::Level::Warn,
                             "subagent_abort_failed",
                             &[("error", crate::host::LogValue::Str(&e))],
                         );
@@ -302,7 +303,8 @@ impl<S: Store> Runner<S> {
                     ("child", crate::host::LogValue::Str(id)),
                     ("error", crate::host::LogValue::Str(&e)),
                 ];
-                self.host.log("subagent_order_failed", &fields);
+                let level = crate::host::Level::Warn;
+                self.host.log(level, "subagent_order_failed", &fields);
             }
         }
     }

@@ -69,6 +69,7 @@ impl<S: Store> Runner<S> {
             .err()
             .map_or(LogValue::Null, |e| LogValue::Str(e.code()));
         self.host.log(
+            crate::host::Level::Debug,
             "tool_executed",
             &[
                 ("session", LogValue::Str(emitter.session_id())),

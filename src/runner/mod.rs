@@ -33,7 +33,7 @@ pub use ops::{CreateSession, Created, Routed, Submission};
 use crate::agent::{Agent, Agents};
 use crate::chunk::RunStatus;
 use crate::error::{Category, Coded, ErrorInfo, ProviderError};
-use crate::host::{Host, LogValue};
+use crate::host::{Host, Level, LogValue};
 use crate::journal::Journal;
 use crate::message::Message;
 use crate::model::Models;
@@ -42,6 +42,7 @@ use crate::store::{
 };
 use crate::tool::AbortSignal;
 use emit::Emitter;
+use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -288,13 +289,19 @@ impl<S: Store> Runner<S> {
     }
 
     /// A structured log event about `live`'s current run.
-    pub(crate) fn log(&self, live: &Live, event: &str, fields: &[(&str, LogValue<'_>)]) {
+    pub(crate) fn log(
+        &self,
+        live: &Live,
+        level: Level,
+        event: &str,
+        fields: &[(&str, LogValue<'_>)],
+    ) {
         let mut all = vec![
             ("session", LogValue::Str(&live.head.id)),
             ("run", LogValue::Str(&live.head.run.run_id)),
         ];
         all.extend_from_slice(fields);
-        self.host.log(event, &all);
+        self.host.log(level, event, &all);
     }
 
     /// Fails with [`RunError::Aborted`] once `abort` was called during this drive.
@@ -415,18 +422,21 @@ impl<S: Store> Runner<S> {
         commit_id
     }
 
-    /// Sends a staged commit; its batch is released if it lands, dropped if not.
-    async fn land(
-        &self,
-        id: &str,
-        commit_id: &str,
+    /// Sends a staged commit; its batch is released if it lands, dropped if not. Boxed:
+    /// every way a run commits shares one copy of the store's commit (a smaller bundle).
+    fn land<'a>(
+        &'a self,
+        id: &'a str,
+        commit_id: &'a str,
         expected: u64,
         commit: Commit,
-    ) -> Result<u64, RunError> {
-        let result = self.store.commit(id, expected, commit).await;
-        let version = result.inspect_err(|_| self.journal.discard(commit_id))?;
-        self.journal.release(commit_id);
-        Ok(version)
+    ) -> LocalBoxFuture<'a, Result<u64, RunError>> {
+        Box::pin(async move {
+            let result = self.store.commit(id, expected, commit).await;
+            let version = result.inspect_err(|_| self.journal.discard(commit_id))?;
+            self.journal.release(commit_id);
+            Ok(version)
+        })
     }
 
     /// Stages `commit` (which only appends messages) and shows it in `live` at once; it
@@ -488,7 +498,7 @@ impl<S: Store> Runner<S> {
                         ("pending", LogValue::Num(0)),
                         ("code", LogValue::Null),
                     ];
-                    self.log(live, "step_committed", &fields);
+                    self.log(live, Level::Debug, "step_committed", &fields);
                 }
                 Ok(())
             }
@@ -642,7 +652,8 @@ impl<S: Store> Runner<S> {
         })];
         self.commit(live, ops::head_only(head, true), post).await?;
         let step = u64::from(live.head.step_count);
-        self.log(live, "run_interrupted", &[("step", LogValue::Num(step))]);
+        let fields = [("step", LogValue::Num(step))];
+        self.log(live, Level::Info, "run_interrupted", &fields);
         // Honoured: the durable flag was cleared by the commit, the in-memory one here.
         self.interrupt_requested.borrow_mut().take();
         Ok(())

@@ -179,7 +179,8 @@ impl<S: Store> Runner<S> {
             ("session", crate::host::LogValue::Str(&request.session_id)),
             ("run", crate::host::LogValue::Str(&run_id)),
         ];
-        self.host.log("run_started", &fields);
+        self.host
+            .log(crate::host::Level::Info, "run_started", &fields);
         Ok(Created {
             session_id: request.session_id,
             run_id,

@@ -8,6 +8,7 @@ use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::error::ToolError;
+use crate::host::Level;
 use crate::host::LogValue::Num;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
@@ -56,7 +57,7 @@ impl<S: Store> Runner<S> {
             ("calls", Num(calls)),
             ("clientCalls", Num(client as u64)),
         ];
-        self.log(live, "run_resumed", &fields);
+        self.log(live, Level::Info, "run_resumed", &fields);
 
         let pending = live.head.pending.clone();
         let calls: Vec<ToolCall> = pending

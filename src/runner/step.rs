@@ -12,6 +12,7 @@ use super::{Live, RunError, Runner};
 use crate::agent::{Agent, FINISH_TOOL};
 use crate::chunk::{ChunkBody, Executor, RunStatus, StreamEvent, SuspendReason};
 use crate::error::{Coded, ErrorInfo, ToolError};
+use crate::host::Level;
 use crate::host::LogValue::{Null, Num, Str};
 use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest};
@@ -209,7 +210,7 @@ impl<S: Store> Runner<S> {
                     ("ms", Num(ms)),
                     ("code", Str(e.code())),
                 ];
-                self.log(live, "model_call_failed", &fields);
+                self.log(live, Level::Warn, "model_call_failed", &fields);
                 return self.fail_run(live, ErrorInfo::of(&e)).await;
             }
         };
@@ -222,7 +223,7 @@ impl<S: Store> Runner<S> {
             ("cacheReadTokens", Num(usage.cache_read_tokens)),
             ("stop", Str(turn.stop.as_str())),
         ];
-        self.log(live, "model_call", &fields);
+        self.log(live, Level::Debug, "model_call", &fields);
 
         let calls = normalize_calls(turn.tool_calls, &live.transcript, step, &emitter);
         // Usage and the stop reason are recorded per step, on the step's message.
@@ -513,20 +514,24 @@ impl<S: Store> Runner<S> {
             return Ok(());
         }
         self.commit(live, commit, events).await?;
-        let event = match (live.head.status, &suspended) {
-            (_, Some(_)) => "run_suspended",
-            (SessionStatus::Completed, _) => "run_completed",
-            (SessionStatus::Failed, _) => "run_failed",
-            _ => "step_committed",
+        let (level, event) = match (live.head.status, &suspended) {
+            (_, Some(_)) => (Level::Info, "run_suspended"),
+            (SessionStatus::Completed, _) => (Level::Info, "run_completed"),
+            (SessionStatus::Failed, _) => (Level::Warn, "run_failed"),
+            _ => (Level::Debug, "step_committed"),
         };
-        // Token usage is in each `model_call` line and summed on the run record.
+        // The run's token usage so far: `model_call` lines (debug) have each call's.
         let code = live.head.error.as_ref().map_or(Null, |e| Str(&e.code));
+        let run = &live.head.run;
         let fields = [
             ("step", Num(step.into())),
             ("pending", Num(live.head.pending.len() as u64)),
             ("code", code),
+            ("runSteps", Num(run.step_count.into())),
+            ("inputTokens", Num(run.usage.input_tokens)),
+            ("outputTokens", Num(run.usage.output_tokens)),
         ];
-        self.log(live, event, &fields);
+        self.log(live, level, event, &fields);
         if let (Some(ids), Some(h)) = (
             suspended,
             self.agents
@@ -603,6 +608,7 @@ impl<S: Store> Runner<S> {
         let steps = u64::from(live.head.run.step_count);
         self.log(
             live,
+            Level::Warn,
             "run_failed",
             &[("code", Str(&error.code)), ("runSteps", Num(steps))],
         );

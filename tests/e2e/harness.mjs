@@ -25,6 +25,7 @@ const DEFAULT_VARS = {
   LLM_BASE_URL: '',
   LLM_MODEL: '',
   LLM_API_KEY: '',
+  LOG_LEVEL: '',
   LEDGER_URL: '', // test build only: the `ledger` agent reports executions here
 };
 

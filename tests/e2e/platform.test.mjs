@@ -12,13 +12,14 @@ before(async () => { ({ worker, llm } = await startWithMock()); });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 beforeEach(() => llm?.reset());
 
-test('the D1 store passes the store conformance suite, keeping session images and not', async () => {
+test('the D1 store passes the store conformance suite: keeping session images, not, and keeping creates in the object', async () => {
   const res = await api(worker, 'POST', '/__test/conformance', {});
   assert.equal(res.status, 200);
   const failed = res.body.results.filter((r) => !r.ok);
   assert.deepEqual(failed, []);
   const modes = res.body.results.map((r) => r.name.split(':')[0]);
-  assert.deepEqual([modes.filter((m) => m === 'images').length, modes.filter((m) => m === 'uncached').length], [11, 11]);
+  const count = (mode) => modes.filter((m) => m === mode).length;
+  assert.deepEqual([count('images'), count('uncached'), count('outbox')], [11, 11, 11]);
 });
 
 test('auth fails closed: 401 without or with bad credentials, 403 with another session\'s token', async () => {
