@@ -206,12 +206,7 @@ async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
             d1::D1Store::uncached(env.d1("DB").map_err(|e| internal("d1 binding", e))?),
         ),
     ] {
-        let prefix = format!("conformance-{mode}-{}", random_hex(6));
-        for r in crate::store::conformance::run(&store, &prefix).await {
-            let name = format!("{mode}: {}", r.name);
-            results
-                .push(json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() }));
-        }
+        results.extend(conformance_results(&store, mode).await);
     }
     let object = format!("conformance-{}", random_hex(6));
     let path = "/__test/conformance";
@@ -223,6 +218,19 @@ async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
         results.extend(more.iter().cloned());
     }
     json(200, &json!({ "results": results }).to_string()).map_err(|e| internal("conformance", e))
+}
+
+/// Runs the store conformance suite against `store` on fresh session ids, each result
+/// named after `mode`.
+#[cfg(feature = "test-routes")]
+pub(crate) async fn conformance_results(store: &d1::D1Store, mode: &str) -> Vec<serde_json::Value> {
+    let prefix = format!("conformance-{mode}-{}", random_hex(6));
+    let results = crate::store::conformance::run(store, &prefix).await;
+    let result = |r: crate::store::conformance::CheckResult| {
+        let name = format!("{mode}: {}", r.name);
+        json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
+    };
+    results.into_iter().map(result).collect()
 }
 
 async fn create(

@@ -367,15 +367,7 @@ impl Inner {
         let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
         let outbox = Outbox::open(self.state.storage().sql()).map_err(|e| internal("outbox", e))?;
         let store = D1Store::new(db).deferring_creates(outbox);
-        let prefix = format!("conformance-outbox-{}", super::host::random_hex(6));
-        let results: Vec<_> = crate::store::conformance::run(&store, &prefix)
-            .await
-            .into_iter()
-            .map(|r| {
-                let name = format!("outbox: {}", r.name);
-                json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
-            })
-            .collect();
+        let results = super::conformance_results(&store, "outbox").await;
         json_response(200, &json!({ "results": results }))
     }
 
