@@ -208,8 +208,8 @@ impl D1Store {
             let Some(outbox) = &self.outbox else {
                 return Ok(());
             };
-            for (id, pending) in outbox.unsent()? {
-                match self.send(self.prepared_json(&pending)?).await {
+            for id in outbox.unsent()? {
+                match self.send(self.unsent(&id)?).await {
                     Ok(()) => self.bump(),
                     // It landed before, and the object did not live to record it.
                     Err(e) if duplicate_session(&e) => {}
@@ -358,7 +358,9 @@ impl Store for D1Store {
                 self.bump();
                 Ok(())
             }
-            Err(e) if duplicate_session(&e) => Err(StoreError::Exists(id)),
+            Err(StoreError::Backend(m)) if m.contains("UNIQUE constraint failed: sessions.id") => {
+                Err(StoreError::Exists(id))
+            }
             Err(other) => Err(other),
         }
     }
@@ -433,13 +435,14 @@ impl Store for D1Store {
         batch.extend(self.prepare_all(&plan_commit(&mut image, expected_version, commit)?)?);
         let version = image.head.version;
         let result = self.send(batch).await;
-        // The create went out with this batch, or had landed before (the object did not
-        // live to record it). Should recording it fail, the next flush clears it.
-        let created_before = created && result.as_ref().is_err_and(duplicate_session);
-        if (created && result.is_ok() || created_before)
-            && let Some(outbox) = &self.outbox
-        {
-            outbox.sent(id).ok();
+        if created && let Some(outbox) = &self.outbox {
+            match &result {
+                // Should this fail, the next flush finds the rows in D1 and clears it.
+                Ok(()) => outbox.sent(id).ok(),
+                // The create had landed before: D1 has moved on from the image (stale).
+                Err(e) if duplicate_session(e) => outbox.sent(id).ok(),
+                Err(_) => None,
+            };
         }
         match result {
             Ok(()) => {
@@ -449,15 +452,16 @@ impl Store for D1Store {
             }
             Err(e) => {
                 self.bump();
-                // A lost race, or a create that had landed before: D1 has moved on.
-                let lost =
-                    matches!(&e, StoreError::Backend(m) if m.contains("CHECK constraint failed"));
-                if lost || created_before {
-                    Err(StoreError::Stale {
-                        expected: expected_version,
-                    })
-                } else {
-                    Err(e)
+                match e {
+                    StoreError::Backend(m)
+                        if m.contains("CHECK constraint failed")
+                            || (created && m.contains("UNIQUE constraint failed: sessions.id")) =>
+                    {
+                        Err(StoreError::Stale {
+                            expected: expected_version,
+                        })
+                    }
+                    other => Err(other),
                 }
             }
         }

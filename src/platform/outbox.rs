@@ -52,18 +52,15 @@ impl Outbox {
         Ok(rows.first().and_then(|r| text(r, 0)))
     }
 
-    /// The sessions whose rows are not in D1 yet, with those rows.
-    pub fn unsent(&self) -> Result<Vec<(String, String)>, StoreError> {
+    /// The sessions whose rows are not in D1 yet.
+    pub fn unsent(&self) -> Result<Vec<String>, StoreError> {
         let rows = query(
             &self.sql,
-            "SELECT session_id, pending FROM created WHERE pending IS NOT NULL",
+            "SELECT session_id FROM created WHERE pending IS NOT NULL",
             None,
         )
         .map_err(|e| backend("reading the outbox", e))?;
-        Ok(rows
-            .iter()
-            .filter_map(|r| Some((text(r, 0)?, text(r, 1)?)))
-            .collect())
+        Ok(rows.iter().filter_map(|r| text(r, 0)).collect())
     }
 
     /// `id`'s rows are in D1.
