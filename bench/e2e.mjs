@@ -12,7 +12,9 @@
 // "restarted mid-request", the worker never saw a failure) is measured again on a fresh
 // session, and the count is reported. Environment: BENCH_SESSIONS (default 200), BENCH_CONCURRENCY
 // (default "1,8"), BENCH_JSON (write the results there as JSON), BENCH_LOG_LEVEL (the
-// worker's LOG_LEVEL; unset: the default, info).
+// worker's LOG_LEVEL; unset: the default, info), BENCH_DEVTOOLS (`on`: keep wrangler dev's
+// devtools relay, which costs wrangler's node process CPU for every subrequest and log
+// line and which production does not have; unset: off, see tests/e2e/harness.mjs).
 
 import { writeFileSync } from 'node:fs';
 import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
@@ -33,11 +35,10 @@ function respond(body) {
 class ProxyDrop extends Error {}
 let proxyDrops = 0;
 
-function fail(what, res) {
-  if (res.status === 503 && typeof res.body === 'string' && res.body.includes('restarted mid-request')) {
-    throw new ProxyDrop(what);
-  }
-  throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+/** Throws unless `res` has `status`; a request `api` had to send again is not measured. */
+function expect(what, res, status) {
+  if (res.resent) throw new ProxyDrop(what);
+  if (res.status !== status) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
 }
 
 /** Runs `measure(id)`, again with a fresh id when the proxy dropped a request (counted). */
@@ -57,7 +58,7 @@ async function cycle(worker, id) {
   const created = await api(worker, 'POST', '/v1/sessions', {
     agent: 'assistant', sessionId: id, input: 'delete /tmp/bench',
   });
-  if (created.status !== 201) fail('create', created);
+  expect('create', created, 201);
   const sse = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, {
     headers: { authorization: `Bearer ${API_TOKEN}` },
   });
@@ -68,7 +69,7 @@ async function cycle(worker, id) {
     const approved = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`, {
       kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true,
     });
-    if (approved.status !== 202) fail('approve', approved);
+    expect('approve', approved, 202);
     await sse.until((e) => e.type === 'end');
     const t2 = performance.now();
     return { a: t1 - t0, b: t2 - t1, cycle: t2 - t0 };
@@ -79,7 +80,7 @@ async function cycle(worker, id) {
 
 async function floorRequest(worker, id) {
   const res = await api(worker, 'POST', `/__test/floor/${id}`);
-  if (res.status !== 200) fail('floor', res);
+  expect('floor', res, 200);
 }
 
 async function floor(worker, id) {
@@ -109,9 +110,11 @@ function stats(values) {
 }
 
 const logLevel = process.env.BENCH_LOG_LEVEL;
-const { llm, worker } = await startWithMock(logLevel ? { LOG_LEVEL: logLevel } : {});
+const devtools = process.env.BENCH_DEVTOOLS === 'on';
+const vars = logLevel ? { LOG_LEVEL: logLevel } : {};
+const { llm, worker } = await startWithMock(vars, undefined, { devtools });
 llm.respondWith(respond);
-const out = { sessions: SESSIONS, logLevel: logLevel ?? 'info', runs: [], proxyDrops: 0 };
+const out = { sessions: SESSIONS, logLevel: logLevel ?? 'info', devtools, runs: [], proxyDrops: 0 };
 try {
   const tag = Date.now().toString(36);
   await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));
@@ -139,6 +142,7 @@ try {
 }
 
 const row = (name, s) => `| ${name} | ${s.min} | ${s.median} | ${s.p95} |`;
+console.log(`wrangler dev's devtools relay: ${devtools ? 'on' : 'off'}; worker LOG_LEVEL: ${out.logLevel}`);
 for (const run of out.runs) {
   console.log(`\nC=${run.concurrency}, ${SESSIONS} sessions (ms)\n`);
   console.log('| measure | min | median | p95 |\n|---|---|---|---|');

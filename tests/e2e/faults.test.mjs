@@ -204,13 +204,22 @@ test('follow-ups and resumes racing a running run get 409 or a consistent outcom
       api(worker, 'POST', `/v1/sessions/${id}/resume`, {}),
     ]);
     for (const r of racers) assert.ok([202, 409].includes(r.status), `${r.status} ${JSON.stringify(r.body)}`);
-    const accepted = racers.filter((r, i) => i % 2 === 0 && r.status === 202).length;
+    const followUps = racers.filter((_, i) => i % 2 === 0);
+    let accepted = followUps.filter((r) => r.status === 202).length;
     assert.ok(accepted <= 1, 'one follow-up at most: the second finds the session busy');
     await waitFor(worker, id, (s) => s.status === 'completed' && !s.pendingToolCalls.length, 30_000);
     await sleep(200);
     const final = (await api(worker, 'GET', `/v1/sessions/${id}`)).body;
     assert.equal(final.status, 'completed', JSON.stringify(final));
-    const roles = (await messages(id)).map((m) => m.role);
+    const stored = await messages(id);
+    // A follow-up that wrangler's proxy dropped and `api` sent again may have landed the
+    // first time (the re-send then finds the session busy): the stored messages tell.
+    if (followUps.some((r) => r.resent && r.status === 409)) {
+      const answered = accepted;
+      accepted = stored.filter((m) => m.role === 'user').length - 1;
+      assert.ok(accepted >= answered && accepted <= 1, `${accepted} follow-ups kept, ${answered} accepted`);
+    }
+    const roles = stored.map((m) => m.role);
     assert.deepEqual(roles, Array(1 + accepted).fill(['user', 'assistant']).flat(), JSON.stringify(roles));
     const runs = (await api(worker, 'GET', `/v1/sessions/${id}/runs`)).body.runs;
     assert.equal(runs.length, 1 + accepted);

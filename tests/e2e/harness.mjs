@@ -80,8 +80,9 @@ function settled(log) {
 /**
  * Starts a worker. `persistDir` defaults to a fresh directory; pass the same one to a
  * second `startWorker` (after `stop()`) to prove that state survives a restart.
+ * `devtools: false` starts it without wrangler's devtools relay (see `launch`).
  */
-export async function startWorker({ persistDir, vars = {}, migrate = true } = {}) {
+export async function startWorker({ persistDir, vars = {}, migrate = true, devtools = true } = {}) {
   mkdirSync(E2E_DIR, { recursive: true });
   persistDir ??= mkdtempSync(join(E2E_DIR, 'state-'));
   const migrated = migrate
@@ -92,7 +93,7 @@ export async function startWorker({ persistDir, vars = {}, migrate = true } = {}
   const allVars = { ...DEFAULT_VARS, ...vars };
   for (let attempt = 1; ; attempt++) {
     try {
-      return await launch(persistDir, allVars);
+      return await launch(persistDir, allVars, devtools);
     } catch (err) {
       // A free port found here can be taken by another process before workerd binds it;
       // wrangler then exits. That is the machine, not the worker: try other ports.
@@ -104,7 +105,17 @@ export async function startWorker({ persistDir, vars = {}, migrate = true } = {}
 
 class PortTaken extends Error {}
 
-async function launch(persistDir, allVars) {
+/**
+ * wrangler dev relays the worker's devtools protocol through a worker of its own that
+ * turns on the Network domain and posts every message it gets to wrangler's node
+ * process: a few milliseconds of CPU per subrequest and per log line, which production
+ * does not have. wrangler has no flag to turn the relay off; it leaves it out when it
+ * runs in VS Code's JavaScript debug terminal, which it tells by this variable being set
+ * (ProxyController.inspectorEnabled in wrangler 4). Logs are printed either way.
+ */
+const NO_DEVTOOLS_ENV = { VSCODE_INSPECTOR_OPTIONS: '{}' };
+
+async function launch(persistDir, allVars, devtools) {
   const port = await freePort();
   const inspectorPort = await freePort();
   const args = [
@@ -119,7 +130,12 @@ async function launch(persistDir, allVars) {
     detached: true, // its own process group, so stop() reaches workerd too
     stdio: ['ignore', log, log],
     // The [build] step must keep the test build (with the test-only routes).
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', HELIX_BUILD_FEATURES: 'test-routes' },
+    env: {
+      ...process.env,
+      WRANGLER_SEND_METRICS: 'false',
+      HELIX_BUILD_FEATURES: 'test-routes',
+      ...(devtools ? {} : NO_DEVTOOLS_ENV),
+    },
   });
   closeSync(log);
   running.add(child);

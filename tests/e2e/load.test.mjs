@@ -36,7 +36,7 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
  * proxy (wrangler's ProxyWorker) gives that 503 for any network error between itself
  * and the worker on a POST to a path other than "/": it compares the request's full URL
  * with the worker's base URL to decide whether the worker was replaced. Like any HTTP
- * client, the test sends the request again: a 409 then means the first attempt had
+ * client, `api` sends the request again: a 409 then means the first attempt had
  * landed. Such re-sends are counted and reported, and bounded below per POST (the unit
  * the proxy drops: 1–11 % of them in runs on the development machine, in bursts, all on
  * approvals). Every status the worker gives must be the expected one, every session
@@ -45,19 +45,10 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
 let proxyDrops = 0;
 let posts = 0;
 async function post(path, body, token, landed) {
-  let resent = false;
   posts++;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const res = await api(worker, 'POST', path, body, token).catch(() => null);
-    const dropped = res === null
-      || (res.status === 503 && typeof res.body === 'string' && res.body.includes('restarted mid-request'));
-    if (!dropped) {
-      return resent && res.status === 409 && res.body.error?.code === landed ? { ...res, status: 'landed' } : res;
-    }
-    proxyDrops++;
-    resent = true;
-  }
-  throw new Error(`${path}: dropped 5 times`);
+  const res = await api(worker, 'POST', path, body, token);
+  proxyDrops += res.resent;
+  return res.resent && res.status === 409 && res.body.error?.code === landed ? { ...res, status: 'landed' } : res;
 }
 
 /** Opens a stream, again after a dropped connection. */
