@@ -38,6 +38,9 @@ pub struct DoJournal {
     sql: SqlStorage,
     last_seq: Cell<u64>,
     clients: RefCell<Vec<ClientSender>>,
+    /// The staged batches as stored, once read or written: a commit stages and releases
+    /// without reading them back from storage.
+    staged: RefCell<Option<Vec<Staged>>>,
 }
 
 /// The rows of a query as cells, in column order. Decoded by hand rather than through
@@ -105,7 +108,8 @@ fn parse_staged(text: &str) -> Vec<Staged> {
     Array::from(&all).iter().filter_map(batch).collect()
 }
 
-fn staged_json(staged: &[Staged]) -> Option<String> {
+/// `JSON.stringify` of arrays of strings and numbers, which cannot fail.
+fn staged_json(staged: &[Staged]) -> String {
     let all = Array::new();
     for s in staged {
         let part = |(event, data): &(String, String)| {
@@ -119,7 +123,13 @@ fn staged_json(staged: &[Staged]) -> Option<String> {
             &events,
         ));
     }
-    JSON::stringify(&all).ok()?.as_string()
+    let json = JSON::stringify(&all).ok().and_then(|j| j.as_string());
+    json.unwrap_or_default()
+}
+
+/// A storage error as the store reports it: what failed, and why.
+pub(crate) fn backend(what: &str, e: worker::Error) -> StoreError {
+    StoreError::Backend(format!("{what}: {e}"))
 }
 
 fn log_error(what: &str, e: worker::Error) {
@@ -128,29 +138,21 @@ fn log_error(what: &str, e: worker::Error) {
 }
 
 impl DoJournal {
-    /// Opens (and on first use creates) the journal tables.
+    /// Opens (and on first use creates) the journal tables, and the outbox's
+    /// ([`Outbox`](super::outbox::Outbox)).
     pub fn open(sql: SqlStorage) -> worker::Result<Self> {
+        // One call for all tables: each SQL call costs the object CPU, and every new
+        // session's object opens its journal.
         sql.exec(
-            "CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, event TEXT NOT NULL, data TEXT NOT NULL)",
-            None,
-        )?;
-        sql.exec(
-            "CREATE TABLE IF NOT EXISTS journal_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)",
-            None,
-        )?;
-        sql.exec(
-            "CREATE TABLE IF NOT EXISTS step_attempts (run_id TEXT NOT NULL, step INTEGER NOT NULL, n INTEGER NOT NULL, \
-             PRIMARY KEY (run_id, step))",
-            None,
-        )?;
-        sql.exec(
-            "CREATE TABLE IF NOT EXISTS claims (run_id TEXT NOT NULL, step INTEGER NOT NULL, \
-             tool_call_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (run_id, step, tool_call_id))",
-            None,
-        )?;
-        sql.exec(
-            "CREATE TABLE IF NOT EXISTS answers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, \
-             body TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id))",
+            "CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, event TEXT NOT NULL, data TEXT NOT NULL); \
+             CREATE TABLE IF NOT EXISTS journal_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL); \
+             CREATE TABLE IF NOT EXISTS step_attempts (run_id TEXT NOT NULL, step INTEGER NOT NULL, \
+             n INTEGER NOT NULL, PRIMARY KEY (run_id, step)); \
+             CREATE TABLE IF NOT EXISTS claims (run_id TEXT NOT NULL, step INTEGER NOT NULL, \
+             tool_call_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (run_id, step, tool_call_id)); \
+             CREATE TABLE IF NOT EXISTS answers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, \
+             body TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id)); \
+             CREATE TABLE IF NOT EXISTS created (session_id TEXT PRIMARY KEY, pending TEXT)",
             None,
         )?;
         let rows = query(&sql, "SELECT MAX(seq) FROM events", None)?;
@@ -159,6 +161,7 @@ impl DoJournal {
             sql,
             last_seq: Cell::new(last),
             clients: RefCell::new(Vec::new()),
+            staged: RefCell::new(None),
         })
     }
 
@@ -172,7 +175,8 @@ impl DoJournal {
         rows.first().and_then(|r| text(r, 0))
     }
 
-    fn set_meta(&self, key: &str, value: Option<&str>) {
+    /// Whether the write was made.
+    fn set_meta(&self, key: &str, value: Option<&str>) -> bool {
         let result = match value {
             Some(v) => self.sql.exec(
                 "INSERT INTO journal_meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
@@ -180,25 +184,33 @@ impl DoJournal {
             ),
             None => self.sql.exec("DELETE FROM journal_meta WHERE k = ?", vec![key.into()]),
         };
-        if let Err(e) = result {
-            log_error("meta", e);
-        }
+        result.map_err(|e| log_error("meta", e)).is_ok()
     }
 
+    /// Takes the staged batches (from the kept copy when there is one); give them back
+    /// with [`keep_staged`](Self::keep_staged) or [`set_staged`](Self::set_staged).
     fn staged(&self) -> Vec<Staged> {
+        if let Some(staged) = self.staged.take() {
+            return staged;
+        }
         self.meta("staged")
             .map(|text| parse_staged(&text))
             .unwrap_or_default()
     }
 
-    fn set_staged(&self, staged: &[Staged]) {
-        if staged.is_empty() {
-            self.set_meta("staged", None);
+    /// Gives back batches taken with [`staged`](Self::staged), unchanged.
+    fn keep_staged(&self, staged: Vec<Staged>) {
+        *self.staged.borrow_mut() = Some(staged);
+    }
+
+    fn set_staged(&self, staged: Vec<Staged>) {
+        if staged.is_empty() && self.staged.borrow().as_ref().is_some_and(Vec::is_empty) {
             return;
         }
-        match staged_json(staged) {
-            Some(json) => self.set_meta("staged", Some(&json)),
-            None => worker::console_error!("cannot stage events"),
+        let json = (!staged.is_empty()).then(|| staged_json(&staged));
+        let written = self.set_meta("staged", json.as_deref());
+        if written {
+            self.keep_staged(staged);
         }
     }
 
@@ -337,9 +349,9 @@ impl DoJournal {
         self.meta(key)
     }
 
-    /// Sets a flag kept with the journal.
-    pub fn set_flag(&self, key: &str, value: &str) {
-        self.set_meta(key, Some(value));
+    /// Sets a flag kept with the journal; whether it was written.
+    pub fn set_flag(&self, key: &str, value: &str) -> bool {
+        self.set_meta(key, Some(value))
     }
 
     /// Sends `: ping` to every client; returns how many are connected.
@@ -365,7 +377,7 @@ impl Journal for DoJournal {
             version,
             events,
         });
-        self.set_staged(&staged);
+        self.set_staged(staged);
     }
 
     fn release(&self, commit_id: &str) {
@@ -377,7 +389,9 @@ impl Journal for DoJournal {
             }
             // Rival writes of this or an older version lost the compare-and-set.
             staged.retain(|s| s.version > batch.version);
-            self.set_staged(&staged);
+            self.set_staged(staged);
+        } else {
+            self.keep_staged(staged);
         }
         self.set_meta("confirmed", Some(&self.last_seq.get().to_string()));
     }
@@ -385,14 +399,18 @@ impl Journal for DoJournal {
     fn discard(&self, commit_id: &str) {
         let mut staged = self.staged();
         staged.retain(|s| s.commit_id != commit_id);
-        self.set_staged(&staged);
+        self.set_staged(staged);
     }
 
     fn recover(&self, _version: u64, commit_id: &str) -> Recovery {
-        if self.staged().iter().any(|s| s.commit_id == commit_id) {
+        let staged = self.staged();
+        let landed = staged.iter().any(|s| s.commit_id == commit_id);
+        self.keep_staged(staged);
+        if landed {
             self.release(commit_id);
         }
-        self.set_staged(&[]);
+        // Whatever else is staged lost the compare-and-set.
+        self.set_staged(Vec::new());
         let confirmed = self.confirmed();
         Recovery {
             torn_from: (self.last_seq.get() > confirmed).then_some(confirmed + 1),
@@ -404,22 +422,19 @@ impl Journal for DoJournal {
     }
 
     fn begin_step(&self, run_id: &str, step: u32) -> u32 {
-        let upsert = self.sql.exec(
-            "INSERT INTO step_attempts (run_id, step, n) VALUES (?, ?, 1) \
-             ON CONFLICT (run_id, step) DO UPDATE SET n = n + 1",
-            vec![run_id.into(), SqlStorageValue::from(i64::from(step))],
-        );
-        if let Err(e) = upsert {
-            log_error("begin_step", e);
-            return 1;
-        }
         let rows = query(
             &self.sql,
-            "SELECT n FROM step_attempts WHERE run_id = ? AND step = ?",
+            "INSERT INTO step_attempts (run_id, step, n) VALUES (?, ?, 1) \
+             ON CONFLICT (run_id, step) DO UPDATE SET n = n + 1 RETURNING n",
             Some(vec![run_id.into(), SqlStorageValue::from(i64::from(step))]),
-        )
-        .unwrap_or_default();
-        first_int(&rows).map_or(1, |n| n as u32)
+        );
+        match rows {
+            Ok(rows) => first_int(&rows).map_or(1, |n| n as u32),
+            Err(e) => {
+                log_error("begin_step", e);
+                1
+            }
+        }
     }
 
     fn claim(
@@ -435,8 +450,8 @@ impl Journal for DoJournal {
         // Synchronous check-and-insert, as for answers.
         let select =
             "SELECT instance FROM claims WHERE run_id = ? AND step = ? AND tool_call_id = ?";
-        let rows = query(&self.sql, select, Some(key()))
-            .map_err(|e| StoreError::Backend(format!("reading the claim: {e}")))?;
+        let rows =
+            query(&self.sql, select, Some(key())).map_err(|e| backend("reading the claim", e))?;
         if let Some(owner) = rows.first().and_then(|r| text(r, 0)) {
             return Ok(owner);
         }
@@ -448,7 +463,7 @@ impl Journal for DoJournal {
                 "INSERT INTO claims (run_id, step, tool_call_id, instance) VALUES (?, ?, ?, ?)",
                 args,
             )
-            .map_err(|e| StoreError::Backend(format!("storing the claim: {e}")))?;
+            .map_err(|e| backend("storing the claim", e))?;
         Ok(instance.to_string())
     }
 
@@ -473,7 +488,7 @@ impl Journal for DoJournal {
                 "INSERT INTO answers (session_id, tool_call_id, body, created_at) VALUES (?, ?, ?, ?)",
                 args,
             )
-            .map_err(|e| StoreError::Backend(format!("storing the answer: {e}")))?;
+            .map_err(|e| backend("storing the answer", e))?;
         Ok(AnswerOutcome::Stored)
     }
 
@@ -488,7 +503,7 @@ impl Journal for DoJournal {
             select,
             Some(vec![session_id.into(), tool_call_id.into()]),
         )
-        .map_err(|e| StoreError::Backend(format!("reading the answer: {e}")))?;
+        .map_err(|e| backend("reading the answer", e))?;
         match rows.first().and_then(|r| text(r, 0)) {
             Some(body) => rows::from_json(&body).map(Some),
             None => Ok(None),
@@ -523,7 +538,7 @@ mod tests {
                 events: vec![],
             },
         ];
-        let json = staged_json(&batches).unwrap();
+        let json = staged_json(&batches);
         let back = parse_staged(&json);
         assert_eq!(back.len(), 2);
         for (a, b) in batches.iter().zip(&back) {

@@ -4,7 +4,7 @@
 //! writes the session in D1). So creating a session costs no D1 round trip, and the
 //! object, which every request for its session id reaches, is where one creator wins.
 
-use super::journal::{query, text};
+use super::journal::{backend, query, text};
 use crate::store::StoreError;
 use worker::SqlStorage;
 
@@ -13,18 +13,12 @@ pub struct Outbox {
     sql: SqlStorage,
 }
 
-fn backend(what: &str, e: worker::Error) -> StoreError {
-    StoreError::Backend(format!("{what}: {e}"))
-}
-
 impl Outbox {
-    /// Opens (and on first use creates) the `created` table.
-    pub fn open(sql: SqlStorage) -> worker::Result<Self> {
-        sql.exec(
-            "CREATE TABLE IF NOT EXISTS created (session_id TEXT PRIMARY KEY, pending TEXT)",
-            None,
-        )?;
-        Ok(Self { sql })
+    /// The outbox in `sql`, whose `created` table [`DoJournal::open`] creates.
+    ///
+    /// [`DoJournal::open`]: super::journal::DoJournal::open
+    pub fn new(sql: SqlStorage) -> Self {
+        Self { sql }
     }
 
     /// Records `id` as created here with its rows still to send (`pending`, JSON);

@@ -129,14 +129,16 @@ impl Inner {
             return Ok(r.clone());
         }
         let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
-        let outbox = Outbox::open(self.state.storage().sql()).map_err(|e| internal("outbox", e))?;
+        // Opening the journal creates the outbox's table too.
+        let journal = self.journal()?;
+        let outbox = Outbox::new(self.state.storage().sql());
         let agents = super::hosted_agents(&self.env)?;
         let runner = Rc::new(
             Runner::new(
                 D1Store::new(db).deferring_creates(outbox),
                 agents,
                 Rc::new(PlatformModels::from_env(&self.env)),
-                self.journal()?,
+                journal,
                 Rc::new(WorkerHost),
                 RunnerConfig::new(self.instance.clone()),
             )
@@ -148,27 +150,15 @@ impl Inner {
 
     /// The session this object serves (remembered from the first request).
     fn session_id(&self) -> Option<String> {
-        let sql = self.state.storage().sql();
-        let rows = super::journal::query(
-            &sql,
-            "SELECT v FROM journal_meta WHERE k = 'session_id'",
-            None,
-        )
-        .unwrap_or_default();
-        rows.first().and_then(|r| super::journal::text(r, 0))
+        self.journal().ok()?.flag("session_id")
     }
 
     fn remember(&self, id: &str) -> std::result::Result<(), ApiError> {
-        self.journal()?;
-        self.state
-            .storage()
-            .sql()
-            .exec(
-                "INSERT INTO journal_meta (k, v) VALUES ('session_id', ?) ON CONFLICT (k) DO NOTHING",
-                vec![id.into()],
-            )
-            .map(|_| ())
-            .map_err(|e| internal("remember", e))
+        // An object serves one session id: the one it was reached by.
+        match self.journal()?.set_flag("session_id", id) {
+            true => Ok(()),
+            false => Err(internal("remember", "not stored")),
+        }
     }
 
     async fn handle(self: Rc<Self>, mut req: Request) -> std::result::Result<Response, ApiError> {
@@ -365,7 +355,8 @@ impl Inner {
     #[cfg(feature = "test-routes")]
     async fn conformance(&self) -> std::result::Result<Response, ApiError> {
         let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
-        let outbox = Outbox::open(self.state.storage().sql()).map_err(|e| internal("outbox", e))?;
+        self.journal()?; // creates the outbox's table
+        let outbox = Outbox::new(self.state.storage().sql());
         let store = D1Store::new(db).deferring_creates(outbox);
         let results = super::conformance_results(&store, "outbox").await;
         json_response(200, &json!({ "results": results }))
