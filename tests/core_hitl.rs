@@ -373,6 +373,11 @@ fn driving_a_resumed_step_twice_at_once_runs_the_approved_tool_once() {
     assert_consistent(&w, &initial());
 }
 
+/// The events of recorded log lines, in order.
+fn event_names(logs: &[(String, Value)]) -> Vec<&str> {
+    logs.iter().map(|(name, _)| name.as_str()).collect()
+}
+
 #[test]
 fn runs_log_model_calls_tools_and_waits_without_arguments() {
     let w = World::new();
@@ -385,9 +390,8 @@ fn runs_log_model_calls_tools_and_waits_without_arguments() {
     approve(&r, &call.id, true);
     drive(&r);
     let logs = w.host.logs();
-    let names: Vec<&str> = logs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
-        names,
+        event_names(&logs),
         [
             "run_started",
             "model_call",
@@ -418,9 +422,8 @@ fn runs_log_model_calls_tools_and_waits_without_arguments() {
     );
     // The default level keeps a run's boundaries; the run's end has its token usage.
     let info = w.host.logs_at(Level::Info);
-    let names: Vec<&str> = info.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
-        names,
+        event_names(&info),
         [
             "run_started",
             "run_suspended",
