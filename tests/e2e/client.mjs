@@ -17,9 +17,9 @@ const RESENDS = 4;
 
 /**
  * Calls the API; returns { status, body, headers, resent } (body parsed when JSON).
- * A request the proxy dropped (its 503 above, or a failed connection) is sent again, as
- * any HTTP client would, up to 4 times, and `resent` counts the re-sends: when it is not
- * 0 the first attempt may have landed, so a 409 can be the worker's answer to the re-send.
+ * A request the proxy dropped (its 503 above) is sent again, as any HTTP client would,
+ * up to 4 times, and `resent` counts the re-sends: when it is not 0 the first attempt
+ * may have landed, so a 409 can be the worker's answer to the re-send.
  */
 export async function api(worker, method, path, body, token = API_TOKEN) {
   const headers = { 'content-type': 'application/json' };
@@ -30,17 +30,13 @@ export async function api(worker, method, path, body, token = API_TOKEN) {
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   };
   for (let resent = 0; ; resent++) {
-    const res = await worker.fetch(path, init).catch((err) => {
-      if (resent === RESENDS) throw err;
-      return null;
-    });
-    const text = res && await res.text();
-    if (res && !(res.status === 503 && text.startsWith(PROXY_DROP))) {
+    const res = await worker.fetch(path, init);
+    const text = await res.text();
+    if (resent === RESENDS || !(res.status === 503 && text.startsWith(PROXY_DROP))) {
       let parsed = text;
       try { parsed = JSON.parse(text); } catch { /* not JSON */ }
       return { status: res.status, body: parsed, headers: res.headers, resent };
     }
-    if (resent === RESENDS) throw new Error(`${method} ${path}: dropped by wrangler dev's proxy ${RESENDS + 1} times`);
     console.error(`# wrangler dev's proxy dropped ${method} ${path}; sending it again`);
     await new Promise((r) => setTimeout(r, 50 * (resent + 1)));
   }

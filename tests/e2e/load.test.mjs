@@ -36,8 +36,8 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
  * proxy (wrangler's ProxyWorker) gives that 503 for any network error between itself
  * and the worker on a POST to a path other than "/": it compares the request's full URL
  * with the worker's base URL to decide whether the worker was replaced. Like any HTTP
- * client, `api` sends the request again: a 409 then means the first attempt had
- * landed. Such re-sends are counted and reported, and bounded below per POST (the unit
+ * client, the test sends the request again (`api` after the proxy's 503, `post` after a
+ * dropped connection): a 409 then means the first attempt had landed. Such re-sends are counted and reported, and bounded below per POST (the unit
  * the proxy drops: 1–11 % of them in runs on the development machine, in bursts, all on
  * approvals). Every status the worker gives must be the expected one, every session
  * must be consistent, and the worker must log no failure.
@@ -46,9 +46,16 @@ let proxyDrops = 0;
 let posts = 0;
 async function post(path, body, token, landed) {
   posts++;
-  const res = await api(worker, 'POST', path, body, token);
-  proxyDrops += res.resent;
-  return res.resent && res.status === 409 && res.body.error?.code === landed ? { ...res, status: 'landed' } : res;
+  for (let failed = 0; ; failed++) {
+    const res = await api(worker, 'POST', path, body, token).catch((e) => {
+      if (failed === 4) throw e;
+      return null; // a dropped connection: sent again, like the proxy's 503 (in `api`)
+    });
+    proxyDrops += res ? res.resent : 1;
+    if (!res) continue;
+    const resent = failed + res.resent > 0;
+    return resent && res.status === 409 && res.body.error?.code === landed ? { ...res, status: 'landed' } : res;
+  }
 }
 
 /** Opens a stream, again after a dropped connection. */
