@@ -41,7 +41,7 @@ export async function startMockLlm() {
   const hung = new Set();
   let responder = null;
   let ledgerDelayMs = 0;
-  const server = createServer(async (req, res) => {
+  async function serve(req, res) {
     let body = '';
     for await (const part of req) body += part;
     let parsed = null;
@@ -84,6 +84,13 @@ export async function startMockLlm() {
     }
     if (answer.malformed) res.write('data: {"choices": [\n\n');
     res.end('data: [DONE]\n\n');
+  }
+  const server = createServer((req, res) => {
+    serve(req, res).catch((err) => {
+      // The worker went away mid-request (the crash tests kill it): nobody to answer.
+      if (req.destroyed || res.destroyed) return;
+      throw err;
+    });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();
