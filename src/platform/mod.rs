@@ -60,8 +60,12 @@ pub async fn route(req: RawRequest, env: Env) -> Result<Response> {
 
 async fn dispatch(req: RawRequest, env: Env) -> std::result::Result<Response, ApiError> {
     let url = req.url();
-    let path = crate::api::path_and_query(&url);
-    let path = path.split('?').next().unwrap_or(path).to_string();
+    let path_and_query = crate::api::path_and_query(&url);
+    let path = path_and_query
+        .split('?')
+        .next()
+        .unwrap_or(path_and_query)
+        .to_string();
     let method = Method::from(req.method());
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match (method.clone(), segments.as_slice()) {
@@ -89,7 +93,12 @@ async fn dispatch(req: RawRequest, env: Env) -> std::result::Result<Response, Ap
         config_value(&env, "ALLOW_UNAUTHENTICATED"),
     );
     let now_secs = worker::Date::now().as_millis() / 1000;
-    authorize(&config, credential(&req).as_deref(), session, now_secs)?;
+    authorize(
+        &config,
+        credential(&req, &url).as_deref(),
+        session,
+        now_secs,
+    )?;
 
     match (method.clone(), segments.as_slice()) {
         #[cfg(feature = "test-routes")]
@@ -116,20 +125,19 @@ async fn dispatch(req: RawRequest, env: Env) -> std::result::Result<Response, Ap
             } else {
                 None
             };
-            forward(&env, id, &req, body).await
+            forward(&env, id, &req, method, path_and_query, body).await
         }
         _ => Err(ApiError::route_not_found(&path)),
     }
 }
 
 /// `Authorization: Bearer <t>`, or `?token=<t>` (EventSource cannot set headers).
-fn credential(req: &RawRequest) -> Option<String> {
+fn credential(req: &RawRequest, url: &str) -> Option<String> {
     let header = req.headers().get("authorization").ok().flatten();
     if let Some(token) = header.as_deref().and_then(|h| h.strip_prefix("Bearer ")) {
         return Some(token.trim().to_string());
     }
-    let url = req.url();
-    crate::api::query_pairs(&url)
+    crate::api::query_pairs(url)
         .into_iter()
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v)
@@ -288,13 +296,12 @@ async fn forward(
     env: &Env,
     id: &str,
     req: &RawRequest,
+    method: Method,
+    path_and_query: &str,
     body: Option<Vec<u8>>,
 ) -> std::result::Result<Response, ApiError> {
-    let url = req.url();
-    let path_and_query = crate::api::path_and_query(&url).to_string();
     let last_event_id = req.headers().get("last-event-id").ok().flatten();
-    let method = Method::from(req.method());
-    call_object(env, id, method, &path_and_query, last_event_id, body).await
+    call_object(env, id, method, path_and_query, last_event_id, body).await
 }
 
 /// Sends a request to the session's Durable Object.
