@@ -37,9 +37,9 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
  * and the worker on a POST to a path other than "/": it compares the request's full URL
  * with the worker's base URL to decide whether the worker was replaced. Like any HTTP
  * client, the test sends the request again (`api` after the proxy's 503, `post` after a
- * dropped connection): a 409 then means the first attempt had landed. Such re-sends are counted and reported, and bounded below per POST (the unit
- * the proxy drops: 1–11 % of them in runs on the development machine, in bursts, all on
- * approvals). Every status the worker gives must be the expected one, every session
+ * dropped connection): a 409 then means the first attempt had landed. Such re-sends are
+ * counted and reported, and bounded below per POST (the unit the proxy drops: 1–11 % of
+ * them in runs on the development machine, in bursts, all on approvals). Every status the worker gives must be the expected one, every session
  * must be consistent, and the worker must log no failure.
  */
 let proxyDrops = 0;
