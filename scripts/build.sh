@@ -11,7 +11,7 @@ features="${HELIX_BUILD_FEATURES:-}"
 out=build/worker/shim.mjs
 stamp=build/.features
 if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$features" ] &&
-  [ -z "$(find src .cargo Cargo.toml Cargo.lock -newer "$out" -print -quit)" ]; then
+  [ -z "$(find src crates .cargo Cargo.toml Cargo.lock -newer "$out" -print -quit)" ]; then
   echo "[build] build/ is up to date${features:+ (features: $features)}"
   exit 0
 fi

@@ -15,21 +15,21 @@ for component in rustfmt clippy; do
 done
 
 step "cargo fmt --check"
-cargo fmt --check
+cargo fmt --all --check
 
 step "cargo clippy (native)"
-cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo clippy (wasm32-unknown-unknown)"
-cargo clippy --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
-cargo clippy --all-targets --locked --target wasm32-unknown-unknown --features test-routes -- -D warnings
+cargo clippy --workspace --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
+cargo clippy --workspace --all-targets --locked --target wasm32-unknown-unknown --features test-routes -- -D warnings
 
 step "cargo test (native)"
-cargo test --locked
+cargo test --workspace --locked
 
 step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --locked --target wasm32-unknown-unknown --lib
+  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib
 
 step "build the worker (with the test-only routes)"
 export HELIX_BUILD_FEATURES=test-routes

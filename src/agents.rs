@@ -4,10 +4,10 @@
 //! client-executed one with a deadline. `coordinator` delegates to `researcher` through
 //! the sub-agent tool `research`; each call runs a child session.
 
-use crate::agent::{Agent, Agents};
-use crate::error::{DefinitionError, ToolError};
-use crate::host::rfc3339;
-use crate::tool::{Tool, ToolContext};
+use helix_edge::agent::{Agent, Agents};
+use helix_edge::error::{DefinitionError, ToolError};
+use helix_edge::host::rfc3339;
+use helix_edge::tool::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -1,34 +1,47 @@
-//! helix-edge: a runtime for durable, human-in-the-loop AI agents on Cloudflare Workers.
+//! The helix-edge reference worker: a worker built on helix-edge exactly as a user's is
+//! (its agents, and `helix_edge::worker!`), serving the reference agents of SPEC §6 on
+//! the built-in `demo` model when no LLM key is configured. The demo, the end-to-end
+//! tests and the benchmarks run against it.
 //!
 //! # Map of the crate
-//! - [`api`]: the outside of the HTTP API that does not need the Workers runtime: the
-//!   JSON error body every route answers with, and the `/healthz` body.
-//! - `platform` (wasm only): the worker entry point, the router and the `SessionObject`
-//!   Durable Object. It is the only module that touches `worker::`; the `worker` crate is
-//!   a wasm-only dependency, so a stray `use worker::` breaks the native build.
-//!
-//! Everything outside `platform` is a pure core: no IO, no clock, no randomness. Time
-//! and ids are passed in, so the core is tested natively with plain `cargo test`.
+//! - [`agents`]: the reference agents (`assistant`, `coordinator` with its `researcher`
+//!   sub-agent) and their typed tools. Pure: tested natively.
+//! - `test_agents` (feature `test-routes`, wasm only): the `ledger` agent the
+//!   end-to-end suite's fault injection counts executions with.
+//! - The worker itself (wasm only): the agents this deployment hosts, given its
+//!   environment, and the entry and `SessionObject` class from `helix_edge::worker!`.
 
-pub mod agent;
 pub mod agents;
-pub mod api;
-pub mod auth;
-pub mod chunk;
-pub mod demo;
-pub mod error;
-pub mod host;
-pub mod journal;
-pub mod message;
-pub mod model;
-pub mod provider;
-pub mod runner;
-pub mod schema;
-pub mod scripted;
-pub mod state;
-pub mod store;
-pub mod tool;
-mod wire;
+#[cfg(all(feature = "test-routes", target_arch = "wasm32"))]
+mod test_agents;
 
 #[cfg(target_arch = "wasm32")]
-mod platform;
+mod hosted {
+    use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
+    use helix_edge::agent::Agents;
+    use helix_edge::error::DefinitionError;
+    use worker::Env;
+
+    /// A var, if set and not empty.
+    fn var(env: &Env, name: &str) -> Option<String> {
+        env.var(name)
+            .ok()
+            .map(|v| v.to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline) and, in
+    /// the test build, the test agents.
+    fn agents(env: &Env) -> Result<Agents, DefinitionError> {
+        let deadline = var(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
+        let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))?;
+        #[cfg(feature = "test-routes")]
+        let agents = match var(env, "LEDGER_URL") {
+            Some(url) => agents.with(crate::test_agents::ledger(url)?),
+            None => agents,
+        };
+        Ok(agents)
+    }
+
+    helix_edge::worker!(agents);
+}

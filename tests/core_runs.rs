@@ -409,7 +409,7 @@ fn hooks_fire_in_the_canonical_order() {
     let log = Rc::new(RefCell::new(Vec::new()));
     let agent = Agent::builder("hooked")
         .initial_state(json!({"notes": []}))
-        .tool(helix_edge::agents::add_note_tool())
+        .tool(helix_edge_reference::agents::add_note_tool())
         .hooks(Log(log.clone()))
         .build()
         .unwrap();

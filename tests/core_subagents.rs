@@ -11,7 +11,7 @@ mod common;
 use common::block;
 use futures::future::LocalBoxFuture;
 use helix_edge::agent::{Agent, Agents};
-use helix_edge::agents::{Research, coordinator};
+use helix_edge_reference::agents::{Research, coordinator};
 use helix_edge::chunk::{ChunkBody, StreamEvent, SuspendReason};
 use helix_edge::error::{ProviderError, ToolError};
 use helix_edge::host::ManualHost;
@@ -99,7 +99,7 @@ fn agents() -> Agents {
         .system_prompt("plan")
         .tool(Tool::subagent::<Research>(
             "research",
-            helix_edge::agents::researcher().unwrap(),
+            helix_edge_reference::agents::researcher().unwrap(),
         ))
         .tool(
             Tool::new("finish", "d", |_: Value, _| async {

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 use helix_edge::agent::Agents;
-use helix_edge::agents::assistant;
+use helix_edge_reference::agents::assistant;
 use helix_edge::demo::DemoModel;
 use helix_edge::host::ManualHost;
 use helix_edge::journal::MemoryJournal;

@@ -8,7 +8,7 @@
 
 use futures::executor::block_on;
 use helix_edge::agent::{Agent, Agents};
-use helix_edge::agents::AskUser;
+use helix_edge_reference::agents::AskUser;
 use helix_edge::error::ToolError;
 use helix_edge::host::ManualHost;
 use helix_edge::journal::MemoryJournal;

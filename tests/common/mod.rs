@@ -6,7 +6,7 @@
 
 use futures::task::ArcWake;
 use helix_edge::agent::{Agent, Agents};
-use helix_edge::agents::{AddNote, AskUser, DeleteFile, SendEmail, add_note_tool};
+use helix_edge_reference::agents::{AddNote, AskUser, DeleteFile, SendEmail, add_note_tool};
 use helix_edge::chunk::{ChunkBody, StreamEvent};
 use helix_edge::error::ToolError;
 use helix_edge::host::ManualHost;
@@ -193,7 +193,7 @@ impl World {
         let agents = Agents::new()
             .with(tester(&exec))
             .with(summarizer())
-            .with(helix_edge::agents::assistant().unwrap());
+            .with(helix_edge_reference::agents::assistant().unwrap());
         Self {
             store: Rc::new(MemoryStore::yielding()),
             journal: Rc::new(MemoryJournal::new()),

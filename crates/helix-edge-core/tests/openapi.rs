@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-use helix_edge::api::{
+use helix_edge_core::api::{
     CreateSessionBody, MessageBody, OPENAPI, ROUTES, ReasonBody, RetryBody, ToolResultBody,
     parse_body,
 };

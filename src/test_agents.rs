@@ -5,10 +5,10 @@
 //! durable record outside the worker that lets a test killing the worker at random
 //! count how often each approved call really ran.
 
-use crate::agent::Agent;
 use crate::agents::add_note_tool;
-use crate::error::{DefinitionError, ToolError};
-use crate::tool::{Tool, ToolContext};
+use helix_edge::agent::Agent;
+use helix_edge::error::{DefinitionError, ToolError};
+use helix_edge::tool::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! writes the session in D1). So creating a session costs no D1 round trip, and the
 //! object, which every request for its session id reaches, is where one creator wins.
 
-use super::journal::{backend, query, text};
+use crate::do_journal::{backend, query, text};
 use crate::store::StoreError;
 use worker::SqlStorage;
 
@@ -16,7 +16,7 @@ pub struct Outbox {
 impl Outbox {
     /// The outbox in `sql`, whose `created` table [`DoJournal::open`] creates.
     ///
-    /// [`DoJournal::open`]: super::journal::DoJournal::open
+    /// [`DoJournal::open`]: crate::do_journal::DoJournal::open
     pub fn new(sql: SqlStorage) -> Self {
         Self { sql }
     }

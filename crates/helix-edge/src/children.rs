@@ -3,7 +3,7 @@
 //! parent and waking it when it ends. Each message is an internal request to the other
 //! session's object; `/__internal/*` paths are never forwarded by the public router.
 
-use super::call_object;
+use crate::entry::call_object;
 use crate::runner::{ChildOrder, Children};
 use futures::future::LocalBoxFuture;
 use serde_json::json;
@@ -20,6 +20,7 @@ pub const RELAY_PATH: &str = "/__internal/relay";
 /// `accept`), else a message naming what went wrong.
 pub async fn post(
     env: &Env,
+    binding: &str,
     id: &str,
     path: &str,
     body: serde_json::Value,
@@ -27,6 +28,7 @@ pub async fn post(
 ) -> Result<(), String> {
     let resp = call_object(
         env,
+        binding,
         id,
         Method::Post,
         path,
@@ -45,12 +47,14 @@ pub async fn post(
 /// Reaches child sessions through their Durable Objects.
 pub struct DoChildren {
     env: Env,
+    /// The Durable Object binding of the session objects.
+    binding: &'static str,
 }
 
 impl DoChildren {
     /// Children of the sessions served with `env`.
-    pub fn new(env: Env) -> Self {
-        Self { env }
+    pub fn new(env: Env, binding: &'static str) -> Self {
+        Self { env, binding }
     }
 }
 
@@ -71,11 +75,12 @@ impl Children for DoChildren {
                     parent,
                 } => {
                     let body = json!({ "agent": agent, "message": message, "parent": parent });
-                    post(env, child_id, START_PATH, body, &[409]).await
+                    post(env, self.binding, child_id, START_PATH, body, &[409]).await
                 }
                 ChildOrder::Abort { reason } => {
                     post(
                         env,
+                        self.binding,
                         child_id,
                         &op("abort"),
                         json!({ "reason": reason }),
@@ -86,9 +91,19 @@ impl Children for DoChildren {
                 // 409: the child is not running (already ended or interrupted).
                 ChildOrder::Interrupt { reason } => {
                     let body = json!({ "reason": reason });
-                    post(env, child_id, &op("interrupt"), body, &[409]).await
+                    post(env, self.binding, child_id, &op("interrupt"), body, &[409]).await
                 }
-                ChildOrder::Resume => post(env, child_id, &op("resume"), json!({}), &[409]).await,
+                ChildOrder::Resume => {
+                    post(
+                        env,
+                        self.binding,
+                        child_id,
+                        &op("resume"),
+                        json!({}),
+                        &[409],
+                    )
+                    .await
+                }
             }
         })
     }

@@ -6,13 +6,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // A benchmark aborts on a broken setup.
 
 use futures::executor::block_on;
-use helix_edge::chunk::{Chunk, ChunkBody, StreamEvent};
-use helix_edge::provider::Decoder;
-use helix_edge::provider::anthropic::AnthropicDecoder;
-use helix_edge::provider::openai::OpenAiDecoder;
-use helix_edge::provider::sse::SseFramer;
-use helix_edge::state::StateWriter;
-use helix_edge::store::Store;
+use helix_edge_core::chunk::{Chunk, ChunkBody, StreamEvent};
+use helix_edge_core::provider::Decoder;
+use helix_edge_core::provider::anthropic::AnthropicDecoder;
+use helix_edge_core::provider::openai::OpenAiDecoder;
+use helix_edge_core::provider::sse::SseFramer;
+use helix_edge_core::state::StateWriter;
+use helix_edge_core::store::Store;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -182,7 +182,9 @@ fn storage_growth() {
 fn fixture(path: &str) -> Option<Vec<u8>> {
     let dir = std::env::var_os("HELIX_FIXTURES_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+        });
     std::fs::read(dir.join(path)).ok()
 }
 
@@ -268,7 +270,7 @@ fn encoding() {
         (
             "state_patch (one append)",
             chunk(ChunkBody::StatePatch {
-                patches: vec![helix_edge::state::PatchOp::Add {
+                patches: vec![helix_edge_core::state::PatchOp::Add {
                     path: "/items/-".into(),
                     value: json!({ "title": "new item", "done": false }),
                 }],

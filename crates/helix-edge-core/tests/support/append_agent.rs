@@ -4,15 +4,15 @@
 
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
-use helix_edge::agent::{Agent, Agents};
-use helix_edge::error::{ProviderError, ToolError};
-use helix_edge::host::ManualHost;
-use helix_edge::journal::MemoryJournal;
-use helix_edge::message::ToolCall;
-use helix_edge::model::{Delta, Model, ModelRequest, ModelTurn, OneModel, StopReason, Usage};
-use helix_edge::runner::{CreateSession, Runner, RunnerConfig};
-use helix_edge::store::rows::PlannedStore;
-use helix_edge::tool::{Tool, ToolContext};
+use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::error::{ProviderError, ToolError};
+use helix_edge_core::host::ManualHost;
+use helix_edge_core::journal::MemoryJournal;
+use helix_edge_core::message::ToolCall;
+use helix_edge_core::model::{Delta, Model, ModelRequest, ModelTurn, OneModel, StopReason, Usage};
+use helix_edge_core::runner::{CreateSession, Runner, RunnerConfig};
+use helix_edge_core::store::rows::PlannedStore;
+use helix_edge_core::tool::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

@@ -14,8 +14,8 @@
 //! the object's [`Outbox`] and its rows go out in one batch with the first commit, or
 //! alone before anything else reads or writes the session in D1.
 
-use super::outbox::Outbox;
 use crate::message::Message;
+use crate::outbox::Outbox;
 use crate::store::rows::{
     self, Arg, Image, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, SELECT_SUBSESSIONS, StateRow,
     Statement, from_json, plan_commit, plan_create,

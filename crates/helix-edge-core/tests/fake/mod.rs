@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use futures::future::LocalBoxFuture;
-use helix_edge::provider::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
+use helix_edge_core::provider::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;

@@ -5,32 +5,31 @@
 //! durable trigger that carries on after an eviction or crash, and runs proceed in
 //! bounded slices of steps, re-armed until done.
 
-use super::children::{DoChildren, RELAY_PATH, START_PATH, WAKE_PATH, post};
-use super::d1::D1Store;
-use super::host::{WorkerHost, config_value, log};
-use super::internal;
-use super::journal::{CLIENT_QUEUE, DoJournal};
-use super::llm::PlatformModels;
-use super::outbox::Outbox;
 use crate::api::{
     ApiError, CheckpointView, CreateSessionBody, MessageBody, ReasonBody, RetryBody, RunView,
     SessionView, ToolResultBody, page, parse_body,
 };
+use crate::app::App;
+use crate::children::{DoChildren, RELAY_PATH, START_PATH, WAKE_PATH, post};
+use crate::d1::D1Store;
+use crate::do_journal::{CLIENT_QUEUE, DoJournal};
+use crate::entry::internal;
 use crate::host::Level;
 use crate::journal::Journal;
+use crate::llm::PlatformModels;
+use crate::outbox::Outbox;
 use crate::runner::{
     CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, child_outcome,
 };
 use crate::store::{ParentRef, PendingKind, SessionStatus, Store, StoreError};
+use crate::worker_host::{WorkerHost, config_value, log};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use serde_json::json;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
-use worker::{
-    Date, Delay, DurableObject, Env, Method, Request, Response, Result, State, durable_object,
-};
+use worker::{Date, Delay, Env, Method, Request, Response, Result, State};
 
 /// Header carrying the session id from the router.
 pub const SESSION_HEADER: &str = "x-helix-session-id";
@@ -47,15 +46,17 @@ const FRAMES_PER_CHUNK: usize = 64;
 /// Heartbeat interval of SSE streams (SPEC: at least every 15 s); `SSE_PING_MS` overrides.
 const PING_EVERY_MS: u64 = 15_000;
 
-/// One agent session: its live state, stream buffer and suspension context.
-#[durable_object]
-pub struct SessionObject {
+/// What the `SessionObject` Durable Object of a worker does (the class itself is
+/// declared in the worker's crate by [`session_object!`](crate::session_object)): one
+/// agent session, its live state, stream buffer and suspension context.
+pub struct SessionHost {
     inner: Rc<Inner>,
 }
 
 struct Inner {
     state: State,
     env: Env,
+    app: App,
     /// Identifies this instance's claims on approved calls.
     instance: String,
     runner: RefCell<Option<Rc<Runner<D1Store>>>>,
@@ -63,14 +64,17 @@ struct Inner {
     pinging: Cell<bool>,
 }
 
-impl DurableObject for SessionObject {
-    fn new(state: State, env: Env) -> Self {
-        super::host::init_log_level(&env);
-        let instance = super::host::random_hex(8);
+impl SessionHost {
+    /// The object for `state`, serving `app`.
+    pub fn new(state: State, env: Env, app: App) -> Self {
+        console_error_panic_hook::set_once();
+        crate::worker_host::init_log_level(&env);
+        let instance = crate::worker_host::random_hex(8);
         Self {
             inner: Rc::new(Inner {
                 state,
                 env,
+                app,
                 instance,
                 runner: RefCell::new(None),
                 journal: RefCell::new(None),
@@ -79,7 +83,8 @@ impl DurableObject for SessionObject {
         }
     }
 
-    async fn fetch(&self, req: Request) -> Result<Response> {
+    /// Serves one request the worker forwarded (or another session's object sent).
+    pub async fn fetch(&self, req: Request) -> Result<Response> {
         match self.inner.clone().handle(req).await {
             Ok(resp) => Ok(resp),
             Err(err) => {
@@ -90,12 +95,13 @@ impl DurableObject for SessionObject {
                         json!({ "code": err.code, "message": err.message }),
                     );
                 }
-                super::error(&err)
+                crate::entry::error(&err)
             }
         }
     }
 
-    async fn alarm(&self) -> Result<Response> {
+    /// The alarm: carries the session's pending work on.
+    pub async fn alarm(&self) -> Result<Response> {
         let inner = self.inner.clone();
         if let Some(id) = inner.session_id() {
             inner.drive(id).await;
@@ -109,7 +115,7 @@ fn json_response(
     body: &impl serde::Serialize,
 ) -> std::result::Result<Response, ApiError> {
     let text = serde_json::to_string(body).map_err(|e| internal("serialize", e))?;
-    super::json(status, &text).map_err(|e| internal("response", e))
+    crate::entry::json(status, &text).map_err(|e| internal("response", e))
 }
 
 impl Inner {
@@ -128,11 +134,14 @@ impl Inner {
         if let Some(r) = self.runner.borrow().as_ref() {
             return Ok(r.clone());
         }
-        let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+        let db = self
+            .env
+            .d1(self.app.database())
+            .map_err(|e| internal("d1 binding", e))?;
         // Opening the journal creates the outbox's table too.
         let journal = self.journal()?;
         let outbox = Outbox::new(self.state.storage().sql());
-        let agents = super::hosted_agents(&self.env)?;
+        let agents = crate::entry::hosted_agents(&self.env, &self.app)?;
         let runner = Rc::new(
             Runner::new(
                 D1Store::new(db).deferring_creates(outbox),
@@ -142,7 +151,10 @@ impl Inner {
                 Rc::new(WorkerHost),
                 RunnerConfig::new(self.instance.clone()),
             )
-            .with_children(Rc::new(DoChildren::new(self.env.clone()))),
+            .with_children(Rc::new(DoChildren::new(
+                self.env.clone(),
+                self.app.sessions(),
+            ))),
         );
         *self.runner.borrow_mut() = Some(runner.clone());
         Ok(runner)
@@ -257,8 +269,16 @@ impl Inner {
                     // Pending in a child session: its object stores the answer.
                     Routed::Owner(child) => {
                         let path = format!("/v1/sessions/{child}/tool-results");
-                        super::call_object(&self.env, &child, Method::Post, &path, None, Some(body))
-                            .await
+                        crate::entry::call_object(
+                            &self.env,
+                            self.app.sessions(),
+                            &child,
+                            Method::Post,
+                            &path,
+                            None,
+                            Some(body),
+                        )
+                        .await
                     }
                 }
             }
@@ -342,7 +362,10 @@ impl Inner {
     /// request can do — reach this object, make one D1 write, answer.
     #[cfg(feature = "test-routes")]
     async fn floor(&self) -> std::result::Result<Response, ApiError> {
-        let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+        let db = self
+            .env
+            .d1(self.app.database())
+            .map_err(|e| internal("d1 binding", e))?;
         db.prepare("INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (2, 1)")
             .run()
             .await
@@ -354,11 +377,14 @@ impl Inner {
     /// this object's outbox, as sessions run.
     #[cfg(feature = "test-routes")]
     async fn conformance(&self) -> std::result::Result<Response, ApiError> {
-        let db = self.env.d1("DB").map_err(|e| internal("d1 binding", e))?;
+        let db = self
+            .env
+            .d1(self.app.database())
+            .map_err(|e| internal("d1 binding", e))?;
         self.journal()?; // creates the outbox's table
         let outbox = Outbox::new(self.state.storage().sql());
         let store = D1Store::new(db).deferring_creates(outbox);
-        let results = super::conformance_results(&store, "outbox").await;
+        let results = crate::entry::conformance_results(&store, "outbox").await;
         json_response(200, &json!({ "results": results }))
     }
 
@@ -548,7 +574,16 @@ impl Inner {
         {
             return true;
         }
-        match post(&self.env, &parent.session_id, WAKE_PATH, json!({}), &[]).await {
+        match post(
+            &self.env,
+            self.app.sessions(),
+            &parent.session_id,
+            WAKE_PATH,
+            json!({}),
+            &[],
+        )
+        .await
+        {
             Ok(()) => {
                 journal.set_flag("woke", &version);
                 true
@@ -580,7 +615,16 @@ impl Inner {
                 return true;
             }
             let body = json!({ "from": id, "chunks": chunks });
-            if let Err(e) = post(&self.env, parent_id, RELAY_PATH, body, &[]).await {
+            if let Err(e) = post(
+                &self.env,
+                self.app.sessions(),
+                parent_id,
+                RELAY_PATH,
+                body,
+                &[],
+            )
+            .await
+            {
                 log(
                     Level::Warn,
                     "relay_failed",

@@ -3,7 +3,6 @@
 //! and the choice of model from the deployment's vars.
 
 use crate::agent::Agent;
-use crate::demo::DemoModel;
 use crate::error::ProviderError;
 use crate::model::{Model, Models};
 use crate::provider::{
@@ -178,8 +177,23 @@ impl Models for PlatformModels {
     fn model_for(&self, agent: &Agent) -> Result<Rc<dyn Model>, ProviderError> {
         let config = self.config.clone()?;
         if config.kind == ProviderKind::Demo || agent.model().provider.as_deref() == Some("demo") {
-            return Ok(Rc::new(DemoModel));
+            return demo_model();
         }
         Ok(Rc::new(HttpModel::new(config, FetchTransport)))
     }
+}
+
+/// The built-in `demo` model.
+#[cfg(feature = "demo")]
+fn demo_model() -> Result<Rc<dyn Model>, ProviderError> {
+    Ok(Rc::new(crate::demo::DemoModel))
+}
+
+/// Without the `demo` feature there is no demo model: a deployment with
+/// `LLM_PROVIDER=demo` (or no `LLM_API_KEY`) is not configured.
+#[cfg(not(feature = "demo"))]
+fn demo_model() -> Result<Rc<dyn Model>, ProviderError> {
+    Err(ProviderError::NotConfigured(
+        "no model provider: set LLM_API_KEY (and LLM_PROVIDER), or build with helix-edge's `demo` feature".into(),
+    ))
 }

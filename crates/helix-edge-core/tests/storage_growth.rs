@@ -10,7 +10,7 @@ mod append_agent;
 
 use append_agent::{create, runner};
 use futures::executor::block_on;
-use helix_edge::store::rows::SNAPSHOT_MIN_BYTES;
+use helix_edge_core::store::rows::SNAPSHOT_MIN_BYTES;
 
 /// Bytes of the create and of each of `steps` steps.
 fn growth(items: usize, steps: u32) -> (usize, Vec<usize>) {

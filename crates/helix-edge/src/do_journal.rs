@@ -134,7 +134,7 @@ pub(crate) fn backend(what: &str, e: worker::Error) -> StoreError {
 
 fn log_error(what: &str, e: worker::Error) {
     let fields = serde_json::json!({ "what": what, "error": e.to_string() });
-    super::host::log(crate::host::Level::Error, "journal_error", fields);
+    crate::worker_host::log(crate::host::Level::Error, "journal_error", fields);
 }
 
 impl DoJournal {

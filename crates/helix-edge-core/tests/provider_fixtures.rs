@@ -9,10 +9,10 @@
 mod fake;
 
 use fake::{ChunkedTransport, block};
-use helix_edge::error::ProviderError;
-use helix_edge::message::Message;
-use helix_edge::model::{Delta, ModelRequest, ModelSettings, ModelTurn, StopReason};
-use helix_edge::provider::{HttpModel, ProviderConfig};
+use helix_edge_core::error::ProviderError;
+use helix_edge_core::message::Message;
+use helix_edge_core::model::{Delta, ModelRequest, ModelSettings, ModelTurn, StopReason};
+use helix_edge_core::provider::{HttpModel, ProviderConfig};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -21,7 +21,9 @@ use std::path::PathBuf;
 fn fixture(path: &str) -> Vec<u8> {
     let dir = std::env::var_os("HELIX_FIXTURES_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+        });
     std::fs::read(dir.join(path)).unwrap_or_else(|e| {
         panic!("fixture {} is missing ({e}): set HELIX_FIXTURES_DIR or put shared/ beside the repository", dir.join(path).display())
     })
@@ -97,7 +99,7 @@ fn decode(
         abort: Default::default(),
     };
     let mut deltas = Vec::new();
-    let turn = block(helix_edge::model::Model::generate(
+    let turn = block(helix_edge_core::model::Model::generate(
         &model,
         request,
         &mut |d| deltas.push(d),
@@ -524,7 +526,7 @@ fn an_aborted_call_stops_reading_and_is_not_retried() {
     let model = HttpModel::new(cfg, transport);
     let settings = ModelSettings::default();
     let messages = [Message::user("hi")];
-    let abort = helix_edge::tool::AbortSignal::new();
+    let abort = helix_edge_core::tool::AbortSignal::new();
     abort.abort();
     let request = ModelRequest {
         system: String::new(),
@@ -533,7 +535,7 @@ fn an_aborted_call_stops_reading_and_is_not_retried() {
         settings: &settings,
         abort,
     };
-    let turn = block(helix_edge::model::Model::generate(
+    let turn = block(helix_edge_core::model::Model::generate(
         &model,
         request,
         &mut |_| {},

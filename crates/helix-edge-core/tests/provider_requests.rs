@@ -4,12 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-use helix_edge::message::{Message, Thinking, ToolCall};
-use helix_edge::model::{ModelRequest, ModelSettings, ToolSpec};
-use helix_edge::provider::{ProviderConfig, ProviderKind};
+use helix_edge_core::message::{Message, Thinking, ToolCall};
+use helix_edge_core::model::{ModelRequest, ModelSettings, ToolSpec};
+use helix_edge_core::provider::{ProviderConfig, ProviderKind};
 use serde_json::{Map, Value, json};
 
-fn config(vars: &[(&str, &str)]) -> Result<ProviderConfig, helix_edge::error::ProviderError> {
+fn config(vars: &[(&str, &str)]) -> Result<ProviderConfig, helix_edge_core::error::ProviderError> {
     ProviderConfig::from_vars(|k| {
         vars.iter()
             .find(|(n, _)| *n == k)

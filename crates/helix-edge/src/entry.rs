@@ -7,36 +7,20 @@
 //! session ids, and forwards every session route to the session's Durable Object
 //! (`idFromName(sessionId)`). It never answers 5xx for bad client input.
 
-mod children;
-mod d1;
-mod host;
-mod journal;
-mod llm;
-mod outbox;
-mod session_object;
-#[cfg(feature = "test-routes")]
-mod test_agents;
-
 use crate::agent::Agents;
-use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
 use crate::api::{ApiError, CreateSessionBody, HEALTHZ_BODY, parse_body};
+use crate::app::App;
 use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, authorize, session_token, valid_session_id};
 use crate::host::Level;
-use host::{config_value, log, random_hex};
+use crate::object::SESSION_HEADER;
+use crate::worker_host::{config_value, log, random_hex};
 use serde_json::json;
-use session_object::SESSION_HEADER;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
-use worker::{Context, Env, Headers, Method, Response, Result, event, js_sys};
+use worker::{Env, Headers, Method, Response, Result, js_sys};
 
 /// Request bodies above this size answer 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-
-#[event(start)]
-fn start() {
-    // Panics reset the whole isolate; at least make them visible in the logs.
-    console_error_panic_hook::set_once();
-}
 
 /// The platform's request as it comes, without `worker::Request`'s conversion: that
 /// reads the request's `cf` object, which the runtime builds on first access, and
@@ -44,21 +28,23 @@ fn start() {
 /// smaller bundle).
 type RawRequest = web_sys::Request;
 
-#[event(fetch)]
-async fn fetch(req: RawRequest, env: Env, _ctx: Context) -> Result<Response> {
-    host::init_log_level(&env);
-    route(req, env).await
-}
-
-/// Routes one request. Never fails for client input: every error becomes a JSON body.
-pub async fn route(req: RawRequest, env: Env) -> Result<Response> {
-    match dispatch(req, env).await {
+/// The worker entry as a function: routes one request of the API (and answers 404 for
+/// anything else). Never fails for client input: every error becomes a JSON body.
+pub async fn fetch(req: RawRequest, env: Env, app: App) -> Result<Response> {
+    // Panics reset the whole isolate; at least make them visible in the logs.
+    console_error_panic_hook::set_once();
+    crate::worker_host::init_log_level(&env);
+    match dispatch(req, &env, &app).await {
         Ok(resp) => Ok(resp),
         Err(err) => error(&err),
     }
 }
 
-async fn dispatch(req: RawRequest, env: Env) -> std::result::Result<Response, ApiError> {
+async fn dispatch(
+    req: RawRequest,
+    env: &Env,
+    app: &App,
+) -> std::result::Result<Response, ApiError> {
     let url = req.url();
     let path_and_query = crate::api::path_and_query(&url);
     let path = path_and_query
@@ -89,8 +75,8 @@ async fn dispatch(req: RawRequest, env: Env) -> std::result::Result<Response, Ap
         ));
     }
     let config = AuthConfig::new(
-        config_value(&env, "API_TOKEN"),
-        config_value(&env, "ALLOW_UNAUTHENTICATED"),
+        config_value(env, "API_TOKEN"),
+        config_value(env, "ALLOW_UNAUTHENTICATED"),
     );
     let now_secs = worker::Date::now().as_millis() / 1000;
     authorize(
@@ -102,19 +88,28 @@ async fn dispatch(req: RawRequest, env: Env) -> std::result::Result<Response, Ap
 
     match (method.clone(), segments.as_slice()) {
         #[cfg(feature = "test-routes")]
-        (Method::Post, ["__test", "conformance"]) => conformance(&env).await,
+        (Method::Post, ["__test", "conformance"]) => conformance(env, app).await,
         #[cfg(feature = "test-routes")]
         (Method::Post, ["__test", "floor", id]) if valid_session_id(id) => {
-            call_object(&env, id, Method::Post, "/__test/floor", None, None).await
+            call_object(
+                env,
+                app.sessions(),
+                id,
+                Method::Post,
+                "/__test/floor",
+                None,
+                None,
+            )
+            .await
         }
-        (Method::Get, ["v1", "agents"]) => agents(&env),
+        (Method::Get, ["v1", "agents"]) => agents(env, app),
         (Method::Get, ["v1", "openapi.json"]) => {
             json(200, crate::api::OPENAPI).map_err(|e| internal("openapi", e))
         }
         (_, ["v1", "openapi.json"]) => Err(ApiError::method_not_allowed(method.as_ref(), &path)),
         (Method::Post, ["v1", "sessions"]) => {
             let body = read_body(&req).await?;
-            create(&env, &config, body).await
+            create(env, app, &config, body).await
         }
         (_, ["v1", "agents"]) | (_, ["v1", "sessions"]) => {
             Err(ApiError::method_not_allowed(method.as_ref(), &path))
@@ -125,7 +120,7 @@ async fn dispatch(req: RawRequest, env: Env) -> std::result::Result<Response, Ap
             } else {
                 None
             };
-            forward(&env, id, &req, method, path_and_query, body).await
+            forward(env, app, id, &req, method, path_and_query, body).await
         }
         _ => Err(ApiError::route_not_found(&path)),
     }
@@ -170,22 +165,13 @@ async fn read_body(req: &RawRequest) -> std::result::Result<Vec<u8>, ApiError> {
     Ok(body)
 }
 
-/// The agents this deployment hosts: the reference agents (and, in the test build, the
-/// test agents).
-fn hosted_agents(env: &Env) -> std::result::Result<Agents, ApiError> {
-    let deadline = config_value(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
-    let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))
-        .map_err(|e| internal("agents", e))?;
-    #[cfg(feature = "test-routes")]
-    let agents = match config_value(env, "LEDGER_URL") {
-        Some(url) => agents.with(test_agents::ledger(url).map_err(|e| internal("agents", e))?),
-        None => agents,
-    };
-    Ok(agents)
+/// The agents this worker hosts.
+pub(crate) fn hosted_agents(env: &Env, app: &App) -> std::result::Result<Agents, ApiError> {
+    app.agents(env).map_err(|e| internal("agents", e))
 }
 
-fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
-    let agents = hosted_agents(env)?;
+fn agents(env: &Env, app: &App) -> std::result::Result<Response, ApiError> {
+    let agents = hosted_agents(env, app)?;
     let list: Vec<_> = agents
         .iter()
         .map(|a| {
@@ -212,23 +198,30 @@ fn agents(env: &Env) -> std::result::Result<Response, ApiError> {
 /// the store keeping session images, reading everything, and (in a Durable Object, as
 /// sessions run) keeping creates in the object's outbox.
 #[cfg(feature = "test-routes")]
-async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
+async fn conformance(env: &Env, app: &App) -> std::result::Result<Response, ApiError> {
     let mut results = Vec::new();
     for (mode, store) in [
         (
             "images",
-            d1::D1Store::new(env.d1("DB").map_err(|e| internal("d1 binding", e))?),
+            crate::d1::D1Store::new(
+                env.d1(app.database())
+                    .map_err(|e| internal("d1 binding", e))?,
+            ),
         ),
         (
             "uncached",
-            d1::D1Store::uncached(env.d1("DB").map_err(|e| internal("d1 binding", e))?),
+            crate::d1::D1Store::uncached(
+                env.d1(app.database())
+                    .map_err(|e| internal("d1 binding", e))?,
+            ),
         ),
     ] {
         results.extend(conformance_results(&store, mode).await);
     }
     let object = format!("conformance-{}", random_hex(6));
     let path = "/__test/conformance";
-    let mut resp = call_object(env, &object, Method::Post, path, None, None).await?;
+    let mut resp =
+        call_object(env, app.sessions(), &object, Method::Post, path, None, None).await?;
     let text = resp.text().await.map_err(|e| internal("conformance", e))?;
     let outbox: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| internal("conformance", e))?;
@@ -241,7 +234,10 @@ async fn conformance(env: &Env) -> std::result::Result<Response, ApiError> {
 /// Runs the store conformance suite against `store` on fresh session ids, each result
 /// named after `mode`.
 #[cfg(feature = "test-routes")]
-pub(crate) async fn conformance_results(store: &d1::D1Store, mode: &str) -> Vec<serde_json::Value> {
+pub(crate) async fn conformance_results(
+    store: &crate::d1::D1Store,
+    mode: &str,
+) -> Vec<serde_json::Value> {
     let prefix = format!("conformance-{mode}-{}", random_hex(6));
     let results = crate::store::conformance::run(store, &prefix).await;
     let result = |r: crate::store::conformance::CheckResult| {
@@ -253,6 +249,7 @@ pub(crate) async fn conformance_results(store: &d1::D1Store, mode: &str) -> Vec<
 
 async fn create(
     env: &Env,
+    app: &App,
     config: &AuthConfig,
     body: Vec<u8>,
 ) -> std::result::Result<Response, ApiError> {
@@ -268,7 +265,16 @@ async fn create(
         }
         None => format!("s_{}", random_hex(16)),
     };
-    let mut resp = call_object(env, &id, Method::Post, "/v1/sessions", None, Some(body)).await?;
+    let mut resp = call_object(
+        env,
+        app.sessions(),
+        &id,
+        Method::Post,
+        "/v1/sessions",
+        None,
+        Some(body),
+    )
+    .await?;
     if resp.status_code() != 201 {
         return Ok(resp);
     }
@@ -294,6 +300,7 @@ async fn create(
 
 async fn forward(
     env: &Env,
+    app: &App,
     id: &str,
     req: &RawRequest,
     method: Method,
@@ -301,12 +308,22 @@ async fn forward(
     body: Option<Vec<u8>>,
 ) -> std::result::Result<Response, ApiError> {
     let last_event_id = req.headers().get("last-event-id").ok().flatten();
-    call_object(env, id, method, path_and_query, last_event_id, body).await
+    call_object(
+        env,
+        app.sessions(),
+        id,
+        method,
+        path_and_query,
+        last_event_id,
+        body,
+    )
+    .await
 }
 
 /// Sends a request to the session's Durable Object.
 pub(crate) async fn call_object(
     env: &Env,
+    binding: &str,
     id: &str,
     method: Method,
     path_and_query: &str,
@@ -314,7 +331,7 @@ pub(crate) async fn call_object(
     body: Option<Vec<u8>>,
 ) -> std::result::Result<Response, ApiError> {
     let namespace = env
-        .durable_object("SESSIONS")
+        .durable_object(binding)
         .map_err(|e| internal("durable object", e))?;
     let stub = namespace
         .id_from_name(id)
@@ -328,7 +345,7 @@ pub(crate) async fn call_object(
         set("last-event-id", v)?;
     }
     let body = body.map(|b| js_sys::Uint8Array::from(b.as_slice()).into());
-    let request = llm::request(
+    let request = crate::llm::request(
         &format!("https://session{path_and_query}"),
         method.as_ref(),
         &headers,
@@ -351,7 +368,7 @@ pub(crate) async fn call_object(
 }
 
 /// An internal failure: logged in detail, answered with a safe 500.
-fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+pub(crate) fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
     log(
         Level::Error,
         "internal_error",
@@ -366,14 +383,14 @@ fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
 }
 
 /// A JSON response with the given status.
-fn json(status: u16, body: &str) -> Result<Response> {
+pub(crate) fn json(status: u16, body: &str) -> Result<Response> {
     let mut resp = Response::ok(body)?.with_status(status);
     resp.headers_mut().set("content-type", "application/json")?;
     Ok(resp)
 }
 
 /// The JSON error response of an [`ApiError`].
-fn error(err: &ApiError) -> Result<Response> {
+pub(crate) fn error(err: &ApiError) -> Result<Response> {
     json(err.status, &err.body())
 }
 
@@ -392,11 +409,42 @@ mod tests {
         obj.unchecked_into()
     }
 
+    /// An app with one agent of every kind of tool.
+    fn test_app() -> App {
+        use crate::agent::Agent;
+        use crate::tool::Tool;
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct Path {
+            #[allow(dead_code)]
+            path: String,
+        }
+        App::new(|_: &Env| {
+            let run = |_: Path, _| async { Ok::<_, crate::error::ToolError>(json!({})) };
+            let agent = Agent::builder("assistant")
+                .tool(Tool::new("a", "A.", run))
+                .tool(Tool::new("b", "B.", run))
+                .tool(
+                    Tool::new(
+                        "delete_file",
+                        "Delete a file. A human must approve every call.",
+                        run,
+                    )
+                    .approval_always(),
+                )
+                .tool(Tool::new("d", "D.", run).approval_when(|_: &Path, _| true))
+                .tool(Tool::client::<Path>("e", "E."))
+                .build()?;
+            Ok(Agents::new().with(agent))
+        })
+    }
+
     async fn call(env: Env, method: Method, path: &str) -> (u16, serde_json::Value) {
         let mut init = RequestInit::new();
         init.with_method(method);
         let req = Request::new_with_init(&format!("http://localhost{path}"), &init).unwrap();
-        let mut resp = route(req.try_into().unwrap(), env).await.unwrap();
+        let mut resp = fetch(req.try_into().unwrap(), env, test_app())
+            .await
+            .unwrap();
         let ct = resp.headers().get("content-type").unwrap();
         assert_eq!(ct.as_deref(), Some("application/json"));
         (resp.status_code(), resp.json().await.unwrap())

@@ -4,7 +4,7 @@
 //! are validated when built, with errors that name the offending tool.
 //!
 //! ```
-//! use helix_edge::{agent::Agent, error::ToolError, tool::Tool};
+//! use helix_edge_core::{agent::Agent, error::ToolError, tool::Tool};
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
 //! use serde_json::json;
@@ -12,7 +12,7 @@
 //! #[derive(Deserialize, JsonSchema)]
 //! struct SendEmail { to: Vec<String>, subject: String, body: String }
 //!
-//! # fn main() -> Result<(), helix_edge::error::DefinitionError> {
+//! # fn main() -> Result<(), helix_edge_core::error::DefinitionError> {
 //! let agent = Agent::builder("mailer")
 //!     .description("Sends email")
 //!     .system_prompt("You send email for the user.")

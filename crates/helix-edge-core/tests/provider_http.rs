@@ -5,10 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 use futures::future::LocalBoxFuture;
-use helix_edge::error::ProviderError;
-use helix_edge::message::Message;
-use helix_edge::model::{Delta, Model, ModelRequest, ModelSettings, ModelTurn};
-use helix_edge::provider::{
+use helix_edge_core::error::ProviderError;
+use helix_edge_core::message::Message;
+use helix_edge_core::model::{Delta, Model, ModelRequest, ModelSettings, ModelTurn};
+use helix_edge_core::provider::{
     BodyStream, HttpModel, HttpRequest, HttpResponse, ProviderConfig, Transport, TransportError,
 };
 use std::io::{ErrorKind, Read, Write};
@@ -386,7 +386,7 @@ fn a_retry_after_beyond_the_limit_or_the_deadline_fails_at_once() {
 
 #[test]
 fn a_ten_megabyte_answer_fails_at_the_output_limit_without_reading_the_rest() {
-    use helix_edge::provider::MAX_OUTPUT_BYTES;
+    use helix_edge_core::provider::MAX_OUTPUT_BYTES;
     let server = serve(vec![Reply::Huge(10 << 20)]);
     let (turn, deltas) = run(&model(&server, |_| {}));
     assert_eq!(

@@ -5,10 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-use helix_edge::api::{CreateSessionBody, Input, ToolResultBody, parse_body};
-use helix_edge::message::{Message, Thinking, ToolCall};
-use helix_edge::state::PatchOp;
-use helix_edge::store::Answer;
+use helix_edge_core::api::{CreateSessionBody, Input, ToolResultBody, parse_body};
+use helix_edge_core::message::{Message, Thinking, ToolCall};
+use helix_edge_core::state::PatchOp;
+use helix_edge_core::store::Answer;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-use helix_edge::state::{PatchOp, StateWriter, apply_all, diff, merge};
+use helix_edge_core::state::{PatchOp, StateWriter, apply_all, diff, merge};
 use serde_json::{Map, Value, json};
 use std::rc::Rc;
 

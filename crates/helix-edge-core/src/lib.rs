@@ -1,0 +1,38 @@
+//! helix-edge-core: the pure core of helix-edge, a runtime for durable,
+//! human-in-the-loop AI agents on Cloudflare Workers. No IO, no clock, no randomness and
+//! no `worker` dependency: time, ids, storage, the stream journal and HTTP are passed
+//! in, so everything here builds and tests natively with plain `cargo test`. The
+//! `helix-edge` crate runs it on Workers and re-exports it.
+//!
+//! # Map of the crate
+//! - Definitions: [`agent`] (agents and the registry), [`tool`] (typed tools and their
+//!   context), [`model`] (the model interface), [`error`] (one error enum per layer).
+//! - The run loop: [`runner`] (create, answer, drive, resume, retry; sub-agents),
+//!   [`store`] (the persistence contract, an in-memory backend, the D1 row plan and the
+//!   conformance suite), [`journal`] (the stream log and suspension context contract),
+//!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, ids, logs).
+//! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript), [`api`]
+//!   (routes, bodies, views and errors of the HTTP API), [`auth`] (tokens).
+//! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
+//!   sans IO), `demo` (feature `demo`: the built-in deterministic model), [`scripted`]
+//!   (a scripted model for tests), [`schema`] (the JSON Schema checks tools use).
+
+pub mod agent;
+pub mod api;
+pub mod auth;
+pub mod chunk;
+#[cfg(feature = "demo")]
+pub mod demo;
+pub mod error;
+pub mod host;
+pub mod journal;
+pub mod message;
+pub mod model;
+pub mod provider;
+pub mod runner;
+pub mod schema;
+pub mod scripted;
+pub mod state;
+pub mod store;
+pub mod tool;
+mod wire;

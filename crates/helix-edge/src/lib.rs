@@ -1,0 +1,130 @@
+//! helix-edge: durable, human-in-the-loop AI agents on Cloudflare Workers.
+//!
+//! A worker that hosts agents is a few lines: its agents, built from the environment,
+//! and one macro that expands to the `fetch` entry and the `SessionObject` Durable
+//! Object.
+//!
+//! ```ignore
+//! use helix_edge::{agent::{Agent, Agents}, error::DefinitionError};
+//! use worker::Env;
+//!
+//! fn agents(env: &Env) -> Result<Agents, DefinitionError> {
+//!     Agents::new().with(Agent::builder("helper").system_prompt("…").build()?)
+//! }
+//!
+//! helix_edge::worker!(agents);
+//! ```
+//!
+//! # Map of the crate
+//! - The pure core, re-exported from `helix-edge-core` (agents, tools, the runner,
+//!   stores, journals, chunks, providers, the API's shapes): everything that compiles
+//!   and tests natively. Natively this crate is just that.
+//! - [`App`] (`app`): the worker's agents and binding names.
+//! - [`worker!`] / [`session_object!`]: the entry and the Durable Object class, in the
+//!   user's crate. [`fetch`] (`entry`) is the entry as a function, for workers that add
+//!   routes of their own in front of helix-edge's.
+//! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
+//!   runner, fans the stream out to SSE clients, keeps the alarm.
+//! - `d1` and `outbox`: the D1 store. `journal`: the stream journal and suspension
+//!   context in the object's own SQLite. `children`: object-to-object messages of the
+//!   session tree. `llm`: model providers over `fetch`. `host`: clock, ids and logs.
+//!
+//! Everything that touches `worker::` is wasm-only.
+
+pub use helix_edge_core::*;
+
+#[cfg(target_arch = "wasm32")]
+mod app;
+#[cfg(target_arch = "wasm32")]
+mod children;
+#[cfg(target_arch = "wasm32")]
+mod d1;
+#[cfg(target_arch = "wasm32")]
+mod do_journal;
+#[cfg(target_arch = "wasm32")]
+mod entry;
+#[cfg(target_arch = "wasm32")]
+mod llm;
+#[cfg(target_arch = "wasm32")]
+mod object;
+#[cfg(target_arch = "wasm32")]
+mod outbox;
+#[cfg(target_arch = "wasm32")]
+mod worker_host;
+
+#[cfg(target_arch = "wasm32")]
+pub use app::{App, IntoApp};
+#[cfg(target_arch = "wasm32")]
+pub use entry::fetch;
+#[cfg(target_arch = "wasm32")]
+pub use object::SessionHost;
+
+/// Expands, in a worker crate, to its `fetch` entry and its `SessionObject` Durable
+/// Object class, both serving `app`: an [`App`], or the function that builds the
+/// agents from the environment (`fn(&Env) -> Result<Agents, DefinitionError>`).
+///
+/// A worker with routes of its own writes its `#[event(fetch)]` itself, calls
+/// [`fetch`] for everything else, and uses [`session_object!`] for the class.
+#[macro_export]
+macro_rules! worker {
+    ($app:expr) => {
+        $crate::session_object!($app);
+
+        #[::worker::event(fetch)]
+        async fn fetch(
+            req: ::worker::worker_sys::web_sys::Request,
+            env: ::worker::Env,
+            _ctx: ::worker::Context,
+        ) -> ::worker::Result<::worker::Response> {
+            $crate::fetch(req, env, __helix_edge_app()).await
+        }
+    };
+}
+
+/// Expands to the `SessionObject` Durable Object class serving `app` (see
+/// [`worker!`]); wrangler binds it by that class name.
+#[macro_export]
+macro_rules! session_object {
+    ($app:expr) => {
+        /// The app the worker's entry and its `SessionObject` serve.
+        #[doc(hidden)]
+        fn __helix_edge_app() -> $crate::App {
+            $crate::IntoApp::into_app($app)
+        }
+
+        #[doc(hidden)]
+        mod __helix_edge_session_object {
+            // The class's wasm-bindgen glue names `wasm_bindgen` by a relative path.
+            #[allow(unused_imports)]
+            use ::worker::wasm_bindgen;
+
+            /// The Durable Object that owns one session: its live state, its stream and
+            /// its suspension context.
+            #[::worker::durable_object]
+            pub struct SessionObject($crate::SessionHost);
+
+            impl ::worker::DurableObject for SessionObject {
+                fn new(state: ::worker::State, env: ::worker::Env) -> Self {
+                    Self($crate::SessionHost::new(
+                        state,
+                        env,
+                        super::__helix_edge_app(),
+                    ))
+                }
+
+                async fn fetch(
+                    &self,
+                    req: ::worker::Request,
+                ) -> ::worker::Result<::worker::Response> {
+                    self.0.fetch(req).await
+                }
+
+                async fn alarm(&self) -> ::worker::Result<::worker::Response> {
+                    self.0.alarm().await
+                }
+            }
+        }
+
+        pub use __helix_edge_session_object::SessionObject;
+    };
+}
