@@ -7,13 +7,14 @@
 use helix_edge::agent::{Agent, Agents};
 use helix_edge::error::{DefinitionError, ToolError};
 use helix_edge::host::rfc3339;
-use helix_edge::tool::{Tool, ToolContext};
+use helix_edge::tool::{ApprovalTool, ServerTool, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::time::Duration;
 
-/// The default deadline of `ask_user`, in milliseconds (300 s).
-pub const ASK_USER_DEADLINE_MS: u64 = 300_000;
+/// The default deadline of `ask_user`.
+pub const ASK_USER_DEADLINE: Duration = Duration::from_secs(300);
 
 /// Input of `add_note`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -65,7 +66,7 @@ async fn add_note(input: AddNote, ctx: ToolContext) -> Result<Value, ToolError> 
 }
 
 /// `add_note`: appends `{"text"}` to `/notes`; answers `{"count": n}`.
-pub fn add_note_tool() -> Tool {
+pub fn add_note_tool() -> ServerTool {
     Tool::new(
         "add_note",
         "Add a note to the session's list of notes.",
@@ -74,7 +75,7 @@ pub fn add_note_tool() -> Tool {
 }
 
 /// `delete_file`: approval always; answers `{"deleted": path}`.
-pub fn delete_file_tool() -> Tool {
+pub fn delete_file_tool() -> ApprovalTool {
     Tool::new(
         "delete_file",
         "Delete a file. A human must approve every call.",
@@ -128,8 +129,8 @@ pub fn coordinator() -> Result<Agent, DefinitionError> {
         .build()
 }
 
-/// The `assistant` agent with `ask_user`'s deadline set to `ask_deadline_ms`.
-pub fn assistant_with_deadline(ask_deadline_ms: u64) -> Result<Agent, DefinitionError> {
+/// The `assistant` agent with `ask_user`'s deadline set to `ask_deadline`.
+pub fn assistant_with_deadline(ask_deadline: Duration) -> Result<Agent, DefinitionError> {
     Agent::builder("assistant")
         .description("A helpful assistant that keeps notes, tells the time, deletes files, sends email and asks questions.")
         .system_prompt(
@@ -153,19 +154,19 @@ pub fn assistant_with_deadline(ask_deadline_ms: u64) -> Result<Agent, Definition
         )
         .tool(
             Tool::client::<AskUser>("ask_user", "Ask the user a question; the client answers.")
-                .deadline_ms(ask_deadline_ms),
+                .deadline(ask_deadline),
         )
         .build()
 }
 
 /// The `assistant` agent of SPEC §6.
 pub fn assistant() -> Result<Agent, DefinitionError> {
-    assistant_with_deadline(ASK_USER_DEADLINE_MS)
+    assistant_with_deadline(ASK_USER_DEADLINE)
 }
 
 /// Every reference agent.
-pub fn reference_agents(ask_deadline_ms: u64) -> Result<Agents, DefinitionError> {
-    Ok(Agents::new()
-        .with(assistant_with_deadline(ask_deadline_ms)?)
-        .with(coordinator()?))
+pub fn reference_agents(ask_deadline: Duration) -> Result<Agents, DefinitionError> {
+    Agents::new()
+        .with(assistant_with_deadline(ask_deadline)?)?
+        .with(coordinator()?)
 }

@@ -17,7 +17,7 @@ mod test_agents;
 
 #[cfg(target_arch = "wasm32")]
 mod hosted {
-    use crate::agents::{ASK_USER_DEADLINE_MS, reference_agents};
+    use crate::agents::{ASK_USER_DEADLINE, reference_agents};
     use helix_edge::agent::Agents;
     use helix_edge::error::DefinitionError;
     use worker::Env;
@@ -34,10 +34,11 @@ mod hosted {
     /// the test build, the test agents.
     fn agents(env: &Env) -> Result<Agents, DefinitionError> {
         let deadline = var(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
-        let agents = reference_agents(deadline.unwrap_or(ASK_USER_DEADLINE_MS))?;
+        let deadline = deadline.map_or(ASK_USER_DEADLINE, std::time::Duration::from_millis);
+        let agents = reference_agents(deadline)?;
         #[cfg(feature = "test-routes")]
         let agents = match var(env, "LEDGER_URL") {
-            Some(url) => agents.with(crate::test_agents::ledger(url)?),
+            Some(url) => agents.with(crate::test_agents::ledger(url)?)?,
             None => agents,
         };
         Ok(agents)

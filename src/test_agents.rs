@@ -23,7 +23,7 @@ pub struct Record {
 }
 
 async fn report(url: &str, body: &Value) -> Result<(), ToolError> {
-    let failed = |e: worker::Error| ToolError::Failed(format!("the ledger is unreachable: {e}"));
+    let failed = |e: worker::Error| ToolError::failed(format!("the ledger is unreachable: {e}"));
     let headers = Headers::new();
     headers
         .set("content-type", "application/json")
@@ -36,7 +36,7 @@ async fn report(url: &str, body: &Value) -> Result<(), ToolError> {
     let response = Fetch::Request(request).send().await.map_err(failed)?;
     match response.status_code() {
         200..=299 => Ok(()),
-        status => Err(ToolError::Failed(format!("the ledger answered {status}"))),
+        status => Err(ToolError::failed(format!("the ledger answered {status}"))),
     }
 }
 

@@ -473,7 +473,7 @@ impl Store for Watching {
     async fn subsessions(
         &self,
         id: &str,
-    ) -> Result<Vec<helix_edge::store::ChildSession>, StoreError> {
+    ) -> Result<Vec<helix_edge::store::SubSession>, StoreError> {
         self.inner.subsessions(id).await
     }
 }

@@ -414,7 +414,7 @@ fn hooks_fire_in_the_canonical_order() {
         .build()
         .unwrap();
     let mut w = World::new();
-    w.agents = Agents::new().with(agent);
+    w.agents = Agents::new().with(agent).unwrap();
     let r = w.runner("p1");
     w.model
         .calls(vec![w.model.call("add_note", json!({"text": "x"}))])
@@ -451,7 +451,7 @@ fn tools_can_emit_custom_events_and_the_prompt_can_follow_the_state() {
         .build()
         .unwrap();
     let mut w = World::new();
-    w.agents = Agents::new().with(agent);
+    w.agents = Agents::new().with(agent).unwrap();
     let r = w.runner("p1");
     w.model
         .calls(vec![w.model.call("bump", json!({}))])

@@ -1,8 +1,9 @@
 //! Sub-agents in the pure core: a parent's sub-agent calls become child sessions in the
 //! same store (started through a local [`Children`]), the parent suspends awaiting them
-//! and resumes from durable state once they end; answers to calls pending in a child
-//! are submitted to the root and routed to the owner; timeouts, failed starts, failed
-//! children and aborts map to tool errors the model sees.
+//! and resumes from durable state once they report that they ended (as the platform
+//! delivers reports after each slice); answers to calls pending in a child are
+//! submitted to the root and passed down; timeouts, failed starts, failed children and
+//! aborts map to tool errors the model sees.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
@@ -11,7 +12,6 @@ mod common;
 use common::block;
 use futures::future::LocalBoxFuture;
 use helix_edge::agent::{Agent, Agents};
-use helix_edge_reference::agents::{Research, coordinator};
 use helix_edge::chunk::{ChunkBody, StreamEvent, SuspendReason};
 use helix_edge::error::{ProviderError, ToolError};
 use helix_edge::host::ManualHost;
@@ -20,11 +20,14 @@ use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{
     ChildOrder, Children, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig,
-    Submission, child_session_id,
+    Submission, child_session_id, ended_report,
 };
 use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::{MemoryStore, PendingKind, SessionStatus, Store, StoreError};
+use helix_edge::store::{
+    ChildStatus, MemoryStore, PendingCall, PendingKind, SessionStatus, Store, StoreError,
+};
 use helix_edge::tool::Tool;
+use helix_edge_reference::agents::{Research, coordinator};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -77,8 +80,36 @@ impl Children for LocalChildren {
             };
             match result {
                 Ok(()) | Err(RunError::Store(StoreError::Exists(_))) => Ok(()),
+                Err(RunError::Store(StoreError::NotFound(_))) => Ok(()),
                 Err(e) => Err(e.to_string()),
             }
+        })
+    }
+
+    fn pending<'a>(
+        &'a self,
+        child_id: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Vec<PendingCall>, String>> {
+        Box::pin(async move {
+            let Some(loaded) = self
+                .runner
+                .store()
+                .load(child_id)
+                .await
+                .map_err(|e| e.to_string())?
+            else {
+                return Ok(Vec::new());
+            };
+            let mut calls: Vec<PendingCall> = loaded
+                .head
+                .pending
+                .iter()
+                .filter(|p| p.kind != PendingKind::Child)
+                .cloned()
+                .collect();
+            let below = self.runner.descendant_calls(&loaded.head).await;
+            calls.extend(below.map_err(|e| e.to_string())?);
+            Ok(calls)
         })
     }
 }
@@ -91,6 +122,8 @@ struct Tree {
     parent: R,
     child: Rc<R>,
     children: Rc<LocalChildren>,
+    /// The versions at which each child's ending was reported to the parent.
+    reported: RefCell<Vec<(String, u64)>>,
 }
 
 fn agents() -> Agents {
@@ -109,7 +142,10 @@ fn agents() -> Agents {
         )
         .build()
         .unwrap();
-    Agents::new().with(coordinator().unwrap()).with(planner)
+    Agents::new()
+        .with(coordinator().unwrap())
+        .and_then(|a| a.with(planner))
+        .unwrap()
 }
 
 impl Tree {
@@ -143,6 +179,7 @@ impl Tree {
             parent,
             child,
             children,
+            reported: RefCell::new(Vec::new()),
         }
     }
 
@@ -161,8 +198,24 @@ impl Tree {
         block(self.parent.drive(ROOT, 100)).unwrap()
     }
 
+    /// Drives a child, then delivers its report to the parent as the platform does
+    /// after every slice (once per ending).
     fn drive_child(&self, id: &str) -> Progress {
-        block(self.child.drive(id, 100)).unwrap()
+        let progress = block(self.child.drive(id, 100)).unwrap();
+        let delivered = self
+            .reported
+            .borrow()
+            .iter()
+            .find(|(c, _)| c == id)
+            .map(|(_, v)| *v);
+        if let Some((parent, report)) = ended_report(&self.head(id), delivered) {
+            assert_eq!(parent, ROOT);
+            self.reported
+                .borrow_mut()
+                .push((id.to_string(), report.version));
+            block(self.parent.child_ended(ROOT, report)).unwrap();
+        }
+        progress
     }
 
     fn head(&self, id: &str) -> helix_edge::store::SessionHead {
@@ -202,14 +255,39 @@ impl Tree {
         } else {
             &*self.child
         };
-        block(runner.submit(
-            at,
-            Submission::Approval {
-                tool_call_id: call.into(),
-                approved: true,
-                reason: None,
-            },
-        ))
+        block(runner.submit(at, approval(call)))
+    }
+
+    /// Answers at the root as the platform does: stored there, or passed down to each
+    /// child the root waits on until one takes it (then the route is recorded).
+    fn approve_at_root(&self, call: &str) -> Result<String, RunError> {
+        match block(self.parent.submit(ROOT, approval(call)))? {
+            Routed::Here => Ok(ROOT.into()),
+            Routed::Descendants {
+                children,
+                otherwise,
+            } => {
+                for child in children {
+                    match block(self.child.submit(&child, approval(call))) {
+                        Err(RunError::ToolCallNotFound(_)) => continue,
+                        Ok(Routed::Here) => {
+                            self.parent.record_route(call, &child)?;
+                            return Ok(child);
+                        }
+                        other => return other.map(|_| child),
+                    }
+                }
+                Err(otherwise)
+            }
+        }
+    }
+}
+
+fn approval(call: &str) -> Submission {
+    Submission::Approval {
+        tool_call_id: call.into(),
+        approved: true,
+        reason: None,
     }
 }
 
@@ -301,7 +379,7 @@ fn two_parallel_children_complete_and_their_outputs_become_the_results() {
     );
     let records = block(t.store.subsessions(ROOT)).unwrap();
     assert!(
-        records.iter().all(|c| c.record.status == "completed"),
+        records.iter().all(|c| c.status == ChildStatus::Completed),
         "{records:?}"
     );
     assert_eq!(t.model.remaining(), 0);
@@ -319,30 +397,30 @@ fn an_approval_inside_a_child_is_answered_at_the_root_and_routed_to_it() {
     t.model.calls(vec![delete.clone()]);
     assert!(matches!(t.drive_child(&child), Progress::Suspended { .. }));
 
-    // The root shows the child's call as its own pending work, owned by the child.
+    // The root shows the child's call as its own pending work.
     let calls = block(t.parent.descendant_calls(&t.head(ROOT))).unwrap();
     assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].0, child);
-    assert_eq!(calls[0].1.tool_call_id, delete.id);
-    assert_eq!(calls[0].1.kind, PendingKind::Approval);
+    assert_eq!(calls[0].tool_call_id, delete.id);
+    assert_eq!(calls[0].kind, PendingKind::Approval);
 
-    // Answers go to the root, which names the owner; the owner stores the first one.
-    assert_eq!(
+    // Answers go to the root, which passes them to the children it waits on; the owner
+    // stores the first one, and the root remembers where it went.
+    assert!(matches!(
         t.approve(ROOT, &delete.id),
-        Ok(Routed::Owner(child.clone()))
-    );
-    assert_eq!(t.approve(&child, &delete.id), Ok(Routed::Here));
-    assert_eq!(
-        t.approve(ROOT, &delete.id),
-        Ok(Routed::Owner(child.clone()))
-    );
+        Ok(Routed::Descendants { children, .. }) if children == [child.clone()]
+    ));
+    assert_eq!(t.approve_at_root(&delete.id), Ok(child.clone()));
+    assert!(matches!(
+        t.approve_at_root(&delete.id),
+        Err(RunError::AlreadyResolved(_))
+    ));
     assert!(matches!(
         t.approve(&child, &delete.id),
         Err(RunError::AlreadyResolved(_))
     ));
-    // The child's own call cannot be answered as if it were the parent's.
+    // The root's own sub-agent call takes no answer.
     assert!(matches!(
-        t.approve(ROOT, &r.id),
+        t.approve_at_root(&r.id),
         Err(RunError::KindMismatch { .. })
     ));
 
@@ -360,11 +438,11 @@ fn an_approval_inside_a_child_is_answered_at_the_root_and_routed_to_it() {
     );
     // Once the child resumed, a late answer at the root is a second answer.
     assert!(matches!(
-        t.approve(ROOT, &delete.id),
+        t.approve_at_root(&delete.id),
         Err(RunError::AlreadyResolved(_))
     ));
     assert!(matches!(
-        t.approve(ROOT, "nope"),
+        t.approve_at_root("nope"),
         Err(RunError::ToolCallNotFound(_))
     ));
 }
@@ -418,8 +496,7 @@ fn a_child_call_id_equal_to_the_parents_own_child_call_routes_to_the_child() {
     };
     t.model.calls(vec![delete]);
     t.drive_child(&child);
-    assert_eq!(t.approve(ROOT, &r.id), Ok(Routed::Owner(child.clone())));
-    assert_eq!(t.approve(&child, &r.id), Ok(Routed::Here));
+    assert_eq!(t.approve_at_root(&r.id), Ok(child.clone()));
 }
 
 #[test]
@@ -469,7 +546,7 @@ fn a_child_past_its_timeout_is_aborted_and_reported_as_a_timeout() {
     let results = t.tool_messages(ROOT);
     assert_eq!(results[0].1["code"], "subagent_timeout");
     let records = block(t.store.subsessions(ROOT)).unwrap();
-    assert_eq!(records[0].record.status, "timed_out");
+    assert_eq!(records[0].status, ChildStatus::TimedOut);
 }
 
 #[test]
@@ -512,36 +589,68 @@ fn a_fresh_parent_runner_finishes_the_flow_from_durable_state() {
     t.model.calls(vec![r.clone()]);
     t.start("coordinator", "go");
     t.drive_parent();
+    let child = child_session_id(ROOT, &r.id);
+    // The parent's process is gone; a new one knows only durable state (the store and
+    // the object's journal). It starts the running child again: the start finds it.
+    let fresh = || {
+        Runner::new(
+            t.store.clone(),
+            agents(),
+            Rc::new(OneModel(t.model.clone())),
+            t.parent_journal.clone(),
+            t.host.clone(),
+            RunnerConfig::new("fresh"),
+        )
+        .with_children(t.children.clone())
+    };
+    assert!(matches!(
+        block(fresh().drive(ROOT, 100)).unwrap(),
+        Progress::Suspended { .. }
+    ));
+    let starts = || {
+        let orders = t.children.orders.borrow();
+        orders
+            .iter()
+            .filter(|(_, o)| matches!(o, ChildOrder::Start { .. }))
+            .count()
+    };
+    assert_eq!(starts(), 2, "sent again by the new process");
+    assert_eq!(t.head(&child).version, 1, "the child was not created twice");
     t.model
         .output(json!({"summary": "after restart"}))
         .text("Done.");
-    t.drive_child(&child_session_id(ROOT, &r.id));
-    // The parent's process is gone; a new one knows only the store.
-    let fresh = Runner::new(
-        t.store.clone(),
-        agents(),
-        Rc::new(OneModel(t.model.clone())),
-        Rc::new(MemoryJournal::new()),
-        t.host.clone(),
-        RunnerConfig::new("fresh"),
-    )
-    .with_children(t.children.clone());
+    t.drive_child(&child);
     assert_eq!(
-        block(fresh.drive(ROOT, 100)).unwrap(),
+        block(fresh().drive(ROOT, 100)).unwrap(),
         Progress::Idle(SessionStatus::Completed)
     );
     assert_eq!(
         t.tool_messages(ROOT)[0].1,
         json!({"summary": "after restart"})
     );
-    let starts = t
-        .children
-        .orders
-        .borrow()
-        .iter()
-        .filter(|(_, o)| matches!(o, ChildOrder::Start { .. }))
-        .count();
-    assert_eq!(starts, 1, "a started child is not started again");
+    assert_eq!(starts(), 2, "an ended child is not started again");
+}
+
+#[test]
+fn a_report_is_taken_once_and_only_for_a_call_the_parent_waits_on() {
+    let t = Tree::new();
+    let r = research(&t.model, "once");
+    t.model.calls(vec![r.clone()]);
+    t.start("coordinator", "go");
+    t.drive_parent();
+    let child = child_session_id(ROOT, &r.id);
+    t.model.output(json!({"summary": "first"}));
+    t.drive_child(&child);
+    let mut report = ended_report(&t.head(&child), None).unwrap().1;
+    assert!(
+        !block(t.parent.child_ended(ROOT, report.clone())).unwrap(),
+        "a repeated report changes nothing"
+    );
+    report.tool_call_id = "someone-else".into();
+    assert!(!block(t.parent.child_ended(ROOT, report)).unwrap());
+    t.model.text("ok");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(t.tool_messages(ROOT)[0].1, json!({"summary": "first"}));
 }
 
 #[test]

@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 use helix_edge::agent::Agents;
-use helix_edge_reference::agents::assistant;
 use helix_edge::demo::DemoModel;
 use helix_edge::host::ManualHost;
 use helix_edge::journal::MemoryJournal;
@@ -12,6 +11,7 @@ use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{CreateSession, Progress, Runner, RunnerConfig, Submission};
 use helix_edge::store::{MemoryStore, PendingKind, SessionStatus, Store};
+use helix_edge_reference::agents::assistant;
 use serde_json::{Value, json};
 use std::rc::Rc;
 
@@ -19,7 +19,7 @@ fn run(message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStore>, Progress) {
     let store = Rc::new(MemoryStore::new());
     let runner = Runner::new(
         store.clone(),
-        Agents::new().with(assistant().unwrap()),
+        Agents::new().with(assistant().unwrap()).unwrap(),
         Rc::new(OneModel(Rc::new(DemoModel))),
         Rc::new(MemoryJournal::new()),
         Rc::new(ManualHost::new(1_795_314_660_000, "")),

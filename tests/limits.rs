@@ -8,7 +8,6 @@
 
 use futures::executor::block_on;
 use helix_edge::agent::{Agent, Agents};
-use helix_edge_reference::agents::AskUser;
 use helix_edge::error::ToolError;
 use helix_edge::host::ManualHost;
 use helix_edge::journal::MemoryJournal;
@@ -19,6 +18,7 @@ use helix_edge::scripted::ScriptedModel;
 use helix_edge::store::rows::{MAX_PATCH_BYTES, MAX_ROW_BYTES, PlannedStore};
 use helix_edge::store::{SessionStatus, Store, StoreError};
 use helix_edge::tool::{Tool, ToolContext};
+use helix_edge_reference::agents::AskUser;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -64,7 +64,7 @@ fn world() -> (
     let (store, model) = (Rc::new(PlannedStore::new()), Rc::new(ScriptedModel::new()));
     let runner = Runner::new(
         store.clone(),
-        Agents::new().with(agent()),
+        Agents::new().with(agent()).unwrap(),
         Rc::new(OneModel(model.clone())),
         Rc::new(MemoryJournal::new()),
         Rc::new(ManualHost::new(1_800_000_000_000, "limits")),

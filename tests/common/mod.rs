@@ -6,7 +6,6 @@
 
 use futures::task::ArcWake;
 use helix_edge::agent::{Agent, Agents};
-use helix_edge_reference::agents::{AddNote, AskUser, DeleteFile, SendEmail, add_note_tool};
 use helix_edge::chunk::{ChunkBody, StreamEvent};
 use helix_edge::error::ToolError;
 use helix_edge::host::ManualHost;
@@ -17,6 +16,7 @@ use helix_edge::scripted::ScriptedModel;
 use helix_edge::state::PatchOp;
 use helix_edge::store::{MemoryStore, Store};
 use helix_edge::tool::Tool;
+use helix_edge_reference::agents::{AddNote, AskUser, DeleteFile, SendEmail, add_note_tool};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::future::Future;
@@ -83,9 +83,12 @@ pub fn tester(exec: &Executions) -> Agent {
             })
             .approval_when(|i: &SendEmail, _| i.to.len() > 3),
         )
-        .tool(Tool::client::<AskUser>("ask_user", "d").deadline_ms(CLIENT_DEADLINE_MS))
+        .tool(
+            Tool::client::<AskUser>("ask_user", "d")
+                .deadline(std::time::Duration::from_millis(CLIENT_DEADLINE_MS)),
+        )
         .tool(Tool::new("fail", "d", |_: Value, _| async {
-            Err::<Value, _>(ToolError::Failed("it broke".into()))
+            Err::<Value, _>(ToolError::failed("it broke"))
         }))
         .tool(
             Tool::new("hang_after_note", "d", move |i: AddNote, ctx| {
@@ -106,7 +109,7 @@ pub fn tester(exec: &Executions) -> Agent {
                 while !ctx.is_aborted() {
                     yield_now().await;
                 }
-                Err::<Value, _>(ToolError::Failed("aborted".into()))
+                Err::<Value, _>(ToolError::failed("aborted"))
             },
         ))
         .tool(Tool::new("flaky_note", "d", move |i: AddNote, ctx| {
@@ -192,8 +195,9 @@ impl World {
         let exec = Executions::default();
         let agents = Agents::new()
             .with(tester(&exec))
-            .with(summarizer())
-            .with(helix_edge_reference::agents::assistant().unwrap());
+            .and_then(|a| a.with(summarizer()))
+            .and_then(|a| a.with(helix_edge_reference::agents::assistant()?))
+            .unwrap();
         Self {
             store: Rc::new(MemoryStore::yielding()),
             journal: Rc::new(MemoryJournal::new()),

@@ -212,9 +212,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a tool.
-    pub fn tool(mut self, tool: Tool) -> Self {
-        self.agent.tools.push(tool);
+    /// Adds a tool (any builder: [`Tool::new`], [`Tool::client`], [`Tool::subagent`]…).
+    pub fn tool(mut self, tool: impl Into<Tool>) -> Self {
+        self.agent.tools.push(tool.into());
         self
     }
 
@@ -284,28 +284,10 @@ fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
     if !tool.input_schema.is_object() {
         return Err(DefinitionError::InvalidSchema(name.clone()));
     }
-    if !tool.has_execution() {
-        return Err(DefinitionError::MissingExecute(name.clone()));
-    }
-    let approval = !matches!(tool.approval, crate::tool::Approval::Never);
-    let clash = |what| {
-        Err(DefinitionError::InvalidCombination {
-            tool: name.clone(),
-            what,
-        })
-    };
-    if let Some((child, _)) = tool.subagent_of() {
-        if child.output_schema.is_none() {
-            return Err(DefinitionError::SubAgentWithoutOutput(name.clone()));
+    match tool.subagent_of() {
+        Some((child, _)) if child.output_schema.is_none() => {
+            Err(DefinitionError::SubAgentWithoutOutput(name.clone()))
         }
-        if approval || tool.finish_with {
-            return clash("a sub-agent with approval or finish_with");
-        }
-    }
-    match (tool.is_client(), approval, tool.finish_with) {
-        (true, true, _) => clash("client execution with approval"),
-        (true, _, true) => clash("client execution with finish_with"),
-        (_, true, true) => clash("approval with finish_with"),
         _ => Ok(()),
     }
 }
@@ -313,7 +295,9 @@ fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
 /// The agents a deployment serves, by name.
 #[derive(Clone, Default)]
 pub struct Agents {
-    agents: Vec<Rc<Agent>>,
+    /// Each agent, and whether it was added as the child of a sub-agent tool (such an
+    /// entry gives way to an agent registered under its name).
+    agents: Vec<(Rc<Agent>, bool)>,
 }
 
 impl Agents {
@@ -322,32 +306,56 @@ impl Agents {
         Self::default()
     }
 
-    /// Adds an agent (replacing one of the same name), and the agents its sub-agent
-    /// tools run that are not registered yet (child sessions look them up by name).
-    pub fn with(mut self, agent: Agent) -> Self {
-        self.agents.retain(|a| a.name != agent.name);
+    /// Adds an agent, and the agents its sub-agent tools run that are not registered yet
+    /// (child sessions look them up by name). An agent registered under a name already
+    /// taken is refused, unless the name was only taken by a sub-agent's child.
+    pub fn with(mut self, agent: Agent) -> Result<Self, DefinitionError> {
+        match self.agents.iter().position(|(a, _)| a.name == agent.name) {
+            Some(at) if self.agents[at].1 => {
+                self.agents.remove(at);
+            }
+            Some(_) => return Err(DefinitionError::DuplicateAgent(agent.name)),
+            None => {}
+        }
         let children: Vec<Rc<Agent>> = agent
             .tools
             .iter()
             .filter_map(|t| t.subagent_of().map(|(a, _)| a.clone()))
             .collect();
-        self.agents.push(Rc::new(agent));
+        self.agents.push((Rc::new(agent), false));
         for child in children {
-            if self.get(&child.name).is_none() {
-                self = self.with((*child).clone());
-            }
+            self.add_child(child);
         }
-        self
+        Ok(self)
+    }
+
+    /// Registers a sub-agent tool's child (and its own children) unless the name is taken.
+    fn add_child(&mut self, child: Rc<Agent>) {
+        if self.get(&child.name).is_some() {
+            return;
+        }
+        let grandchildren: Vec<Rc<Agent>> = child
+            .tools
+            .iter()
+            .filter_map(|t| t.subagent_of().map(|(a, _)| a.clone()))
+            .collect();
+        self.agents.push((child, true));
+        for grandchild in grandchildren {
+            self.add_child(grandchild);
+        }
     }
 
     /// The agent called `name`.
     pub fn get(&self, name: &str) -> Option<Rc<Agent>> {
-        self.agents.iter().find(|a| a.name == name).cloned()
+        self.agents
+            .iter()
+            .find(|(a, _)| a.name == name)
+            .map(|(a, _)| a.clone())
     }
 
     /// All agents, in the order added.
     pub fn iter(&self) -> impl Iterator<Item = &Agent> {
-        self.agents.iter().map(|a| a.as_ref())
+        self.agents.iter().map(|(a, _)| a.as_ref())
     }
 }
 
@@ -364,31 +372,53 @@ mod tests {
         path: String,
     }
 
-    fn server(name: &str) -> Tool {
+    fn server(name: &str) -> crate::tool::ServerTool {
         Tool::new(name, "d", |_: Path, _| async {
             Ok::<_, ToolError>(json!({}))
         })
     }
 
-    fn build_with(tool: Tool) -> Result<Agent, DefinitionError> {
+    fn build_with(tool: impl Into<Tool>) -> Result<Agent, DefinitionError> {
         Agent::builder("a").tool(tool).build()
     }
 
     #[test]
-    fn invalid_tool_combinations_are_rejected_naming_the_tool() {
-        let err = build_with(Tool::client::<Path>("ask", "d").approval_always()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "Tool 'ask' cannot combine client execution with approval"
-        );
-        assert!(build_with(Tool::client::<Path>("c", "d").finish_with()).is_err());
-        assert!(build_with(server("f").approval_always().finish_with()).is_err());
+    fn duplicate_tools_and_agents_are_refused_by_name() {
         let dup = Agent::builder("a")
             .tool(server("x"))
             .tool(server("x"))
             .build()
             .unwrap_err();
         assert_eq!(dup, DefinitionError::DuplicateTool("x".into()));
+        let a = || Agent::builder("a").build().unwrap();
+        let twice = Agents::new().with(a()).unwrap().with(a());
+        assert_eq!(
+            twice.err(),
+            Some(DefinitionError::DuplicateAgent("a".into()))
+        );
+    }
+
+    #[test]
+    fn a_sub_agents_child_is_registered_and_gives_way_to_an_agent_of_its_name() {
+        let schema = json!({"type": "object"});
+        let child = || {
+            Agent::builder("child")
+                .description("first")
+                .output_schema(schema.clone())
+                .build()
+                .unwrap()
+        };
+        let parent = Agent::builder("parent")
+            .tool(Tool::subagent::<Path>("delegate", child()))
+            .build()
+            .unwrap();
+        let agents = Agents::new().with(parent).unwrap();
+        assert_eq!(agents.get("child").unwrap().description(), "first");
+        let mut own = child();
+        own.description = "own".into();
+        let agents = agents.with(own).unwrap();
+        assert_eq!(agents.get("child").unwrap().description(), "own");
+        assert_eq!(agents.iter().count(), 2);
     }
 
     #[test]
@@ -435,14 +465,18 @@ mod tests {
         struct To {
             to: Vec<String>,
         }
-        let tool = server("send").approval_when(|i: &To, _| i.to.len() > 3);
+        let tool: Tool = server("send")
+            .approval_when(|i: &To, _| i.to.len() > 3)
+            .into();
         assert!(!tool.needs_approval(&json!({"to": ["a"]}), &json!({})));
         assert!(tool.needs_approval(&json!({"to": ["a", "b", "c", "d"]}), &json!({})));
         assert!(
             tool.needs_approval(&json!({"to": "not a list"}), &json!({})),
             "error fails closed"
         );
-        let panicking = server("p").approval_when(|_: &Value, _| panic!("boom"));
+        let panicking: Tool = server("p")
+            .approval_when(|_: &Value, _| panic!("boom"))
+            .into();
         assert!(
             panicking.needs_approval(&json!({}), &json!({})),
             "panic fails closed"

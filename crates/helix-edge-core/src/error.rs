@@ -67,8 +67,14 @@ pub enum ToolError {
         reason: String,
     },
     /// The tool ran and failed.
-    #[error("{0}")]
-    Failed(String),
+    #[error("{message}")]
+    Failed {
+        /// What went wrong, as the model sees it.
+        message: String,
+        /// The error behind it, kept for the caller and the logs.
+        #[source]
+        source: Option<ErrorSource>,
+    },
     /// The user denied the approval.
     #[error("Tool call was not approved by the user")]
     Denied,
@@ -101,12 +107,62 @@ pub enum ToolError {
     },
 }
 
+impl ToolError {
+    /// A tool failure with `message` for the model.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A tool failure caused by `error`: the model sees its message, the error is kept
+    /// as the source.
+    pub fn caused_by(error: impl std::error::Error + 'static) -> Self {
+        Self::Failed {
+            message: error.to_string(),
+            source: Some(ErrorSource(std::rc::Rc::new(error))),
+        }
+    }
+}
+
+/// The error behind a [`ToolError::Failed`]: shared, so the tool error stays cheap to
+/// clone. Two sources are equal when they say the same.
+#[derive(Clone)]
+pub struct ErrorSource(std::rc::Rc<dyn std::error::Error>);
+
+impl fmt::Debug for ErrorSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for ErrorSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for ErrorSource {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for ErrorSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for ErrorSource {}
+
 impl Coded for ToolError {
     fn code(&self) -> &'static str {
         match self {
             Self::NotFound(_) => "tool_not_found",
             Self::InputInvalid { .. } => "tool_input_invalid",
-            Self::Failed(_) => "tool_execution_failed",
+            Self::Failed { .. } => "tool_execution_failed",
             Self::Denied => "tool_denied",
             Self::TimedOut => "tool_timeout",
             Self::Client(_) => "tool_client_error",
@@ -123,7 +179,10 @@ impl Coded for ToolError {
         }
     }
     fn retryable(&self) -> bool {
-        matches!(self, Self::Failed(_) | Self::TimedOut | Self::Interrupted)
+        matches!(
+            self,
+            Self::Failed { .. } | Self::TimedOut | Self::Interrupted
+        )
     }
 }
 
@@ -273,17 +332,9 @@ pub enum DefinitionError {
     /// Two tools with one name.
     #[error("Tool '{0}' is defined twice")]
     DuplicateTool(String),
-    /// Options that cannot go together.
-    #[error("Tool '{tool}' cannot combine {what}")]
-    InvalidCombination {
-        /// The tool.
-        tool: String,
-        /// The clashing options.
-        what: &'static str,
-    },
-    /// A server tool needs an execute function.
-    #[error("Tool '{0}' has no execute function")]
-    MissingExecute(String),
+    /// Two agents registered under one name.
+    #[error("Agent '{0}' is registered twice")]
+    DuplicateAgent(String),
     /// Agents need a name of the same form as tools.
     #[error("Invalid agent name '{0}'")]
     InvalidAgentName(String),

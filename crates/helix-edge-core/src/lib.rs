@@ -10,7 +10,8 @@
 //! - The run loop: [`runner`] (create, answer, drive, resume, retry; sub-agents),
 //!   [`store`] (the persistence contract, an in-memory backend, the D1 row plan and the
 //!   conformance suite), [`journal`] (the stream log and suspension context contract),
-//!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, ids, logs).
+//!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, ids, logs),
+//!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions).
 //! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript), [`api`]
 //!   (routes, bodies, views and errors of the HTTP API), [`auth`] (tokens).
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
@@ -26,6 +27,7 @@ pub mod demo;
 pub mod error;
 pub mod host;
 pub mod journal;
+pub mod lifecycle;
 pub mod message;
 pub mod model;
 pub mod provider;

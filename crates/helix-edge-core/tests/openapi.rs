@@ -36,7 +36,7 @@ fn the_document_lists_exactly_the_routes_of_the_api() {
     }
     let routes: BTreeSet<_> = ROUTES
         .iter()
-        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .map(|r| (r.method.to_string(), r.path.to_string()))
         .collect();
     assert_eq!(documented, routes);
 }

@@ -143,6 +143,12 @@ fn every_stored_answer_reads_back_as_written() {
             error: "no camera".into(),
         },
         Answer::Expired,
+        Answer::ChildOutput {
+            output: json!({"summary": "s"}),
+        },
+        Answer::ChildOutput {
+            output: Value::Null,
+        },
         Answer::ChildFailed {
             code: "subagent_failed".into(),
             error: "boom".into(),
@@ -153,10 +159,8 @@ fn every_stored_answer_reads_back_as_written() {
     assert!(refused::<Answer>(json!({"kind": "approval"})).contains("`approved`"));
     assert!(refused::<Answer>(json!({"kind": "client_result"})).contains("`result`"));
     assert!(refused::<Answer>(json!({"kind": "child_failed", "error": "e"})).contains("`code`"));
-    // A child's output is read from the child's head, never from a stored answer.
-    assert!(
-        refused::<Answer>(json!({"kind": "child_output", "output": 1})).contains("child_output")
-    );
+    // A child's output is stored when the child reports it; `null` is an output.
+    assert!(refused::<Answer>(json!({"kind": "child_output"})).contains("`output`"));
 }
 
 fn tool_result(body: Value) -> Result<ToolResultBody, String> {

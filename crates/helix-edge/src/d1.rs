@@ -21,8 +21,8 @@ use crate::store::rows::{
     Statement, from_json, plan_commit, plan_create,
 };
 use crate::store::{
-    CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession, RunRecord, Store,
-    StoreError, SubSession,
+    CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession, RunRecord, Store, StoreError,
+    SubSession,
 };
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
@@ -513,21 +513,20 @@ impl Store for D1Store {
         Ok(Some((row.json(1)?, state)))
     }
 
-    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
-        // The join reads other sessions' rows: whatever this object created goes first.
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError> {
+        // Whatever this object created goes first.
         self.flush().await?;
         let rows = self.read(SELECT_SUBSESSIONS, &[text(parent_id)]).await?;
         rows.iter()
             .map(|r| {
-                let record = SubSession {
+                Ok(SubSession {
                     child_id: r.text(0)?,
                     agent: r.text(1)?,
                     tool_call_id: r.text(2)?,
-                    status: r.text(3)?,
+                    status: rows::child_status(&r.text(3)?)?,
                     created_at: r.int(4)?,
                     updated_at: r.int(5)?,
-                };
-                rows::child_session(record, r.opt_text(6)?.as_deref())
+                })
             })
             .collect()
     }

@@ -1,35 +1,21 @@
-//! The Workers platform shell (wasm only): the fetch entry point and router, the
-//! `SessionObject` Durable Object, the D1 store, the stream journal and the model
-//! transport. It translates between `worker::` types and the pure core; it holds no
-//! agent logic of its own.
-//!
-//! The router authenticates (SPEC §2, fail-closed), enforces the body limit, validates
-//! session ids, and forwards every session route to the session's Durable Object
+//! The worker entry: routes each request through the API's route table
+//! ([`crate::api::route`]), authenticates it (SPEC §2, fail-closed), enforces the body
+//! limit, and forwards every session route to the session's Durable Object
 //! (`idFromName(sessionId)`). It never answers 5xx for bad client input.
 
-use crate::agent::Agents;
-use crate::api::{ApiError, CreateSessionBody, HEALTHZ_BODY, parse_body};
+use crate::api::{AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, parse_body};
 use crate::app::App;
-use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, authorize, session_token, valid_session_id};
-use crate::host::Level;
-use crate::object::SESSION_HEADER;
-use crate::worker_host::{config_value, log, random_hex};
-use serde_json::json;
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::worker_sys::web_sys;
-use worker::{Env, Headers, Method, Response, Result, js_sys};
+use crate::auth::{AuthConfig, authorize};
+use crate::http::{
+    ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
+};
+use crate::object::CREATE_PATH;
+use crate::worker_host::{config_value, random_hex};
+use worker::{Env, Method, Response, Result};
 
-/// Request bodies above this size answer 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-
-/// The platform's request as it comes, without `worker::Request`'s conversion: that
-/// reads the request's `cf` object, which the runtime builds on first access, and
-/// helix-edge has no use for it (~0.1 ms of CPU per request in `wrangler dev`, and a
-/// smaller bundle).
-type RawRequest = web_sys::Request;
-
-/// The worker entry as a function: routes one request of the API (and answers 404 for
-/// anything else). Never fails for client input: every error becomes a JSON body.
+/// The worker entry as a function, for workers that add routes of their own in front of
+/// helix-edge's: serves the API and answers 404 for anything else. Never fails for
+/// client input: every error becomes a JSON body.
 pub async fn fetch(req: RawRequest, env: Env, app: App) -> Result<Response> {
     // Panics reset the whole isolate; at least make them visible in the logs.
     console_error_panic_hook::set_once();
@@ -47,351 +33,90 @@ async fn dispatch(
 ) -> std::result::Result<Response, ApiError> {
     let url = req.url();
     let path_and_query = crate::api::path_and_query(&url);
-    let path = path_and_query
-        .split('?')
-        .next()
-        .unwrap_or(path_and_query)
-        .to_string();
-    let method = Method::from(req.method());
-    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    match (method.clone(), segments.as_slice()) {
-        (Method::Get, ["healthz"]) => {
-            return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e));
-        }
-        (_, ["healthz"]) => return Err(ApiError::method_not_allowed(method.as_ref(), &path)),
-        _ => {}
-    }
-    let session = match segments.as_slice() {
-        ["v1", "sessions", id, ..] if !id.is_empty() => Some(*id),
-        _ => None,
-    };
-    if let Some(id) = session
-        && !valid_session_id(id)
-    {
-        return Err(ApiError::client(
-            400,
-            "invalid_session_id",
-            "Session ids match ^[A-Za-z0-9._-]{1,128}$.",
-        ));
+    let path = path_and_query.split('?').next().unwrap_or(path_and_query);
+    let method = req.method();
+    #[cfg(feature = "test-routes")]
+    if let Some(answer) = crate::test_routes::route(&req, &method, path, env, app).await {
+        return answer;
     }
     let config = AuthConfig::new(
         config_value(env, "API_TOKEN"),
         config_value(env, "ALLOW_UNAUTHENTICATED"),
     );
     let now_secs = worker::Date::now().as_millis() / 1000;
-    authorize(
-        &config,
-        credential(&req, &url).as_deref(),
-        session,
-        now_secs,
-    )?;
-
-    match (method.clone(), segments.as_slice()) {
-        #[cfg(feature = "test-routes")]
-        (Method::Post, ["__test", "conformance"]) => conformance(env, app).await,
-        #[cfg(feature = "test-routes")]
-        (Method::Post, ["__test", "floor", id]) if valid_session_id(id) => {
-            call_object(
-                env,
-                app.sessions(),
-                id,
-                Method::Post,
-                "/__test/floor",
-                None,
-                None,
-            )
-            .await
+    let credential = credential(&req);
+    let route = match crate::api::route(&method, path) {
+        Ok(route) => route,
+        // Fail closed: a caller without credentials learns nothing about other paths.
+        Err(e) if e.status != 400 && path != "/healthz" => {
+            authorize(&config, credential.as_deref(), None, now_secs)?;
+            return Err(e);
         }
-        (Method::Get, ["v1", "agents"]) => agents(env, app),
-        (Method::Get, ["v1", "openapi.json"]) => {
+        Err(e) => return Err(e),
+    };
+    if route.operation == Operation::Healthz {
+        return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e));
+    }
+    authorize(&config, credential.as_deref(), route.session, now_secs)?;
+    match (route.operation, route.session) {
+        (Operation::OpenApi, _) => {
             json(200, crate::api::OPENAPI).map_err(|e| internal("openapi", e))
         }
-        (_, ["v1", "openapi.json"]) => Err(ApiError::method_not_allowed(method.as_ref(), &path)),
-        (Method::Post, ["v1", "sessions"]) => {
-            let body = read_body(&req).await?;
-            create(env, app, &config, body).await
+        (Operation::ListAgents, _) => {
+            let agents = app.agents(env).map_err(|e| internal("agents", e))?;
+            json_response(200, &AgentsView::from(&agents))
         }
-        (_, ["v1", "agents"]) | (_, ["v1", "sessions"]) => {
-            Err(ApiError::method_not_allowed(method.as_ref(), &path))
-        }
-        (_, ["v1", "sessions", id]) | (_, ["v1", "sessions", id, _]) => {
-            let body = if method == Method::Post {
-                Some(read_body(&req).await?)
-            } else {
-                None
+        (Operation::CreateSession, _) => create(env, app, &req).await,
+        (_, Some(id)) => {
+            let body = match route.operation {
+                Operation::SendMessage
+                | Operation::SubmitToolResult
+                | Operation::Interrupt
+                | Operation::Resume
+                | Operation::Abort
+                | Operation::Retry => Some(read_body(&req).await?),
+                _ => None,
             };
-            forward(env, app, id, &req, method, path_and_query, body).await
+            let request = ObjectRequest {
+                method: Method::from(method),
+                path: path_and_query,
+                last_event_id: header(&req, "last-event-id"),
+                body,
+            };
+            call_object(env, app.sessions(), id, request).await
         }
-        _ => Err(ApiError::route_not_found(&path)),
+        // The table gives every other operation a session id.
+        (_, None) => Err(ApiError::route_not_found(path)),
     }
 }
 
 /// `Authorization: Bearer <t>`, or `?token=<t>` (EventSource cannot set headers).
-fn credential(req: &RawRequest, url: &str) -> Option<String> {
-    let header = req.headers().get("authorization").ok().flatten();
+fn credential(req: &RawRequest) -> Option<String> {
+    let header = header(req, "authorization");
     if let Some(token) = header.as_deref().and_then(|h| h.strip_prefix("Bearer ")) {
         return Some(token.trim().to_string());
     }
-    crate::api::query_pairs(url)
+    crate::api::query_pairs(&req.url())
         .into_iter()
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v)
 }
 
-async fn read_body(req: &RawRequest) -> std::result::Result<Vec<u8>, ApiError> {
-    let too_large = || {
-        ApiError::client(
-            413,
-            "payload_too_large",
-            "Request bodies are limited to 1 MiB.",
-        )
-    };
-    let declared = req
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        return Err(too_large());
-    }
-    let unreadable = |_| ApiError::client(400, "invalid_body", "The body could not be read.");
-    let buffer = req.array_buffer().map_err(unreadable)?;
-    let buffer = JsFuture::from(buffer).await.map_err(unreadable)?;
-    let body = js_sys::Uint8Array::new(&buffer).to_vec();
-    if body.len() > MAX_BODY_BYTES {
-        return Err(too_large());
-    }
-    Ok(body)
-}
-
-/// The agents this worker hosts.
-pub(crate) fn hosted_agents(env: &Env, app: &App) -> std::result::Result<Agents, ApiError> {
-    app.agents(env).map_err(|e| internal("agents", e))
-}
-
-fn agents(env: &Env, app: &App) -> std::result::Result<Response, ApiError> {
-    let agents = hosted_agents(env, app)?;
-    let list: Vec<_> = agents
-        .iter()
-        .map(|a| {
-            let tools: Vec<_> = a
-                .tools()
-                .iter()
-                .map(|t| {
-                    let approval = match t.approval() {
-                        crate::tool::Approval::Never => "never",
-                        crate::tool::Approval::Always => "always",
-                        crate::tool::Approval::When(_) => "conditional",
-                    };
-                    let executor = if t.is_client() { "client" } else { "server" };
-                    json!({ "name": t.name(), "description": t.description(), "approval": approval, "executor": executor })
-                })
-                .collect();
-            json!({ "name": a.name(), "description": a.description(), "tools": tools })
-        })
-        .collect();
-    json(200, &json!({ "agents": list }).to_string()).map_err(|e| internal("agents", e))
-}
-
-/// Test-only (feature `test-routes`): the store conformance suite against this D1, with
-/// the store keeping session images, reading everything, and (in a Durable Object, as
-/// sessions run) keeping creates in the object's outbox.
-#[cfg(feature = "test-routes")]
-async fn conformance(env: &Env, app: &App) -> std::result::Result<Response, ApiError> {
-    let mut results = Vec::new();
-    for (mode, store) in [
-        (
-            "images",
-            crate::d1::D1Store::new(
-                env.d1(app.database())
-                    .map_err(|e| internal("d1 binding", e))?,
-            ),
-        ),
-        (
-            "uncached",
-            crate::d1::D1Store::uncached(
-                env.d1(app.database())
-                    .map_err(|e| internal("d1 binding", e))?,
-            ),
-        ),
-    ] {
-        results.extend(conformance_results(&store, mode).await);
-    }
-    let object = format!("conformance-{}", random_hex(6));
-    let path = "/__test/conformance";
-    let mut resp =
-        call_object(env, app.sessions(), &object, Method::Post, path, None, None).await?;
-    let text = resp.text().await.map_err(|e| internal("conformance", e))?;
-    let outbox: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| internal("conformance", e))?;
-    if let Some(more) = outbox["results"].as_array() {
-        results.extend(more.iter().cloned());
-    }
-    json(200, &json!({ "results": results }).to_string()).map_err(|e| internal("conformance", e))
-}
-
-/// Runs the store conformance suite against `store` on fresh session ids, each result
-/// named after `mode`.
-#[cfg(feature = "test-routes")]
-pub(crate) async fn conformance_results(
-    store: &crate::d1::D1Store,
-    mode: &str,
-) -> Vec<serde_json::Value> {
-    let prefix = format!("conformance-{mode}-{}", random_hex(6));
-    let results = crate::store::conformance::run(store, &prefix).await;
-    let result = |r: crate::store::conformance::CheckResult| {
-        let name = format!("{mode}: {}", r.name);
-        json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
-    };
-    results.into_iter().map(result).collect()
-}
-
-async fn create(
-    env: &Env,
-    app: &App,
-    config: &AuthConfig,
-    body: Vec<u8>,
-) -> std::result::Result<Response, ApiError> {
+/// `POST /v1/sessions`: the body is parsed and validated here, once; the session's
+/// object gets the runner's request and answers the 201 itself.
+async fn create(env: &Env, app: &App, req: &RawRequest) -> std::result::Result<Response, ApiError> {
+    let body = read_body(req).await?;
     let parsed: CreateSessionBody = parse_body(&body)?;
-    let id = match &parsed.session_id {
-        Some(id) if valid_session_id(id) => id.clone(),
-        Some(_) => {
-            return Err(ApiError::client(
-                400,
-                "invalid_session_id",
-                "sessionId must match ^[A-Za-z0-9._-]{1,128}$.",
-            ));
-        }
-        None => format!("s_{}", random_hex(16)),
-    };
-    let mut resp = call_object(
-        env,
-        app.sessions(),
-        &id,
-        Method::Post,
-        "/v1/sessions",
-        None,
-        Some(body),
-    )
-    .await?;
-    if resp.status_code() != 201 {
-        return Ok(resp);
-    }
-    let mut created: serde_json::Value = resp
-        .json()
-        .await
-        .map_err(|e| internal("create response", e))?;
-    let token = match config {
-        AuthConfig::Token(key) => {
-            let expiry = worker::Date::now().as_millis() / 1000 + SESSION_TOKEN_TTL_SECS;
-            session_token(key, &id, expiry)
-        }
-        _ => None,
-    };
-    let stream_url = match &token {
-        Some(t) => format!("/v1/sessions/{id}/stream?token={t}"),
-        None => format!("/v1/sessions/{id}/stream"),
-    };
-    created["streamUrl"] = json!(stream_url);
-    created["sessionToken"] = json!(token);
-    json(201, &created.to_string()).map_err(|e| internal("create", e))
-}
-
-async fn forward(
-    env: &Env,
-    app: &App,
-    id: &str,
-    req: &RawRequest,
-    method: Method,
-    path_and_query: &str,
-    body: Option<Vec<u8>>,
-) -> std::result::Result<Response, ApiError> {
-    let last_event_id = req.headers().get("last-event-id").ok().flatten();
+    let request = parsed.into_request(|| format!("s_{}", random_hex(16)))?;
+    let id = request.session_id.clone();
+    let body = serde_json::to_vec(&request).map_err(|e| internal("create", e))?;
     call_object(
         env,
         app.sessions(),
-        id,
-        method,
-        path_and_query,
-        last_event_id,
-        body,
+        &id,
+        ObjectRequest::post(CREATE_PATH, body),
     )
     .await
-}
-
-/// Sends a request to the session's Durable Object.
-pub(crate) async fn call_object(
-    env: &Env,
-    binding: &str,
-    id: &str,
-    method: Method,
-    path_and_query: &str,
-    last_event_id: Option<String>,
-    body: Option<Vec<u8>>,
-) -> std::result::Result<Response, ApiError> {
-    let namespace = env
-        .durable_object(binding)
-        .map_err(|e| internal("durable object", e))?;
-    let stub = namespace
-        .id_from_name(id)
-        .and_then(|oid| oid.get_stub())
-        .map_err(|e| internal("durable object", e))?;
-    let headers = Headers::new();
-    let set = |k: &str, v: &str| headers.set(k, v).map_err(|e| internal("headers", e));
-    set(SESSION_HEADER, id)?;
-    set("content-type", "application/json")?;
-    if let Some(v) = &last_event_id {
-        set("last-event-id", v)?;
-    }
-    let body = body.map(|b| js_sys::Uint8Array::from(b.as_slice()).into());
-    let request = crate::llm::request(
-        &format!("https://session{path_and_query}"),
-        method.as_ref(),
-        &headers,
-        body,
-    )
-    .map_err(|e| internal("request", e))?;
-    stub.fetch_with_request(request).await.map_err(|e| {
-        log(
-            Level::Warn,
-            "object_unreachable",
-            json!({ "session": id, "error": e.to_string() }),
-        );
-        ApiError {
-            status: 503,
-            code: "session_unavailable",
-            message: "The session is unavailable; try again.".into(),
-            retryable: true,
-        }
-    })
-}
-
-/// An internal failure: logged in detail, answered with a safe 500.
-pub(crate) fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
-    log(
-        Level::Error,
-        "internal_error",
-        json!({ "what": what, "error": e.to_string() }),
-    );
-    ApiError {
-        status: 500,
-        code: "framework_error",
-        message: "Internal error.".into(),
-        retryable: true,
-    }
-}
-
-/// A JSON response with the given status.
-pub(crate) fn json(status: u16, body: &str) -> Result<Response> {
-    let mut resp = Response::ok(body)?.with_status(status);
-    resp.headers_mut().set("content-type", "application/json")?;
-    Ok(resp)
-}
-
-/// The JSON error response of an [`ApiError`].
-pub(crate) fn error(err: &ApiError) -> Result<Response> {
-    json(err.status, &err.body())
 }
 
 #[cfg(test)]
@@ -419,7 +144,8 @@ mod tests {
             path: String,
         }
         App::new(|_: &Env| {
-            let run = |_: Path, _| async { Ok::<_, crate::error::ToolError>(json!({})) };
+            let run =
+                |_: Path, _| async { Ok::<_, crate::error::ToolError>(serde_json::json!({})) };
             let agent = Agent::builder("assistant")
                 .tool(Tool::new("a", "A.", run))
                 .tool(Tool::new("b", "B.", run))
@@ -434,7 +160,7 @@ mod tests {
                 .tool(Tool::new("d", "D.", run).approval_when(|_: &Path, _| true))
                 .tool(Tool::client::<Path>("e", "E."))
                 .build()?;
-            Ok(Agents::new().with(agent))
+            crate::agent::Agents::new().with(agent)
         })
     }
 

@@ -36,19 +36,21 @@ pub use helix_edge_core::*;
 #[cfg(target_arch = "wasm32")]
 mod app;
 #[cfg(target_arch = "wasm32")]
-mod children;
-#[cfg(target_arch = "wasm32")]
 mod d1;
 #[cfg(target_arch = "wasm32")]
-mod do_journal;
-#[cfg(target_arch = "wasm32")]
 mod entry;
+#[cfg(target_arch = "wasm32")]
+mod http;
 #[cfg(target_arch = "wasm32")]
 mod llm;
 #[cfg(target_arch = "wasm32")]
 mod object;
 #[cfg(target_arch = "wasm32")]
 mod outbox;
+#[cfg(target_arch = "wasm32")]
+mod storage;
+#[cfg(all(target_arch = "wasm32", feature = "test-routes"))]
+mod test_routes;
 #[cfg(target_arch = "wasm32")]
 mod worker_host;
 

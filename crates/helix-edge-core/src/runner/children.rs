@@ -1,17 +1,20 @@
 //! Sub-agents: child sessions started by a parent's sub-agent tool calls. The parent
-//! never waits in memory. Its step records a pending `child` call per sub-agent call
-//! (and a [`SubSession`] reference) and suspends; every later drive settles those calls
-//! from durable state alone:
-//! - a child that does not exist yet is started (again, after a crash: the child id is
-//!   derived from the parent and the call, so a retried start finds the same child);
-//! - a child that ended (its head in the store says so) answers its call with its output
-//!   or its failure;
-//! - a child past the call's timeout is aborted and the call fails as timed out;
-//! - a start that fails fails that call only.
-//!
-//! The platform wakes the parent when a child ends; the timeout alarm covers a lost wake.
-//! Answers to calls pending in a child are submitted to the root and routed to the
-//! owning child, found through the parents' references ([`Runner::descendant_calls`]).
+//! never waits in memory, and never reads a child's rows: its step records a pending
+//! `child` call per sub-agent call (and a [`SubSession`] reference) and suspends; the
+//! protocol between the two sessions is messages, which the platform carries between
+//! their objects:
+//! - the parent orders its children ([`ChildOrder`] through [`Children`]): a start is
+//!   idempotent (the child id is derived from the parent and the call, so a retried
+//!   start after a crash finds the child it started before), as are abort, interrupt
+//!   and resume;
+//! - a child that ends reports to its parent ([`ChildEnded`], built by
+//!   [`ended_report`]), again until it is delivered; the parent stores the outcome as
+//!   the call's answer ([`Runner::child_ended`]) and resumes from durable state;
+//! - a child past the call's timeout is aborted and the call fails as timed out; a
+//!   start that fails fails that call only;
+//! - answers to calls pending in a child are submitted to the root, which passes them
+//!   down to the children it waits on ([`Routed::Descendants`](super::Routed)), and the
+//!   root lists those calls as its own ([`Runner::descendant_calls`]).
 
 use super::emit::Emitter;
 use super::{Live, RunError, Runner};
@@ -19,14 +22,12 @@ use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::message::{Message, ToolCall};
 use crate::store::{
-    Answer, AnswerOutcome, ParentRef, PendingCall, PendingKind, SessionHead, SessionStatus, Store,
-    SubSession,
+    Answer, AnswerOutcome, ChildStatus, ParentRef, PendingCall, PendingKind, SessionHead,
+    SessionStatus, Store, SubSession,
 };
 use futures::future::{LocalBoxFuture, join_all};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-
-/// How deep [`Runner::descendant_calls`] looks, and how many sessions it visits at most.
-const MAX_DESCENDANTS: usize = 64;
 
 /// What a parent asks of one of its child sessions.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +55,7 @@ pub enum ChildOrder {
     Resume,
 }
 
-/// How a runner reaches child sessions (on the platform: their Durable Objects).
+/// How a runner reaches its child sessions (on the platform: their Durable Objects).
 pub trait Children {
     /// Sends `order` to child `child_id`; `Err` carries a message for logs and the model.
     fn send<'a>(
@@ -62,15 +63,54 @@ pub trait Children {
         child_id: &'a str,
         order: ChildOrder,
     ) -> LocalBoxFuture<'a, Result<(), String>>;
+    /// The calls a client answers that are pending in child `child_id` or below it.
+    fn pending<'a>(
+        &'a self,
+        child_id: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Vec<PendingCall>, String>>;
 }
 
-/// For runners without sub-agents: every order fails.
+/// For runners without sub-agents: every order fails, and nothing is pending below.
 pub struct NoChildren;
 
 impl Children for NoChildren {
     fn send<'a>(&'a self, _: &'a str, _: ChildOrder) -> LocalBoxFuture<'a, Result<(), String>> {
         Box::pin(async { Err("sub-agents are not available in this runner".to_string()) })
     }
+
+    fn pending<'a>(&'a self, _: &'a str) -> LocalBoxFuture<'a, Result<Vec<PendingCall>, String>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// A child's report to its parent that it ended: the outcome its parent's call gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildEnded {
+    /// The child session.
+    pub child_id: String,
+    /// The parent's call it answers.
+    pub tool_call_id: String,
+    /// The child's version when it ended: a report is delivered once per ending.
+    pub version: u64,
+    /// The outcome ([`Answer::ChildOutput`] or [`Answer::ChildFailed`]).
+    pub answer: Answer,
+}
+
+/// The report a child session owes its parent: `Some` once it ended, unless the report
+/// of this ending (`delivered`: the version last reported) went out already.
+pub fn ended_report(child: &SessionHead, delivered: Option<u64>) -> Option<(String, ChildEnded)> {
+    let parent = child.parent.as_ref()?;
+    let answer = child_outcome(child)?;
+    (delivered != Some(child.version)).then(|| {
+        let report = ChildEnded {
+            child_id: child.id.clone(),
+            tool_call_id: parent.tool_call_id.clone(),
+            version: child.version,
+            answer,
+        };
+        (parent.session_id.clone(), report)
+    })
 }
 
 /// The id of the child session that answers `tool_call_id` of `parent_id`: the same
@@ -118,26 +158,39 @@ pub(crate) fn subsession(
     now: u64,
 ) -> SubSession {
     let status = match answer {
-        None => "running",
-        Some(Answer::ChildOutput { .. }) => "completed",
-        Some(Answer::ChildFailed { code, .. }) if code == "subagent_timeout" => "timed_out",
-        Some(_) => "failed",
+        None => ChildStatus::Running,
+        Some(Answer::ChildOutput { .. }) => ChildStatus::Completed,
+        Some(Answer::ChildFailed { code, .. }) if code == "subagent_timeout" => {
+            ChildStatus::TimedOut
+        }
+        Some(_) => ChildStatus::Failed,
     };
     SubSession {
         child_id: child_session_id(parent_id, &call.tool_call_id),
         agent: agent.into(),
         tool_call_id: call.tool_call_id.clone(),
-        status: status.into(),
+        status,
         created_at: now,
         updated_at: now,
     }
 }
 
+/// The child sessions `head` still waits on (its unanswered child calls), by id.
+pub(crate) fn open_children<'a>(
+    head: &'a SessionHead,
+    answered: impl Fn(&str) -> bool + 'a,
+) -> impl Iterator<Item = String> + 'a {
+    head.pending
+        .iter()
+        .filter(move |p| p.kind == PendingKind::Child && !answered(&p.tool_call_id))
+        .map(|p| child_session_id(&head.id, &p.tool_call_id))
+}
+
 impl<S: Store> Runner<S> {
-    /// Answers the unanswered child calls of `live` whose children ended, timed out or
-    /// cannot be started, and starts the children that do not exist yet (siblings
-    /// together). Answers go into `live.answers`; failures that are not visible in a
-    /// child's head (timeouts, failed starts) are stored first, so they stand.
+    /// Answers the unanswered child calls of `live` that timed out or cannot be started,
+    /// and starts the children this instance has not started yet (siblings together;
+    /// starting one that exists is harmless). Answers go into `live.answers`; they are
+    /// stored first, so they stand.
     pub(crate) async fn settle_children(
         &self,
         live: &mut Live,
@@ -150,52 +203,39 @@ impl<S: Store> Runner<S> {
             .filter(|p| p.kind == PendingKind::Child && live.answer(&p.tool_call_id).is_none())
             .cloned()
             .collect();
-        if open.is_empty() {
-            return Ok(());
-        }
-        let children = self.store.subsessions(&live.head.id).await?;
         let now = self.host.now_ms();
         let mut starts = Vec::new();
         for call in open {
             let child_id = child_session_id(&live.head.id, &call.tool_call_id);
-            let head = children
-                .iter()
-                .find(|c| c.record.child_id == child_id)
-                .and_then(|c| c.head.as_ref());
             let Some((child_agent, timeout_ms)) =
                 agent.tool(&call.tool_name).and_then(|t| t.subagent_of())
             else {
                 let failure = failed("subagent_unknown", "This sub-agent tool no longer exists.");
-                self.store_child_answer(live, &call.tool_call_id, failure)
-                    .await?;
+                self.store_child_answer(live, &call.tool_call_id, failure)?;
                 continue;
             };
-            if let Some(answer) = head.and_then(child_outcome) {
-                live.answers.push((call.tool_call_id, answer));
-            } else if call.deadline.is_some_and(|d| d <= now) {
-                if head.is_some() {
-                    let reason = "The sub-agent exceeded its timeout.".to_string();
-                    if let Err(e) = self
-                        .children
-                        .send(&child_id, ChildOrder::Abort { reason })
-                        .await
-                    {
-                        self.log(
-                            live,
-                            crate::host::Level::Warn,
-                            "subagent_abort_failed",
-                            &[("error", crate::host::LogValue::Str(&e))],
-                        );
-                    }
+            if call.deadline.is_some_and(|d| d <= now) {
+                let reason = "The sub-agent exceeded its timeout.".to_string();
+                let aborted = self
+                    .children
+                    .send(&child_id, ChildOrder::Abort { reason })
+                    .await;
+                if let Err(e) = aborted {
+                    let fields = [("error", crate::host::LogValue::Str(&e))];
+                    self.log(
+                        live,
+                        crate::host::Level::Warn,
+                        "subagent_abort_failed",
+                        &fields,
+                    );
                 }
                 let message = format!(
                     "The sub-agent did not finish within {} s.",
-                    timeout_ms / 1000
+                    timeout_ms.as_secs()
                 );
                 let failure = failed("subagent_timeout", &message);
-                self.store_child_answer(live, &call.tool_call_id, failure)
-                    .await?;
-            } else if head.is_none() {
+                self.store_child_answer(live, &call.tool_call_id, failure)?;
+            } else if !self.started.borrow().contains(&child_id) {
                 let order = ChildOrder::Start {
                     agent: child_agent.name().to_string(),
                     message: call.arguments.to_string(),
@@ -218,13 +258,16 @@ impl<S: Store> Runner<S> {
                 .map(|(_, child_id, order)| self.children.send(child_id, order.clone())),
         )
         .await;
-        for ((call_id, _, _), result) in starts.iter().zip(sent) {
-            if let Err(e) = result {
-                let failure = failed(
-                    "subagent_dispatch_failed",
-                    &format!("The sub-agent could not be started: {e}"),
-                );
-                self.store_child_answer(live, call_id, failure).await?;
+        for ((call_id, child_id, _), result) in starts.into_iter().zip(sent) {
+            match result {
+                Ok(()) => self.started.borrow_mut().push(child_id),
+                Err(e) => {
+                    let failure = failed(
+                        "subagent_dispatch_failed",
+                        &format!("The sub-agent could not be started: {e}"),
+                    );
+                    self.store_child_answer(live, &call_id, failure)?;
+                }
             }
         }
         Ok(())
@@ -232,18 +275,47 @@ impl<S: Store> Runner<S> {
 
     /// Stores `answer` for a child call unless one stands already; either way the
     /// standing answer goes into `live.answers`.
-    async fn store_child_answer(
+    fn store_child_answer(
         &self,
         live: &mut Live,
         call_id: &str,
         answer: Answer,
     ) -> Result<(), RunError> {
-        let standing = match self.journal.answer(&live.head.id, call_id, &answer)? {
+        let stored = self
+            .journal
+            .suspension
+            .answer(&live.head.id, call_id, &answer)?;
+        let standing = match stored {
             AnswerOutcome::Stored => answer,
             AnswerOutcome::AlreadyAnswered(existing) => existing,
         };
         live.answers.push((call_id.to_string(), standing));
         Ok(())
+    }
+
+    /// A child of session `parent_id` reports that it ended: its outcome becomes the
+    /// answer of the call it runs for (the first answer stands: a timeout recorded
+    /// before wins). `Ok(true)` when the parent has work to do now; a report about a
+    /// call the parent does not wait on (a late or repeated one) changes nothing.
+    pub async fn child_ended(&self, parent_id: &str, report: ChildEnded) -> Result<bool, RunError> {
+        let live = self.load(parent_id).await?;
+        let waits = live.head.pending.iter().any(|p| {
+            p.kind == PendingKind::Child
+                && p.tool_call_id == report.tool_call_id
+                && child_session_id(parent_id, &p.tool_call_id) == report.child_id
+        });
+        let outcome = matches!(
+            report.answer,
+            Answer::ChildOutput { .. } | Answer::ChildFailed { .. }
+        );
+        if !waits || !outcome {
+            return Ok(false);
+        }
+        let stored =
+            self.journal
+                .suspension
+                .answer(parent_id, &report.tool_call_id, &report.answer)?;
+        Ok(stored == AnswerOutcome::Stored)
     }
 
     /// Turns a child call's answer into its tool result, with `subagent_end`.
@@ -309,55 +381,34 @@ impl<S: Store> Runner<S> {
         }
     }
 
-    /// The calls pending in the descendants of `head` that a client answers (approvals
-    /// and client tools), with the session that owns each. Looks only below the child
-    /// calls `head` still waits on; bounded.
-    pub async fn descendant_calls(
-        &self,
-        head: &SessionHead,
-    ) -> Result<Vec<(String, PendingCall)>, RunError> {
+    /// The calls pending in the children `head` waits on, and below them, that a client
+    /// answers (approvals and client tools): each child is asked. A child that cannot
+    /// be reached lists nothing (logged).
+    pub async fn descendant_calls(&self, head: &SessionHead) -> Result<Vec<PendingCall>, RunError> {
+        let answered = |call: &str| {
+            matches!(
+                self.journal.suspension.find_answer(&head.id, call),
+                Ok(Some(_))
+            )
+        };
+        let children: Vec<String> = open_children(head, answered).collect();
+        let listed = join_all(children.iter().map(|id| self.children.pending(id))).await;
         let mut calls = Vec::new();
-        let mut visited = 0;
-        let mut queue = vec![head.clone()];
-        while let Some(parent) = queue.pop() {
-            if !parent.pending.iter().any(|p| p.kind == PendingKind::Child) {
-                continue;
-            }
-            for child in self.store.subsessions(&parent.id).await? {
-                let Some(h) = child.head else { continue };
-                visited += 1;
-                if visited > MAX_DESCENDANTS {
-                    return Ok(calls);
+        for (id, result) in children.iter().zip(listed) {
+            match result {
+                Ok(pending) => calls.extend(pending),
+                Err(e) => {
+                    let fields = [
+                        ("session", crate::host::LogValue::Str(&head.id)),
+                        ("child", crate::host::LogValue::Str(id)),
+                        ("error", crate::host::LogValue::Str(&e)),
+                    ];
+                    let level = crate::host::Level::Warn;
+                    self.host.log(level, "subagent_unreachable", &fields);
                 }
-                if child_outcome(&h).is_some() {
-                    continue;
-                }
-                calls.extend(
-                    h.pending
-                        .iter()
-                        .filter(|p| p.kind != PendingKind::Child)
-                        .map(|p| (h.id.clone(), p.clone())),
-                );
-                queue.push(h);
             }
         }
         Ok(calls)
-    }
-
-    /// Every child session below `id`, ended or not (bounded).
-    pub(crate) async fn descendants(&self, id: &str) -> Result<Vec<String>, RunError> {
-        let mut found = Vec::new();
-        let mut queue = vec![id.to_string()];
-        while let Some(parent) = queue.pop() {
-            for child in self.store.subsessions(&parent).await? {
-                if found.len() >= MAX_DESCENDANTS {
-                    return Ok(found);
-                }
-                found.push(child.record.child_id.clone());
-                queue.push(child.record.child_id);
-            }
-        }
-        Ok(found)
     }
 }
 

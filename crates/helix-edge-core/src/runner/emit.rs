@@ -3,14 +3,14 @@
 
 use crate::chunk::{Chunk, ChunkBody, StreamEvent};
 use crate::host::Host;
-use crate::journal::Journal;
+use crate::journal::StreamLog;
 use crate::store::SessionHead;
 use std::rc::Rc;
 
 /// A chunk factory for one session, run and step.
 #[derive(Clone)]
 pub(crate) struct Emitter {
-    journal: Rc<dyn Journal>,
+    journal: Rc<dyn StreamLog>,
     host: Rc<dyn Host>,
     session_id: String,
     agent_type: String,
@@ -20,7 +20,7 @@ pub(crate) struct Emitter {
 
 impl Emitter {
     pub fn new(
-        journal: Rc<dyn Journal>,
+        journal: Rc<dyn StreamLog>,
         host: Rc<dyn Host>,
         head: &SessionHead,
         step: Option<u32>,

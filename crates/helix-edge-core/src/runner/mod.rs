@@ -27,7 +27,9 @@ mod ops;
 mod resolve;
 mod step;
 
-pub use children::{ChildOrder, Children, NoChildren, child_outcome, child_session_id};
+pub use children::{
+    ChildEnded, ChildOrder, Children, NoChildren, child_outcome, child_session_id, ended_report,
+};
 pub use ops::{CreateSession, Created, Routed, Submission};
 
 use crate::agent::{Agent, Agents};
@@ -216,7 +218,7 @@ pub struct Runner<S: Store> {
     store: S,
     agents: Agents,
     models: Rc<dyn Models>,
-    journal: Rc<dyn Journal>,
+    journal: Journal,
     host: Rc<dyn Host>,
     config: RunnerConfig,
     /// Reaches the child sessions of sub-agent calls.
@@ -226,6 +228,9 @@ pub struct Runner<S: Store> {
     /// An interrupt requested while a drive is in progress: the durable flag is what a
     /// later drive sees; this is how the drive in progress sees it at its next step.
     interrupt_requested: RefCell<Option<InterruptRequest>>,
+    /// The child sessions this instance started (a later process starts them again:
+    /// a start is idempotent).
+    started: RefCell<Vec<String>>,
     /// Whether this instance has brought the journal in line with durable state (once:
     /// recovery is about what earlier processes left behind).
     recovered: Cell<bool>,
@@ -247,7 +252,7 @@ impl<S: Store> Runner<S> {
         store: S,
         agents: Agents,
         models: Rc<dyn Models>,
-        journal: Rc<dyn Journal>,
+        journal: impl Into<Journal>,
         host: Rc<dyn Host>,
         config: RunnerConfig,
     ) -> Self {
@@ -255,12 +260,13 @@ impl<S: Store> Runner<S> {
             store,
             agents,
             models,
-            journal,
+            journal: journal.into(),
             host,
             config,
             children: Rc::new(NoChildren),
             abort: RefCell::new(AbortSignal::new()),
             interrupt_requested: RefCell::new(None),
+            started: RefCell::new(Vec::new()),
             recovered: Cell::new(false),
             driving: Cell::new(false),
         }
@@ -280,6 +286,12 @@ impl<S: Store> Runner<S> {
     /// The store.
     pub fn store(&self) -> &S {
         &self.store
+    }
+
+    /// Whether call `call_id` of session `session_id` has a stored answer.
+    pub fn has_answer(&self, session_id: &str, call_id: &str) -> bool {
+        let found = self.journal.suspension.find_answer(session_id, call_id);
+        matches!(found, Ok(Some(_)))
     }
 
     fn agent(&self, name: &str) -> Result<Rc<Agent>, RunError> {
@@ -314,7 +326,7 @@ impl<S: Store> Runner<S> {
     }
 
     fn emitter(&self, head: &SessionHead, step: Option<u32>) -> Emitter {
-        Emitter::new(self.journal.clone(), self.host.clone(), head, step)
+        Emitter::new(self.journal.stream.clone(), self.host.clone(), head, step)
     }
 
     /// Loads a session without its transcript (what request-driven operations need).
@@ -350,7 +362,7 @@ impl<S: Store> Runner<S> {
         };
         let mut answers = Vec::new();
         for p in &loaded.head.pending {
-            if let Some(answer) = self.journal.find_answer(id, &p.tool_call_id)? {
+            if let Some(answer) = self.journal.suspension.find_answer(id, &p.tool_call_id)? {
                 answers.push((p.tool_call_id.clone(), answer));
             }
         }
@@ -371,6 +383,7 @@ impl<S: Store> Runner<S> {
     fn resync(&self, live: &Live) {
         let recovery = self
             .journal
+            .stream
             .recover(live.head.version, &live.head.commit_id);
         if let Some(from_sequence) = recovery.torn_from {
             let emitter = self.emitter(&live.head, None);
@@ -381,7 +394,7 @@ impl<S: Store> Runner<S> {
                 from_sequence,
                 reason: "A step was interrupted before it committed; it is run again.".into(),
             });
-            self.journal.confirm(live.head.version);
+            self.journal.stream.confirm(live.head.version);
         }
     }
 
@@ -418,7 +431,9 @@ impl<S: Store> Runner<S> {
     /// Stages `post` under a new commit id for the commit after `head`.
     fn stage(&self, head: &SessionHead, post: Vec<crate::chunk::StreamEvent>) -> String {
         let commit_id = self.host.new_id("commit");
-        self.journal.stage(&commit_id, head.version + 1, post);
+        self.journal
+            .stream
+            .stage(&commit_id, head.version + 1, post);
         commit_id
     }
 
@@ -433,8 +448,8 @@ impl<S: Store> Runner<S> {
     ) -> LocalBoxFuture<'a, Result<u64, RunError>> {
         Box::pin(async move {
             let result = self.store.commit(id, expected, commit).await;
-            let version = result.inspect_err(|_| self.journal.discard(commit_id))?;
-            self.journal.release(commit_id);
+            let version = result.inspect_err(|_| self.journal.stream.discard(commit_id))?;
+            self.journal.stream.release(commit_id);
             Ok(version)
         })
     }
@@ -522,7 +537,7 @@ impl<S: Store> Runner<S> {
     /// Drops the commit sent ahead without sending it (the run was aborted).
     fn drop_ahead(&self, live: &mut Live) {
         if let Some(ahead) = live.ahead.take() {
-            self.journal.discard(&ahead.commit_id);
+            self.journal.stream.discard(&ahead.commit_id);
             self.landed(live, ahead.kept, Err(RunError::Aborted)).ok();
         }
     }
@@ -616,6 +631,7 @@ impl<S: Store> Runner<S> {
         }
         let attempt = self
             .journal
+            .attempts
             .begin_step(&live.head.run.run_id, live.head.step_count + 1);
         if attempt > self.config.max_step_attempts {
             let error = ErrorInfo {

@@ -11,13 +11,17 @@ use crate::message::Message;
 use crate::model::Usage;
 use crate::state::diff;
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, Commit, InterruptRequest, NewSession, ParentRef,
-    PendingKind, RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
+    Answer, AnswerOutcome, CheckpointRecord, CheckpointStatus, Commit, InterruptRequest,
+    NewSession, ParentRef, PendingKind, RunRecord, SessionHead, SessionStatus, StateChange, Store,
+    StoreError,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// A request to start a session.
-#[derive(Debug, Clone, PartialEq)]
+/// A request to start a session. Its JSON form is what the worker's router sends the
+/// session's object (and a parent its child's): the body, validated once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CreateSession {
     /// The session id (validated by the API layer).
     pub session_id: String,
@@ -26,8 +30,10 @@ pub struct CreateSession {
     /// The user's first message, exactly as submitted.
     pub message: String,
     /// Top-level keys that override the agent's initial state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Map<String, Value>>,
     /// For a child session (a sub-agent call): where it reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRef>,
 }
 
@@ -64,7 +70,8 @@ pub enum Submission {
 }
 
 impl Submission {
-    fn call_id(&self) -> &str {
+    /// The call it answers.
+    pub fn call_id(&self) -> &str {
         match self {
             Self::Approval { tool_call_id, .. } | Self::ClientResult { tool_call_id, .. } => {
                 tool_call_id
@@ -78,9 +85,16 @@ impl Submission {
 pub enum Routed {
     /// Stored in this session.
     Here,
-    /// The call is pending in this descendant (a sub-agent's child session): submit
-    /// the answer there.
-    Owner(String),
+    /// The call is not pending here: it may be pending in one of these child sessions
+    /// (sub-agents this session waits on) or below them. Submit it to each in turn
+    /// until one takes it, then [`record_route`](Runner::record_route) that one; when
+    /// none has it, the answer is `otherwise`.
+    Descendants {
+        /// The children to ask, in order.
+        children: Vec<String>,
+        /// The refusal when none of them has the call.
+        otherwise: RunError,
+    },
 }
 
 /// A new run may start only when no run is active and the session is not aborted.
@@ -153,7 +167,7 @@ impl<S: Store> Runner<S> {
             step_count: 0,
             message_count: 1,
             timestamp: now,
-            status: "active".into(),
+            status: CheckpointStatus::Active,
             run_id: run_id.clone(),
         };
         head.checkpoint_id = Some(checkpoint.id.clone());
@@ -161,7 +175,7 @@ impl<S: Store> Runner<S> {
             .emitter(&head, None)
             .event(ChunkBody::RunStarted { turn: 1 });
         let commit_id = head.commit_id.clone();
-        self.journal.stage(&commit_id, 1, vec![started]);
+        self.journal.stream.stage(&commit_id, 1, vec![started]);
         let messages = vec![Message::user(request.message)];
         let session = NewSession {
             head,
@@ -173,8 +187,8 @@ impl<S: Store> Runner<S> {
         self.store
             .create(session)
             .await
-            .inspect_err(|_| self.journal.discard(&commit_id))?;
-        self.journal.release(&commit_id);
+            .inspect_err(|_| self.journal.stream.discard(&commit_id))?;
+        self.journal.stream.release(&commit_id);
         let fields = [
             ("session", crate::host::LogValue::Str(&request.session_id)),
             ("run", crate::host::LogValue::Str(&run_id)),
@@ -191,7 +205,7 @@ impl<S: Store> Runner<S> {
     /// Stores an answer to a pending call (the first answer wins). The run resumes on
     /// the next `drive` once every pending call of the step is answered or expired.
     /// Answers are submitted to the root session: a call pending in a descendant (a
-    /// sub-agent's child session) is [`Routed::Owner`], to be submitted there.
+    /// sub-agent's child session) is [`Routed::Descendants`], to be passed on.
     pub async fn submit(
         &self,
         session_id: &str,
@@ -209,16 +223,15 @@ impl<S: Store> Runner<S> {
                 .find(|p| p.tool_call_id == call_id && kind_ok(p.kind))
         };
         let Some(pending) = own(|k| k != PendingKind::Child) else {
-            let routed = self.route(&live, call_id).await;
-            return match routed {
-                Err(RunError::ToolCallNotFound(_)) if own(|_| true).is_some() => {
-                    Err(RunError::KindMismatch {
-                        call: call_id.into(),
-                        expected: "no answer: it resolves when its sub-agent ends",
-                    })
-                }
-                other => other,
+            // An id of this session's own sub-agent call: that call takes no answer.
+            let not_found = match own(|_| true) {
+                Some(_) => RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "no answer: it resolves when its sub-agent ends",
+                },
+                None => RunError::ToolCallNotFound(call_id.into()),
             };
+            return self.route(&live, call_id, not_found);
         };
         let answer = match (pending.kind, submission) {
             (
@@ -263,42 +276,40 @@ impl<S: Store> Runner<S> {
                 });
             }
         };
-        match self.journal.answer(session_id, call_id, &answer)? {
+        match self
+            .journal
+            .suspension
+            .answer(session_id, call_id, &answer)?
+        {
             AnswerOutcome::Stored => Ok(Routed::Here),
             AnswerOutcome::AlreadyAnswered(_) => Err(RunError::AlreadyResolved(call_id.into())),
         }
     }
 
-    /// A call not pending here: pending in a descendant, answered before (here, or in a
-    /// descendant: its committed tool result), or unknown.
-    async fn route(&self, live: &Live, call_id: &str) -> Result<Routed, RunError> {
-        let calls = self.descendant_calls(&live.head).await?;
-        if let Some((owner, _)) = calls.into_iter().find(|(_, p)| p.tool_call_id == call_id) {
-            return Ok(Routed::Owner(owner));
-        }
-        if self.journal.find_answer(&live.head.id, call_id)?.is_some() {
+    /// A call not pending here: answered before (here, or passed on to a descendant),
+    /// possibly pending below, or unknown.
+    fn route(&self, live: &Live, call_id: &str, otherwise: RunError) -> Result<Routed, RunError> {
+        let suspension = &self.journal.suspension;
+        let answered =
+            |call: &str| matches!(suspension.find_answer(&live.head.id, call), Ok(Some(_)));
+        if suspension.routed(call_id)?.is_some() || answered(call_id) {
             return Err(RunError::AlreadyResolved(call_id.into()));
         }
-        // A descendant's answers live in its own object; once its call resolved, the
-        // result is in its transcript (an error path: read only here).
-        for id in &self.descendants(&live.head.id).await? {
-            if self.has_tool_result(id, call_id).await? {
-                return Err(RunError::AlreadyResolved(call_id.into()));
-            }
+        let children: Vec<String> = super::children::open_children(&live.head, answered).collect();
+        if children.is_empty() {
+            return Err(otherwise);
         }
-        Err(RunError::ToolCallNotFound(call_id.into()))
+        Ok(Routed::Descendants {
+            children,
+            otherwise,
+        })
     }
 
-    /// Whether session `id`'s transcript holds a result for call `call_id`.
-    async fn has_tool_result(&self, id: &str, call_id: &str) -> Result<bool, RunError> {
-        let Some(loaded) = self.store.load(id).await? else {
-            return Ok(false);
-        };
-        let count = loaded.head.message_count;
-        let messages = self.store.messages(id, 0, count).await?;
-        Ok(messages
-            .iter()
-            .any(|m| matches!(m, Message::Tool { tool_call_id, .. } if tool_call_id == call_id)))
+    /// Records that the answer to `call_id`, which is not this session's, was taken by
+    /// descendant `owner`: a second answer to it is refused here.
+    pub fn record_route(&self, call_id: &str, owner: &str) -> Result<(), RunError> {
+        self.journal.suspension.route(call_id, owner)?;
+        Ok(())
     }
 
     /// Starts a new run in the session with a follow-up message.

@@ -12,7 +12,7 @@ use crate::host::Level;
 use crate::host::LogValue::Num;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
-use crate::store::{Answer, AnswerOutcome, PendingKind, Store};
+use crate::store::{Answer, AnswerOutcome, CheckpointStatus, PendingKind, Store};
 use futures::future::join_all;
 use std::rc::Rc;
 
@@ -138,8 +138,13 @@ impl<S: Store> Runner<S> {
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;
-        let (mut commit, post) =
-            self.checkpointed_commit(head, messages, state_ops, "active", &emitter);
+        let (mut commit, post) = self.checkpointed_commit(
+            head,
+            messages,
+            state_ops,
+            CheckpointStatus::Active,
+            &emitter,
+        );
         commit.subsessions = children;
         // The results go out with the next model call (or land before anything else).
         self.send_ahead(live, commit, post, None);
@@ -158,11 +163,16 @@ impl<S: Store> Runner<S> {
             .map(|p| p.tool_call_id.clone())
             .collect();
         for id in overdue {
-            let answer = match self.journal.answer(&live.head.id, &id, &Answer::Expired)? {
-                AnswerOutcome::Stored => Answer::Expired,
-                // The client answered just in time: its answer stands.
-                AnswerOutcome::AlreadyAnswered(answer) => answer,
-            };
+            let answer =
+                match self
+                    .journal
+                    .suspension
+                    .answer(&live.head.id, &id, &Answer::Expired)?
+                {
+                    AnswerOutcome::Stored => Answer::Expired,
+                    // The client answered just in time: its answer stands.
+                    AnswerOutcome::AlreadyAnswered(answer) => answer,
+                };
             live.answers.push((id, answer));
         }
         Ok(())
@@ -182,14 +192,12 @@ impl<S: Store> Runner<S> {
             if !approved {
                 return Ok(false);
             }
-            // A claim stored on the head (by releases before claims moved to the
-            // journal) stands.
-            if let Some(owner) = &p.claimed_by {
-                return Ok(owner == instance);
-            }
-            let owner =
-                self.journal
-                    .claim(&head.run.run_id, head.step_count, &p.tool_call_id, instance)?;
+            let owner = self.journal.suspension.claim(
+                &head.run.run_id,
+                head.step_count,
+                &p.tool_call_id,
+                instance,
+            )?;
             Ok(owner == instance)
         };
         head.pending.iter().map(claim).collect()

@@ -18,8 +18,8 @@ use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest};
 use crate::state::{PatchOp, merge};
 use crate::store::{
-    CheckpointRecord, Commit, PendingCall, PendingKind, SessionHead, SessionStatus, StateChange,
-    Store,
+    CheckpointRecord, CheckpointStatus, Commit, PendingCall, PendingKind, SessionHead,
+    SessionStatus, StateChange, Store,
 };
 use futures::future::{join_all, try_join};
 use serde_json::{Map, Value, json};
@@ -121,7 +121,7 @@ fn plan(agent: &Agent, call: &ToolCall, state: &Value) -> Plan {
         Some(t) if t.subagent_of().is_some() => Plan::SubAgent,
         Some(t) if t.is_client() => Plan::Gated(PendingKind::Client),
         Some(t) if t.needs_approval(&call.arguments, state) => Plan::Gated(PendingKind::Approval),
-        Some(t) if t.finish_with => Plan::FinishWith,
+        Some(t) if t.is_finish_with() => Plan::FinishWith,
         Some(_) => Plan::Regular,
     }
 }
@@ -313,9 +313,8 @@ impl<S: Store> Runner<S> {
                     kind,
                     deadline: agent
                         .tool(&call.name)
-                        .and_then(|t| t.client_deadline_ms())
-                        .map(|ms| now + ms),
-                    claimed_by: None,
+                        .and_then(|t| t.client_deadline())
+                        .map(|d| now + d.as_millis() as u64),
                 }),
                 Plan::SubAgent => {
                     let Some(tool) = agent.tool(&call.name) else {
@@ -327,8 +326,7 @@ impl<S: Store> Runner<S> {
                             tool_name: call.name.clone(),
                             arguments: call.arguments.clone(),
                             kind: PendingKind::Child,
-                            deadline: tool.subagent_of().map(|(_, ms)| now + ms),
-                            claimed_by: None,
+                            deadline: tool.subagent_of().map(|(_, t)| now + t.as_millis() as u64),
                         }),
                         Err(reason) => {
                             let err = ToolError::InputInvalid {
@@ -443,10 +441,10 @@ impl<S: Store> Runner<S> {
         head.step_count = step;
         head.run.step_count += 1;
         let status = match &outcome {
-            Outcome::Continue => "active",
-            Outcome::Suspend(_) => "suspended",
-            Outcome::Complete(_) => "completed",
-            Outcome::Fail(_) => "failed",
+            Outcome::Continue => CheckpointStatus::Active,
+            Outcome::Suspend(_) => CheckpointStatus::Suspended,
+            Outcome::Complete(_) => CheckpointStatus::Completed,
+            Outcome::Fail(_) => CheckpointStatus::Failed,
         };
         let now = self.host.now_ms();
         let mut post = Vec::new();
@@ -508,7 +506,7 @@ impl<S: Store> Runner<S> {
             self.checkpointed_commit(head, messages, state_ops, status, emitter);
         commit.subsessions = children;
         events.extend(post);
-        if status == "active" {
+        if status == CheckpointStatus::Active {
             // The run goes on: the commit goes out with the next model call.
             self.send_ahead(live, commit, events, Some(step));
             return Ok(());
@@ -552,7 +550,7 @@ impl<S: Store> Runner<S> {
         mut head: SessionHead,
         messages: Vec<Message>,
         state_ops: Vec<PatchOp>,
-        status: &str,
+        status: CheckpointStatus,
         emitter: &Emitter,
     ) -> (Commit, Vec<StreamEvent>) {
         let now = self.host.now_ms();
@@ -563,7 +561,7 @@ impl<S: Store> Runner<S> {
             step_count: head.step_count,
             message_count: head.message_count,
             timestamp: now,
-            status: status.into(),
+            status,
             run_id: head.run.run_id.clone(),
         };
         head.checkpoint_id = Some(checkpoint.id.clone());

@@ -2,8 +2,8 @@
 //! checkpoint (fine in tests; the D1 backend stores state incrementally).
 
 use super::{
-    CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession, RunRecord,
-    SessionHead, StateChange, Store, StoreError, SubSession, join_children, upsert_subsessions,
+    CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession, RunRecord, SessionHead,
+    StateChange, Store, StoreError, SubSession, upsert_subsessions,
 };
 use crate::message::Message;
 use serde_json::Value;
@@ -244,15 +244,12 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError> {
         self.io().await;
         let sessions = self.sessions.borrow();
-        let records = sessions
+        Ok(sessions
             .get(parent_id)
             .map(|e| e.subsessions.clone())
-            .unwrap_or_default();
-        Ok(join_children(records, |id| {
-            sessions.get(id).map(|c| c.head.clone())
-        }))
+            .unwrap_or_default())
     }
 }

@@ -94,14 +94,9 @@ pub struct PendingCall {
     pub arguments: Value,
     /// Who answers it.
     pub kind: PendingKind,
-    /// For client calls: when the answer is due (ms since epoch).
+    /// For client and sub-agent calls: when the answer is due (ms since epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
-    /// The runner instance that claimed the approved call for execution, as releases
-    /// before claims moved to the journal recorded it (read, never written now). A claim
-    /// by an instance that is gone means the call may have run: it is never run again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed_by: Option<String>,
 }
 
 /// An answer to a pending call.
@@ -129,9 +124,8 @@ pub enum Answer {
     },
     /// The deadline passed with no answer.
     Expired,
-    /// A sub-agent's child session completed with this output (read from the child's
-    /// head, never stored).
-    #[serde(skip)]
+    /// A sub-agent's child session completed with this output (the child reports it
+    /// when it ends).
     ChildOutput {
         /// The child's output.
         output: Value,
@@ -154,11 +148,13 @@ struct AnswerWire {
     reason: Option<String>,
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    output: Option<Value>,
     error: Option<String>,
     code: Option<String>,
 }
 
-/// The kinds an answer is stored as (a child's output is read from the child).
+/// The kinds an answer is stored as.
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum AnswerKind {
@@ -166,6 +162,7 @@ enum AnswerKind {
     ClientResult,
     ClientError,
     Expired,
+    ChildOutput,
     ChildFailed,
 }
 
@@ -185,6 +182,9 @@ impl TryFrom<AnswerWire> for Answer {
                 error: required(w.error, "error")?,
             },
             AnswerKind::Expired => Self::Expired,
+            AnswerKind::ChildOutput => Self::ChildOutput {
+                output: required(w.output, "output")?,
+            },
             AnswerKind::ChildFailed => Self::ChildFailed {
                 code: required(w.code, "code")?,
                 error: required(w.error, "error")?,
@@ -215,22 +215,38 @@ pub struct SubSession {
     pub agent: String,
     /// The parent's call it answers.
     pub tool_call_id: String,
-    /// `running`, or how it ended for the parent: `completed`, `failed`.
-    pub status: String,
+    /// Running, or how it ended for the parent.
+    pub status: ChildStatus,
     /// When the parent recorded it (ms).
     pub created_at: u64,
     /// Last status change (ms).
     pub updated_at: u64,
 }
 
-/// A child session as its parent sees it: the reference, and the child's head once the
-/// child exists.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChildSession {
-    /// The parent's record.
-    pub record: SubSession,
-    /// The child's durable head (`None` until it was created).
-    pub head: Option<SessionHead>,
+/// Where a child session stands for its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildStatus {
+    /// The parent waits on it.
+    Running,
+    /// It ended with output.
+    Completed,
+    /// It ended without output (failed, aborted, or could not be started).
+    Failed,
+    /// It did not end within the call's timeout and was aborted.
+    TimedOut,
+}
+
+impl ChildStatus {
+    /// The snake_case name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+        }
+    }
 }
 
 /// The durable head of a session: everything but its state, transcript and answers.
@@ -290,17 +306,30 @@ pub struct CheckpointRecord {
     pub message_count: u64,
     /// When (ms).
     pub timestamp: u64,
-    /// `active`, `suspended` (its transcript has unanswered calls, so it cannot be
-    /// restored), or the terminal status reached.
-    pub status: String,
+    /// Where the run stood when it was taken.
+    pub status: CheckpointStatus,
     /// The run that made it.
     pub run_id: String,
+}
+
+/// Where the run stood when a checkpoint was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointStatus {
+    /// The run went on.
+    Active,
+    /// The run suspended: its transcript has unanswered calls, so it cannot be restored.
+    Suspended,
+    /// The run completed.
+    Completed,
+    /// The run failed.
+    Failed,
 }
 
 impl CheckpointRecord {
     /// Whether `retry` may restore it (no unanswered calls in its transcript).
     pub fn restorable(&self) -> bool {
-        self.status != "suspended"
+        self.status != CheckpointStatus::Suspended
     }
 }
 
@@ -460,10 +489,8 @@ pub trait Store {
         id: &str,
         checkpoint_id: &str,
     ) -> Result<Option<(CheckpointRecord, Value)>, StoreError>;
-    /// The child sessions `parent_id` recorded, oldest first, each with the child's
-    /// current durable head read fresh (children are written by other objects: never
-    /// served from a kept copy).
-    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError>;
+    /// The child sessions `parent_id` recorded, oldest first.
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError>;
 }
 
 /// Records `updates` in `list`: a known child's record is replaced (keeping when it was
@@ -479,21 +506,6 @@ pub(crate) fn upsert_subsessions(list: &mut Vec<SubSession>, updates: Vec<SubSes
             None => list.push(update),
         }
     }
-}
-
-/// Pairs a parent's child references with each child's head, as `subsessions` answers
-/// (for the backends that hold every session in memory).
-pub(crate) fn join_children(
-    records: Vec<SubSession>,
-    head_of: impl Fn(&str) -> Option<SessionHead>,
-) -> Vec<ChildSession> {
-    records
-        .into_iter()
-        .map(|record| ChildSession {
-            head: head_of(&record.child_id),
-            record,
-        })
-        .collect()
 }
 
 /// Shares one store between runners (tests, and runners that borrow the platform's).
@@ -528,7 +540,7 @@ macro_rules! forward_store {
             ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
                 (**self).checkpoint_state(id, checkpoint_id).await
             }
-            async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+            async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError> {
                 (**self).subsessions(parent_id).await
             }
         }

@@ -11,7 +11,7 @@
 //! session version and a transcript length; they copy neither.
 
 use super::{
-    CheckpointRecord, ChildSession, Commit, InterruptRequest, Loaded, NewSession, RunRecord,
+    CheckpointRecord, ChildStatus, Commit, InterruptRequest, Loaded, NewSession, RunRecord,
     SessionHead, StateChange, StoreError, SubSession,
 };
 use crate::message::Message;
@@ -125,18 +125,13 @@ pub const SELECT_STATE_AT: &str = "SELECT kind, body FROM state_log WHERE sessio
      (SELECT MAX(version) FROM state_log WHERE session_id = ?1 AND kind = 'snapshot' AND version <= ?2) \
      ORDER BY version";
 
-/// Reads a parent's child-session references with each child's head (`NULL` until the
-/// child exists).
-pub const SELECT_SUBSESSIONS: &str = "SELECT s.child_id, s.agent, s.tool_call_id, s.status, s.created_at, s.updated_at, \
-     c.head FROM subsessions s LEFT JOIN sessions c ON c.id = s.child_id WHERE s.parent_id = ?1 \
-     ORDER BY s.created_at, s.rowid";
+/// Reads a parent's child-session references.
+pub const SELECT_SUBSESSIONS: &str = "SELECT child_id, agent, tool_call_id, status, created_at, updated_at \
+     FROM subsessions WHERE parent_id = ?1 ORDER BY created_at, rowid";
 
-/// A child session from a [`SELECT_SUBSESSIONS`] row.
-pub fn child_session(record: SubSession, head: Option<&str>) -> Result<ChildSession, StoreError> {
-    Ok(ChildSession {
-        record,
-        head: head.map(from_json).transpose()?,
-    })
+/// A stored child status.
+pub fn child_status(text: &str) -> Result<ChildStatus, StoreError> {
+    from_json(&format!("\"{text}\""))
 }
 
 fn subsession_upsert(parent_id: &str, s: &SubSession) -> Statement {
@@ -149,7 +144,7 @@ fn subsession_upsert(parent_id: &str, s: &SubSession) -> Statement {
             text(&s.child_id),
             text(&s.agent),
             text(&s.tool_call_id),
-            text(&s.status),
+            text(s.status.as_str()),
             Arg::Int(s.created_at),
             Arg::Int(s.updated_at),
         ],
@@ -650,14 +645,11 @@ impl super::Store for PlannedStore {
         })?
     }
 
-    async fn subsessions(&self, parent_id: &str) -> Result<Vec<ChildSession>, StoreError> {
+    async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError> {
         let sessions = self.sessions.borrow();
-        let records = sessions
+        Ok(sessions
             .get(parent_id)
             .map(|p| p.subsessions.clone())
-            .unwrap_or_default();
-        Ok(super::join_children(records, |id| {
-            sessions.get(id).map(|c| c.image.head.clone())
-        }))
+            .unwrap_or_default())
     }
 }

@@ -74,7 +74,7 @@ pub fn runner() -> Runner<PlannedStore> {
         .unwrap();
     Runner::new(
         PlannedStore::new(),
-        Agents::new().with(agent),
+        Agents::new().with(agent).unwrap(),
         Rc::new(OneModel(Rc::new(AddForever))),
         Rc::new(MemoryJournal::new()),
         Rc::new(ManualHost::new(1_800_000_000_000, "bench")),

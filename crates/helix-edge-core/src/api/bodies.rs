@@ -1,0 +1,368 @@
+//! Request bodies and their validation: strict parsing (unknown fields, wrong types and
+//! missing fields are a 400 that names the field), then the checks serde cannot express.
+
+use super::ApiError;
+use crate::auth::valid_session_id;
+use crate::runner::{CreateSession, Submission};
+use crate::wire::{absent, present, required};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// Parses a JSON request body, rejecting invalid UTF-8, invalid JSON, wrong types,
+/// missing and unknown fields with a 400 that says what is wrong.
+pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let text = std::str::from_utf8(body).map_err(|_| {
+        ApiError::client(400, "invalid_body", "The request body is not valid UTF-8.")
+    })?;
+    if !text.trim_start().starts_with('{') {
+        // Syntax is checked first, so that `[1` is invalid JSON but `[1]` is the wrong type.
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            return Err(ApiError::client(
+                400,
+                "invalid_json",
+                format!("The request body is not valid JSON: {e}."),
+            ));
+        }
+        return Err(ApiError::client(
+            400,
+            "validation_error",
+            "The request body must be a JSON object.",
+        ));
+    }
+    serde_json::from_str(text).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => {
+            ApiError::client(400, "validation_error", format!("{e}."))
+        }
+        _ => ApiError::client(
+            400,
+            "invalid_json",
+            format!("The request body is not valid JSON: {e}."),
+        ),
+    })
+}
+
+/// `input` of `POST /v1/sessions`: a message, or a message with initial state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// Just the message.
+    Text(String),
+    /// The message and top-level state overrides.
+    Full(FullInput),
+}
+
+/// A string is [`Input::Text`], an object [`Input::Full`]: the JSON type decides, so
+/// nothing is buffered to try one form after the other. Anything else, an array
+/// included, is refused, as the OpenAPI document says.
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = Input;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a message string or an object with `message` (and optional `state`)")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
+                Ok(Input::Text(text.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Input, E> {
+                Ok(Input::Text(text))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Input, A::Error> {
+                let map = serde::de::value::MapAccessDeserializer::new(map);
+                FullInput::deserialize(map).map(Input::Full)
+            }
+        }
+        d.deserialize_any(Either)
+    }
+}
+
+/// The object form of [`Input`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FullInput {
+    /// The user's message.
+    pub message: String,
+    /// Keys that override the agent's initial state.
+    #[serde(default)]
+    pub state: Option<Map<String, Value>>,
+}
+
+/// Body of `POST /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateSessionBody {
+    /// The agent to run.
+    pub agent: String,
+    /// The id to use (generated when absent).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// The first message.
+    pub input: Input,
+}
+
+impl CreateSessionBody {
+    /// The message and state overrides, validated.
+    pub fn into_parts(self) -> Result<(String, Option<Map<String, Value>>), ApiError> {
+        let (message, state) = match self.input {
+            Input::Text(message) => (message, None),
+            Input::Full(FullInput { message, state }) => (message, state),
+        };
+        if message.trim().is_empty() {
+            return Err(ApiError::validation("input.message must not be empty."));
+        }
+        Ok((message, state))
+    }
+
+    /// The runner's request, validated: the session id given (it must be of the form
+    /// `^[A-Za-z0-9._-]{1,128}$`) or `generated()` when there is none.
+    pub fn into_request(
+        self,
+        generated: impl FnOnce() -> String,
+    ) -> Result<CreateSession, ApiError> {
+        let session_id = match self.session_id.clone() {
+            Some(id) if valid_session_id(&id) => id,
+            Some(_) => {
+                return Err(ApiError::client(
+                    400,
+                    "invalid_session_id",
+                    "sessionId must match ^[A-Za-z0-9._-]{1,128}$.",
+                ));
+            }
+            None => generated(),
+        };
+        let agent = self.agent.clone();
+        let (message, state) = self.into_parts()?;
+        Ok(CreateSession {
+            session_id,
+            agent,
+            message,
+            state,
+            parent: None,
+        })
+    }
+}
+
+/// Body of `POST /v1/sessions/{id}/tool-results`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "ToolResultWire")]
+pub enum ToolResultBody {
+    /// Approves or denies an approval-gated call.
+    ApprovalResponse {
+        /// The call.
+        tool_call_id: String,
+        /// The decision.
+        approved: bool,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Delivers a client tool's result or error.
+    ClientToolResult {
+        /// The call.
+        tool_call_id: String,
+        /// The result (any JSON).
+        result: Option<Value>,
+        /// An error message instead of a result.
+        error: Option<String>,
+    },
+}
+
+/// Either form of [`ToolResultBody`] as one flat record (see [`crate::wire`]); a field
+/// of the other form is refused like any unknown field.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ToolResultWire {
+    kind: ToolResultKind,
+    tool_call_id: String,
+    // Presence is tracked so that a field of the other kind is refused even as `null`.
+    #[serde(default, deserialize_with = "present")]
+    approved: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    reason: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Option<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ToolResultKind {
+    ApprovalResponse,
+    ClientToolResult,
+}
+
+impl TryFrom<ToolResultWire> for ToolResultBody {
+    type Error = String;
+
+    fn try_from(w: ToolResultWire) -> Result<Self, String> {
+        let tool_call_id = w.tool_call_id;
+        Ok(match w.kind {
+            ToolResultKind::ApprovalResponse => {
+                let kind = "approval-response";
+                absent(&w.result, "result", kind)?;
+                absent(&w.error, "error", kind)?;
+                Self::ApprovalResponse {
+                    tool_call_id,
+                    approved: required(w.approved, "approved")?,
+                    reason: w.reason.flatten(),
+                }
+            }
+            ToolResultKind::ClientToolResult => {
+                let kind = "client-tool-result";
+                absent(&w.approved, "approved", kind)?;
+                absent(&w.reason, "reason", kind)?;
+                Self::ClientToolResult {
+                    tool_call_id,
+                    // `"result": null` is no result, as `"error": null` is no error.
+                    result: w.result.filter(|v| !v.is_null()),
+                    error: w.error.flatten(),
+                }
+            }
+        })
+    }
+}
+
+impl ToolResultBody {
+    /// The runner's form of the answer.
+    pub fn into_submission(self) -> Result<Submission, ApiError> {
+        match self {
+            Self::ApprovalResponse {
+                tool_call_id,
+                approved,
+                reason,
+            } => Ok(Submission::Approval {
+                tool_call_id,
+                approved,
+                reason,
+            }),
+            Self::ClientToolResult {
+                tool_call_id,
+                result,
+                error,
+            } => {
+                let outcome = match (result, error) {
+                    (Some(_), Some(_)) => {
+                        return Err(ApiError::validation(
+                            "Send either result or error, not both.",
+                        ));
+                    }
+                    (result, None) => Ok(result.unwrap_or(Value::Null)),
+                    (None, Some(error)) => Err(error),
+                };
+                Ok(Submission::ClientResult {
+                    tool_call_id,
+                    outcome,
+                })
+            }
+        }
+    }
+}
+
+/// Body of `POST /v1/sessions/{id}/messages`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageBody {
+    /// The follow-up message.
+    pub message: String,
+}
+
+impl MessageBody {
+    /// The message, validated (not blank).
+    pub fn into_message(self) -> Result<String, ApiError> {
+        if self.message.trim().is_empty() {
+            return Err(ApiError::validation("message must not be empty."));
+        }
+        Ok(self.message)
+    }
+}
+
+/// Body of `interrupt` and `abort` (optional).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonBody {
+    /// Why.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Body of `retry` (optional).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RetryBody {
+    /// The checkpoint to restore (the latest restorable one by default).
+    #[serde(default)]
+    pub checkpoint_id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_are_parsed_strictly_with_clear_errors() {
+        let ok: CreateSessionBody = parse_body(br#"{"agent":"a","input":"hi"}"#).unwrap();
+        assert_eq!(ok.into_parts().unwrap(), ("hi".to_string(), None));
+        let full: CreateSessionBody =
+            parse_body(br#"{"agent":"a","sessionId":"s","input":{"message":"m","state":{"k":1}}}"#)
+                .unwrap();
+        assert_eq!(full.session_id.as_deref(), Some("s"));
+        let cases: [(&[u8], &str); 7] = [
+            (b"\xff\xfe", "invalid_body"),
+            (b"{not json", "invalid_json"),
+            (b"[1]", "validation_error"),
+            (br#"{"agent":"a"}"#, "validation_error"),
+            (br#"{"agent":1,"input":"x"}"#, "validation_error"),
+            (
+                br#"{"agent":"a","input":"x","extra":1}"#,
+                "validation_error",
+            ),
+            (
+                br#"{"agent":"a","input":{"message":"x","state":[1]}}"#,
+                "validation_error",
+            ),
+        ];
+        for (body, code) in cases {
+            let err = parse_body::<CreateSessionBody>(body).unwrap_err();
+            assert_eq!(
+                (err.status, err.code),
+                (400, code),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        let empty: CreateSessionBody = parse_body(br#"{"agent":"a","input":"  "}"#).unwrap();
+        assert_eq!(empty.into_parts().unwrap_err().code, "validation_error");
+    }
+
+    #[test]
+    fn tool_results_take_one_of_two_kinds() {
+        let a: ToolResultBody =
+            parse_body(br#"{"kind":"approval-response","toolCallId":"c","approved":true}"#)
+                .unwrap();
+        assert!(matches!(
+            a.into_submission(),
+            Ok(Submission::Approval { approved: true, .. })
+        ));
+        let r: ToolResultBody =
+            parse_body(br#"{"kind":"client-tool-result","toolCallId":"c","error":"no"}"#).unwrap();
+        assert!(matches!(
+            r.into_submission(),
+            Ok(Submission::ClientResult {
+                outcome: Err(_),
+                ..
+            })
+        ));
+        let both: ToolResultBody = parse_body(
+            br#"{"kind":"client-tool-result","toolCallId":"c","result":1,"error":"no"}"#,
+        )
+        .unwrap();
+        assert_eq!(both.into_submission().unwrap_err().status, 400);
+        for bad in [
+            &br#"{"kind":"approval","toolCallId":"c","approved":true}"#[..],
+            br#"{"kind":"approval-response","toolCallId":"c"}"#,
+        ] {
+            assert_eq!(parse_body::<ToolResultBody>(bad).unwrap_err().status, 400);
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The runtime-independent parts of the HTTP API (SPEC §2): the route table, request
+//! bodies and their validation, response bodies, the JSON error body and the mapping of
+//! every error to a status. The platform layer only moves bytes. It must not touch
+//! `worker::`.
+
+mod bodies;
+mod error;
+mod routes;
+mod url;
+mod views;
+
+pub use bodies::{
+    CreateSessionBody, FullInput, Input, MessageBody, ReasonBody, RetryBody, ToolResultBody,
+    parse_body,
+};
+pub use error::ApiError;
+pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
+pub use url::{page, path_and_query, query_pairs};
+pub use views::{AgentsView, CheckpointView, PendingView, RunView, SessionView};
+
+/// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),
+/// served at `GET /v1/openapi.json`. `tests/openapi.rs` keeps it in line with
+/// [`ROUTES`] and the body types here; the end-to-end fuzzer checks the running worker
+/// against it.
+pub const OPENAPI: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.min.json"));
+
+/// Body of `GET /healthz`.
+pub const HEALTHZ_BODY: &str = r#"{"ok":true}"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn healthz_body_is_ok_true() {
+        let v: serde_json::Value = serde_json::from_str(HEALTHZ_BODY).unwrap();
+        assert_eq!(v, serde_json::json!({"ok": true}));
+    }
+
+    #[test]
+    fn the_embedded_document_is_the_source_without_its_whitespace() {
+        let source: serde_json::Value =
+            serde_json::from_str(include_str!("../../api/openapi.json")).unwrap();
+        let embedded: serde_json::Value = serde_json::from_str(OPENAPI).unwrap();
+        assert_eq!(source, embedded);
+        assert!(!OPENAPI.contains('\n'));
+    }
+}

@@ -1,0 +1,216 @@
+//! The route table of the HTTP API: every route once, as `(method, path template,
+//! operation)`. A request is parsed into a typed [`Route`] here, in pure code; the
+//! worker's router, the session's Durable Object and the OpenAPI sync test all read the
+//! same table, so a route cannot exist in one place and not in another.
+
+use super::ApiError;
+use crate::auth::valid_session_id;
+
+/// What a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// `GET /healthz`.
+    Healthz,
+    /// `GET /v1/openapi.json`.
+    OpenApi,
+    /// `GET /v1/agents`.
+    ListAgents,
+    /// `POST /v1/sessions`.
+    CreateSession,
+    /// `GET /v1/sessions/{id}`.
+    GetSession,
+    /// `GET /v1/sessions/{id}/messages`.
+    ListMessages,
+    /// `POST /v1/sessions/{id}/messages`.
+    SendMessage,
+    /// `GET /v1/sessions/{id}/stream`.
+    Stream,
+    /// `POST /v1/sessions/{id}/tool-results`.
+    SubmitToolResult,
+    /// `POST /v1/sessions/{id}/interrupt`.
+    Interrupt,
+    /// `POST /v1/sessions/{id}/resume`.
+    Resume,
+    /// `POST /v1/sessions/{id}/abort`.
+    Abort,
+    /// `GET /v1/sessions/{id}/runs`.
+    ListRuns,
+    /// `GET /v1/sessions/{id}/checkpoints`.
+    ListCheckpoints,
+    /// `POST /v1/sessions/{id}/retry`.
+    Retry,
+}
+
+/// One route: a method, a path template (`{id}` is a session id) and its operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSpec {
+    /// `GET` or `POST`.
+    pub method: &'static str,
+    /// The path, with `{id}` where the session id goes.
+    pub path: &'static str,
+    /// What it does.
+    pub operation: Operation,
+}
+
+const fn r(method: &'static str, path: &'static str, operation: Operation) -> RouteSpec {
+    RouteSpec {
+        method,
+        path,
+        operation,
+    }
+}
+
+/// Every route of the API, in the order the OpenAPI document lists them.
+pub const ROUTES: &[RouteSpec] = &[
+    r("GET", "/healthz", Operation::Healthz),
+    r("GET", "/v1/openapi.json", Operation::OpenApi),
+    r("GET", "/v1/agents", Operation::ListAgents),
+    r("POST", "/v1/sessions", Operation::CreateSession),
+    r("GET", "/v1/sessions/{id}", Operation::GetSession),
+    r("GET", "/v1/sessions/{id}/messages", Operation::ListMessages),
+    r("POST", "/v1/sessions/{id}/messages", Operation::SendMessage),
+    r("GET", "/v1/sessions/{id}/stream", Operation::Stream),
+    r(
+        "POST",
+        "/v1/sessions/{id}/tool-results",
+        Operation::SubmitToolResult,
+    ),
+    r("POST", "/v1/sessions/{id}/interrupt", Operation::Interrupt),
+    r("POST", "/v1/sessions/{id}/resume", Operation::Resume),
+    r("POST", "/v1/sessions/{id}/abort", Operation::Abort),
+    r("GET", "/v1/sessions/{id}/runs", Operation::ListRuns),
+    r(
+        "GET",
+        "/v1/sessions/{id}/checkpoints",
+        Operation::ListCheckpoints,
+    ),
+    r("POST", "/v1/sessions/{id}/retry", Operation::Retry),
+];
+
+/// A request matched to its route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route<'a> {
+    /// What it asks for.
+    pub operation: Operation,
+    /// The session it is about (validated), for `/v1/sessions/{id}…` routes.
+    pub session: Option<&'a str>,
+}
+
+impl Operation {
+    /// Whether it needs credentials (everything but `GET /healthz`, SPEC §2).
+    pub fn authenticated(self) -> bool {
+        self != Operation::Healthz
+    }
+}
+
+/// The session id `template` captures from `path`, or `None` when they do not match
+/// (`Some(None)`: they match with nothing to capture).
+fn capture<'a>(template: &str, path: &'a str) -> Option<Option<&'a str>> {
+    let mut id = None;
+    let mut parts = path.split('/');
+    for expected in template.split('/') {
+        let part = parts.next()?;
+        match expected {
+            "{id}" if !part.is_empty() => id = Some(part),
+            _ if expected == part => {}
+            _ => return None,
+        }
+    }
+    parts.next().is_none().then_some(id)
+}
+
+/// Matches `method` and `path` (without the query) against [`ROUTES`]: 404 when no
+/// path matches, 405 (with the methods it allows) when the path matches another method,
+/// 400 when the session id is not of the form `^[A-Za-z0-9._-]{1,128}$`.
+pub fn route<'a>(method: &str, path: &'a str) -> Result<Route<'a>, ApiError> {
+    let mut allowed: Vec<&'static str> = Vec::new();
+    for spec in ROUTES {
+        let Some(session) = capture(spec.path, path) else {
+            continue;
+        };
+        if let Some(id) = session
+            && !valid_session_id(id)
+        {
+            return Err(ApiError::client(
+                400,
+                "invalid_session_id",
+                "Session ids match ^[A-Za-z0-9._-]{1,128}$.",
+            ));
+        }
+        if spec.method == method {
+            let operation = spec.operation;
+            return Ok(Route { operation, session });
+        }
+        allowed.push(spec.method);
+    }
+    if allowed.is_empty() {
+        return Err(ApiError::route_not_found(path));
+    }
+    Err(ApiError::method_not_allowed(
+        method,
+        path,
+        allowed.join(", "),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_of_the_table_parses_to_its_operation() {
+        for spec in ROUTES {
+            let path = spec.path.replace("{id}", "s-1");
+            let route = route(spec.method, &path).unwrap();
+            assert_eq!(route.operation, spec.operation, "{} {path}", spec.method);
+            let expected = spec.path.contains("{id}").then_some("s-1");
+            assert_eq!(route.session, expected);
+        }
+    }
+
+    #[test]
+    fn a_path_of_another_method_is_a_405_that_lists_the_allowed_methods() {
+        let err = route("DELETE", "/v1/sessions/s-1/messages").unwrap_err();
+        assert_eq!((err.status, err.code), (405, "method_not_allowed"));
+        assert_eq!(err.allow.as_deref(), Some("GET, POST"));
+        let err = route("POST", "/healthz").unwrap_err();
+        assert_eq!(err.allow.as_deref(), Some("GET"));
+    }
+
+    #[test]
+    fn unknown_paths_are_404_and_bad_session_ids_400() {
+        for path in [
+            "/",
+            "/v1",
+            "/v1/sessions/",
+            "/v1/sessions/s/nope",
+            "/v1/sessions/s/stream/x",
+            "/__internal/wake",
+        ] {
+            assert_eq!(route("GET", path).unwrap_err().status, 404, "{path}");
+        }
+        let long = format!("/v1/sessions/{}", "a".repeat(129));
+        for path in [
+            "/v1/sessions/bad%20id",
+            "/v1/sessions/a:b/runs",
+            long.as_str(),
+        ] {
+            let err = route("GET", path).unwrap_err();
+            assert_eq!(
+                (err.status, err.code),
+                (400, "invalid_session_id"),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_healthz_is_open() {
+        let open: Vec<_> = ROUTES
+            .iter()
+            .filter(|s| !s.operation.authenticated())
+            .map(|s| s.path)
+            .collect();
+        assert_eq!(open, ["/healthz"]);
+    }
+}

@@ -1,0 +1,118 @@
+//! URLs: the path and decoded query of a request, and the paging of lists.
+
+use super::ApiError;
+
+/// The path and query of an absolute URL (`/a/b?c=d`), without the fragment.
+pub fn path_and_query(url: &str) -> &str {
+    let rest = url.find("://").map_or(url, |i| &url[i + 3..]);
+    let rest = rest.find('/').map_or("/", |i| &rest[i..]);
+    rest.split('#').next().unwrap_or("/")
+}
+
+/// The decoded `key=value` pairs of a URL's query (`+` is a space, `%XX` a byte).
+pub fn query_pairs(url: &str) -> Vec<(String, String)> {
+    let query = path_and_query(url).split_once('?').map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `offset`/`limit` of `GET …/messages`: limit defaults to 50, at most 500.
+pub fn page(query: &[(String, String)]) -> Result<(u64, u64), ApiError> {
+    let get = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let number = |name: &str, default: u64| match get(name) {
+        None | Some("") => Ok(default),
+        Some(v) => v
+            .parse::<u64>()
+            .map_err(|_| ApiError::validation(format!("{name} must be a non-negative integer."))),
+    };
+    let (offset, limit) = (number("offset", 0)?, number("limit", 50)?);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::validation("limit must be between 1 and 500."));
+    }
+    Ok((offset, limit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_split_and_decoded() {
+        let url = "https://h:8/v1/sessions/s/stream?token=a%3Ab%2Bc&after=5&x=a+b&flag&%zz=1#frag";
+        assert_eq!(
+            path_and_query(url),
+            "/v1/sessions/s/stream?token=a%3Ab%2Bc&after=5&x=a+b&flag&%zz=1"
+        );
+        let pairs = query_pairs(url);
+        assert_eq!(pairs[0], ("token".to_string(), "a:b+c".to_string()));
+        assert_eq!(pairs[1], ("after".to_string(), "5".to_string()));
+        assert_eq!(pairs[2], ("x".to_string(), "a b".to_string()));
+        assert_eq!(pairs[3], ("flag".to_string(), String::new()));
+        assert_eq!(pairs[4], ("%zz".to_string(), "1".to_string()));
+        assert_eq!(path_and_query("https://host"), "/");
+        assert!(query_pairs("https://h/p").is_empty());
+        assert_eq!(query_pairs("https://h/p?a=%E2%9C%93&b=%")[0].1, "✓");
+    }
+
+    #[test]
+    fn message_pages_default_to_50_and_cap_at_500() {
+        let q = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(page(&q(&[])).unwrap(), (0, 50));
+        assert_eq!(
+            page(&q(&[("offset", "10"), ("limit", "500")])).unwrap(),
+            (10, 500)
+        );
+        for bad in [
+            ("limit", "501"),
+            ("limit", "0"),
+            ("offset", "-1"),
+            ("limit", "x"),
+        ] {
+            assert_eq!(page(&q(&[bad])).unwrap_err().status, 400, "{bad:?}");
+        }
+    }
+}

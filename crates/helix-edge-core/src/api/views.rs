@@ -1,0 +1,188 @@
+//! Response bodies: the session, its runs and its checkpoints as the API shows them.
+
+use crate::agent::{Agent, Agents};
+use crate::error::ErrorInfo;
+use crate::store::{
+    CheckpointRecord, CheckpointStatus, Loaded, PendingCall, PendingKind, RunRecord, SessionStatus,
+};
+use crate::tool::{Approval, Tool};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A pending call as `GET /v1/sessions/{id}` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingView {
+    tool_call_id: String,
+    tool_name: String,
+    arguments: Value,
+    kind: PendingKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deadline: Option<u64>,
+}
+
+impl From<&PendingCall> for PendingView {
+    fn from(p: &PendingCall) -> Self {
+        Self {
+            tool_call_id: p.tool_call_id.clone(),
+            tool_name: p.tool_name.clone(),
+            arguments: p.arguments.clone(),
+            kind: p.kind,
+            deadline: p.deadline,
+        }
+    }
+}
+
+/// Body of `GET /v1/sessions/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    session_id: String,
+    agent: String,
+    status: SessionStatus,
+    step_count: u32,
+    version: u64,
+    state: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorInfo>,
+    pending_tool_calls: Vec<PendingView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suspended_reason: Option<String>,
+}
+
+impl From<Loaded> for SessionView {
+    fn from(l: Loaded) -> Self {
+        let h = l.head;
+        let suspended_reason = h.suspended_reason.map(|r| match r {
+            crate::chunk::SuspendReason::ClientTool => "suspended_client_tool".to_string(),
+            crate::chunk::SuspendReason::AwaitingChildren => {
+                "suspended_awaiting_children".to_string()
+            }
+        });
+        Self {
+            pending_tool_calls: h
+                .pending
+                .iter()
+                .filter(|p| p.kind != PendingKind::Child)
+                .map(PendingView::from)
+                .collect(),
+            session_id: h.id,
+            agent: h.agent,
+            status: h.status,
+            step_count: h.step_count,
+            version: h.version,
+            state: l.state,
+            output: h.output,
+            error: h.error,
+            suspended_reason,
+        }
+    }
+}
+
+impl SessionView {
+    /// Adds the calls pending in descendant sessions (sub-agents): the client answers
+    /// them at this, the root, session.
+    pub fn with_descendant_calls(mut self, calls: Vec<PendingCall>) -> Self {
+        self.pending_tool_calls
+            .extend(calls.iter().map(PendingView::from));
+        self
+    }
+}
+
+/// One run as `GET /v1/sessions/{id}/runs` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    run_id: String,
+    turn: u32,
+    status: crate::chunk::RunStatus,
+    step_count: u32,
+    started_at: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorInfo>,
+}
+
+impl From<RunRecord> for RunView {
+    fn from(r: RunRecord) -> Self {
+        Self {
+            run_id: r.run_id,
+            turn: r.turn,
+            status: r.status,
+            step_count: r.step_count,
+            started_at: r.started_at,
+            completed_at: r.completed_at,
+            error: r.error,
+        }
+    }
+}
+
+/// One checkpoint as `GET /v1/sessions/{id}/checkpoints` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointView {
+    id: String,
+    step_count: u32,
+    timestamp: u64,
+    status: CheckpointStatus,
+}
+
+impl From<CheckpointRecord> for CheckpointView {
+    fn from(c: CheckpointRecord) -> Self {
+        Self {
+            id: c.id,
+            step_count: c.step_count,
+            timestamp: c.timestamp,
+            status: c.status,
+        }
+    }
+}
+
+/// Body of `GET /v1/agents`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentsView {
+    agents: Vec<AgentView>,
+}
+
+/// One agent as `GET /v1/agents` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct AgentView {
+    name: String,
+    description: String,
+    tools: Vec<ToolView>,
+}
+
+/// One tool of an agent: who runs it and when it needs approval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct ToolView {
+    name: String,
+    description: String,
+    approval: &'static str,
+    executor: &'static str,
+}
+
+impl From<&Agents> for AgentsView {
+    fn from(agents: &Agents) -> Self {
+        let tool = |t: &Tool| ToolView {
+            name: t.name().into(),
+            description: t.description().into(),
+            approval: match t.approval() {
+                Approval::Never => "never",
+                Approval::Always => "always",
+                Approval::When(_) => "conditional",
+            },
+            executor: if t.is_client() { "client" } else { "server" },
+        };
+        let agent = |a: &Agent| AgentView {
+            name: a.name().into(),
+            description: a.description().into(),
+            tools: a.tools().iter().map(tool).collect(),
+        };
+        Self {
+            agents: agents.iter().map(agent).collect(),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The tool builders, one per way of running a tool; each has only the options that
+//! apply to it and converts into a [`Tool`].
+//!
+//! ```
+//! use helix_edge_core::tool::Tool;
+//! # use schemars::JsonSchema; use serde::Deserialize; use std::time::Duration;
+//! # #[derive(Deserialize, JsonSchema)] struct Q { question: String }
+//! let ask = Tool::client::<Q>("ask_user", "Ask the user").deadline(Duration::from_secs(300));
+//! let tool: Tool = ask.into();
+//! assert!(tool.is_client());
+//! ```
+//!
+//! Options that do not apply do not compile:
+//!
+//! ```compile_fail
+//! # use helix_edge_core::tool::Tool; use schemars::JsonSchema;
+//! # #[derive(JsonSchema)] struct Q { question: String }
+//! Tool::client::<Q>("ask_user", "Ask").approval_always(); // a client tool is not approved
+//! ```
+//!
+//! ```compile_fail
+//! # use helix_edge_core::{error::ToolError, tool::Tool}; use schemars::JsonSchema;
+//! # #[derive(serde::Deserialize, JsonSchema)] struct P { path: String }
+//! let run = |_: P, _| async { Ok::<_, ToolError>(()) };
+//! Tool::new("rm", "Delete", run).approval_always().finish_with(); // no approved finisher
+//! ```
+//!
+//! ```compile_fail
+//! # use helix_edge_core::{error::ToolError, tool::Tool}; use schemars::JsonSchema;
+//! # use std::time::Duration;
+//! # #[derive(serde::Deserialize, JsonSchema)] struct P { path: String }
+//! let run = |_: P, _| async { Ok::<_, ToolError>(()) };
+//! Tool::new("rm", "Delete", run).deadline(Duration::from_secs(1)); // deadlines are the client's
+//! ```
+
+use super::{Approval, ExecuteFn, Execution, Tool, ToolContext, schema_of};
+use crate::error::ToolError;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A server tool: runs in the worker, without approval unless asked for.
+#[derive(Clone, Debug)]
+pub struct ServerTool(Tool);
+
+/// A server tool that needs a human's approval (always, or when a predicate says so).
+#[derive(Clone, Debug)]
+pub struct ApprovalTool(Tool);
+
+/// A server tool that runs after the step's other tools, seeing their writes; when it
+/// succeeds its result is the run's output and the run completes.
+#[derive(Clone, Debug)]
+pub struct FinishTool(Tool);
+
+/// A tool the client executes: the run suspends until its result is submitted.
+#[derive(Clone, Debug)]
+pub struct ClientTool(Tool);
+
+/// A tool that runs another agent as a child session; the child's output is the result.
+#[derive(Clone, Debug)]
+pub struct SubAgentTool(Tool);
+
+macro_rules! into_tool {
+    ($($builder:ident),*) => {$(
+        impl From<$builder> for Tool {
+            fn from(builder: $builder) -> Tool {
+                builder.0
+            }
+        }
+
+        impl $builder {
+            /// Replaces the description the model sees.
+            pub fn with_description(mut self, description: impl Into<String>) -> Self {
+                self.0.description = description.into();
+                self
+            }
+        }
+    )*};
+}
+
+into_tool!(
+    ServerTool,
+    ApprovalTool,
+    FinishTool,
+    ClientTool,
+    SubAgentTool
+);
+
+impl Tool {
+    /// A server tool with typed input `I`; its schema is derived from `I`.
+    // It returns the builder of a server tool, which converts into a `Tool`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new<I, O, F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        execute: F,
+    ) -> ServerTool
+    where
+        I: DeserializeOwned + JsonSchema + 'static,
+        O: Serialize + 'static,
+        F: Fn(I, ToolContext) -> Fut + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + 'static,
+    {
+        let name = name.into();
+        let tool_name = name.clone();
+        let execute = Rc::new(execute);
+        let run: ExecuteFn = Rc::new(move |args: Value, ctx: ToolContext| {
+            let input = serde_json::from_value::<I>(args).map_err(|e| ToolError::InputInvalid {
+                tool: tool_name.clone(),
+                reason: e.to_string(),
+            });
+            let execute = execute.clone();
+            Box::pin(async move {
+                let output = execute(input?, ctx).await?;
+                serde_json::to_value(output).map_err(ToolError::caused_by)
+            })
+        });
+        ServerTool(Tool::with_execution(
+            name,
+            description,
+            schema_of::<I>(),
+            Execution::Server(run),
+        ))
+    }
+
+    /// A server tool over raw JSON arguments, validated against `input_schema` first.
+    pub fn raw<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        execute: F,
+    ) -> ServerTool
+    where
+        F: Fn(Value, ToolContext) -> Fut + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + 'static,
+    {
+        let name = name.into();
+        let tool_name = name.clone();
+        let schema = input_schema.clone();
+        let execute = Rc::new(execute);
+        let run: ExecuteFn = Rc::new(move |args: Value, ctx: ToolContext| {
+            let checked =
+                crate::schema::validate(&schema, &args).map_err(|reason| ToolError::InputInvalid {
+                    tool: tool_name.clone(),
+                    reason,
+                });
+            let execute = execute.clone();
+            Box::pin(async move {
+                checked?;
+                execute(args, ctx).await
+            })
+        });
+        ServerTool(Tool::with_execution(
+            name,
+            description,
+            input_schema,
+            Execution::Server(run),
+        ))
+    }
+
+    /// A client-executed tool with typed input `I` (used for its schema).
+    pub fn client<I: JsonSchema>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> ClientTool {
+        Self::client_raw(name, description, schema_of::<I>())
+    }
+
+    /// A client-executed tool with an explicit input schema.
+    pub fn client_raw(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> ClientTool {
+        let execution = Execution::Client { deadline: None };
+        ClientTool(Tool::with_execution(
+            name,
+            description,
+            input_schema,
+            execution,
+        ))
+    }
+
+    /// A sub-agent tool: each call runs `agent` as a child session of its own, with the
+    /// call's arguments (typed input `I`, JSON text) as the child's first message; the
+    /// child's output is the call's result. `agent` must have an output schema (checked
+    /// when the parent agent is built). The description defaults to the agent's.
+    pub fn subagent<I: JsonSchema>(
+        name: impl Into<String>,
+        agent: crate::agent::Agent,
+    ) -> SubAgentTool {
+        let description = agent.description().to_string();
+        let execution = Execution::SubAgent {
+            agent: Rc::new(agent),
+            timeout: super::DEFAULT_SUBAGENT_TIMEOUT,
+        };
+        SubAgentTool(Tool::with_execution(
+            name,
+            description,
+            schema_of::<I>(),
+            execution,
+        ))
+    }
+}
+
+impl ServerTool {
+    /// Every call needs approval.
+    pub fn approval_always(mut self) -> ApprovalTool {
+        self.0.approval = Approval::Always;
+        ApprovalTool(self.0)
+    }
+
+    /// A call needs approval when `predicate(input, state)` is true. Arguments that do
+    /// not deserialize into `I` need approval too (fail closed).
+    pub fn approval_when<I, F>(mut self, predicate: F) -> ApprovalTool
+    where
+        I: DeserializeOwned + 'static,
+        F: Fn(&I, &Value) -> bool + 'static,
+    {
+        self.0.approval = Approval::When(Rc::new(move |args: &Value, state: &Value| {
+            let input = I::deserialize(args).map_err(|e| e.to_string())?;
+            Ok(predicate(&input, state))
+        }));
+        ApprovalTool(self.0)
+    }
+
+    /// Runs after the step's other tools, seeing their writes; if it succeeds, its
+    /// result becomes the run's output and the run completes.
+    pub fn finish_with(mut self) -> FinishTool {
+        self.0.finish_with = true;
+        FinishTool(self.0)
+    }
+}
+
+impl ClientTool {
+    /// The client must answer within `deadline`, or the call resolves as a "timed out"
+    /// tool error and the run continues.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.0.execution = Execution::Client {
+            deadline: Some(deadline),
+        };
+        self
+    }
+}
+
+impl SubAgentTool {
+    /// Abort the child and fail the call after `timeout` (default 10 minutes).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        if let Execution::SubAgent { timeout: t, .. } = &mut self.0.execution {
+            *t = timeout;
+        }
+        self
+    }
+}

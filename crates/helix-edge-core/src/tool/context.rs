@@ -1,0 +1,153 @@
+//! What a running tool sees: the session's state (read, and written as RFC 6902
+//! operations), its ids and the step's time, a way to emit custom stream events, and
+//! the run's abort signal.
+
+use crate::error::StateError;
+use crate::state::{PatchOp, StateWriter};
+use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// A cooperative cancellation flag a tool can poll.
+#[derive(Debug, Clone, Default)]
+pub struct AbortSignal(Rc<Cell<bool>>);
+
+impl AbortSignal {
+    /// A signal that is not raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Raises the signal.
+    pub fn abort(&self) {
+        self.0.set(true);
+    }
+
+    /// Whether it was raised.
+    pub fn is_aborted(&self) -> bool {
+        self.0.get()
+    }
+}
+
+/// Sends a `custom` chunk: `(event_name, data)`.
+pub(crate) type EmitFn = Rc<dyn Fn(String, Value)>;
+
+/// What a running tool can see and do: read and update the session state, emit custom
+/// events, check for abort. Cheap to clone; never holds a borrow across an await.
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Rc<ContextInner>,
+}
+
+struct ContextInner {
+    session_id: String,
+    tool_call_id: String,
+    now_ms: u64,
+    state: RefCell<StateWriter>,
+    emit: EmitFn,
+    abort: AbortSignal,
+}
+
+impl ToolContext {
+    /// A context over the committed state `base`.
+    pub(crate) fn new(
+        session_id: &str,
+        tool_call_id: &str,
+        now_ms: u64,
+        base: Rc<Value>,
+        emit: EmitFn,
+        abort: AbortSignal,
+    ) -> Self {
+        Self {
+            inner: Rc::new(ContextInner {
+                session_id: session_id.into(),
+                tool_call_id: tool_call_id.into(),
+                now_ms,
+                state: RefCell::new(StateWriter::new(base)),
+                emit,
+                abort,
+            }),
+        }
+    }
+
+    /// The session the call belongs to.
+    pub fn session_id(&self) -> &str {
+        &self.inner.session_id
+    }
+
+    /// The call's id.
+    pub fn tool_call_id(&self) -> &str {
+        &self.inner.tool_call_id
+    }
+
+    /// The time the step started, in milliseconds since the Unix epoch.
+    pub fn now_ms(&self) -> u64 {
+        self.inner.now_ms
+    }
+
+    fn writer(&self) -> Result<std::cell::RefMut<'_, StateWriter>, StateError> {
+        // Only reachable by calling the context from inside an `update` closure.
+        self.inner
+            .state
+            .try_borrow_mut()
+            .map_err(|_| StateError::PatchFailed {
+                path: String::new(),
+                reason: "the state is already being updated".into(),
+            })
+    }
+
+    /// A copy of the state as this call sees it (pre-step state plus its own writes).
+    pub fn state(&self) -> Value {
+        self.writer()
+            .map(|mut w| w.current().clone())
+            .unwrap_or(Value::Null)
+    }
+
+    /// Reads the state without copying it. `None` only if called from inside `update`.
+    pub fn read<R>(&self, f: impl FnOnce(&Value) -> R) -> Option<R> {
+        let mut writer = self.writer().ok()?;
+        Some(f(writer.current()))
+    }
+
+    /// A copy of the value at `pointer`, if present.
+    pub fn get(&self, pointer: &str) -> Option<Value> {
+        self.writer().ok()?.current().pointer(pointer).cloned()
+    }
+
+    /// Appends to the array at `pointer`.
+    pub fn append(&self, pointer: &str, value: Value) -> Result<(), StateError> {
+        self.writer()?.append(pointer, value)
+    }
+
+    /// Sets the value at `pointer` (replace or add).
+    pub fn set(&self, pointer: &str, value: Value) -> Result<(), StateError> {
+        self.writer()?.set(pointer, value)
+    }
+
+    /// Removes the value at `pointer`.
+    pub fn remove(&self, pointer: &str) -> Result<(), StateError> {
+        self.writer()?.remove(pointer)
+    }
+
+    /// Applies an arbitrary mutation; its patches are derived by diffing.
+    pub fn update(&self, f: impl FnOnce(&mut Value)) -> Result<(), StateError> {
+        self.writer()?.update(f)
+    }
+
+    /// Emits a `custom` chunk on the session's stream.
+    pub fn emit(&self, event_name: impl Into<String>, data: Value) {
+        (self.inner.emit)(event_name.into(), data)
+    }
+
+    /// Whether the run was interrupted or aborted while the tool runs.
+    pub fn is_aborted(&self) -> bool {
+        self.inner.abort.is_aborted()
+    }
+
+    /// The writes made through this context, in order.
+    pub(crate) fn take_writes(&self) -> Vec<PatchOp> {
+        self.writer()
+            .map(|mut w| std::mem::take(&mut *w).into_ops())
+            .unwrap_or_default()
+    }
+}

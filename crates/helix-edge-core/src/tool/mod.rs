@@ -1,0 +1,201 @@
+//! Tools: what an agent can call. A tool has a name, a description, an input JSON Schema
+//! and one way of running: on the server (an async function over typed input), on the
+//! client (the client submits the result, optionally before a deadline), as a sub-agent
+//! (a child session), or — for `finish_with` tools — on the server after the step's
+//! other tools, possibly ending the run. Server tools may require approval: never,
+//! always, or when a predicate over the input and state says so (failing closed).
+//!
+//! Each way has its own builder ([`ServerTool`], [`ApprovalTool`], [`FinishTool`],
+//! [`ClientTool`], [`SubAgentTool`]), so an option that does not apply cannot be set:
+//! a client tool has no approval, a sub-agent no deadline, an approved tool no
+//! `finish_with`. Every builder converts into a [`Tool`].
+//!
+//! Typed input is the expected way: `#[derive(Deserialize, JsonSchema)]` on a struct;
+//! the schema the model sees is derived from it, and arguments that do not deserialize
+//! become a `tool_input_invalid` error the model can act on — never a crash.
+
+mod builders;
+mod context;
+
+pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool, SubAgentTool};
+pub use context::{AbortSignal, ToolContext};
+
+use crate::error::ToolError;
+use futures::future::LocalBoxFuture;
+use schemars::JsonSchema;
+use serde_json::Value;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The future a tool's execute function returns.
+pub type ToolFuture = LocalBoxFuture<'static, Result<Value, ToolError>>;
+type ExecuteFn = Rc<dyn Fn(Value, ToolContext) -> ToolFuture>;
+type ApprovalFn = Rc<dyn Fn(&Value, &Value) -> Result<bool, String>>;
+
+/// Names the runtime keeps for itself.
+pub const RESERVED_TOOL_NAMES: &[&str] = &["__finish__"];
+
+/// How long a sub-agent may run before it is aborted (10 minutes).
+pub const DEFAULT_SUBAGENT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// When a call needs a human's approval before it runs.
+#[derive(Clone, Default)]
+pub enum Approval {
+    /// Runs without asking.
+    #[default]
+    Never,
+    /// Always asks.
+    Always,
+    /// Asks when the predicate over `(arguments, state)` says so. An error (or a panic,
+    /// where panics can be caught) counts as "ask": approval fails closed.
+    When(ApprovalFn),
+}
+
+/// How the tool is executed.
+#[derive(Clone)]
+pub(crate) enum Execution {
+    /// By the worker.
+    Server(ExecuteFn),
+    /// By the client, which submits the result.
+    Client {
+        /// How long the client has to answer.
+        deadline: Option<Duration>,
+    },
+    /// As a child session running another agent.
+    SubAgent {
+        /// The child's agent (it has an output schema).
+        agent: Rc<crate::agent::Agent>,
+        /// How long the child may take before it is aborted.
+        timeout: Duration,
+    },
+}
+
+/// A tool an agent can call, built with [`Tool::new`], [`Tool::raw`], [`Tool::client`],
+/// [`Tool::client_raw`] or [`Tool::subagent`].
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) input_schema: Value,
+    pub(crate) approval: Approval,
+    pub(crate) execution: Execution,
+    pub(crate) finish_with: bool,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The JSON Schema of `I`, as the model sees it.
+pub fn schema_of<I: JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(I).to_value();
+    if let Some(obj) = schema.as_object_mut() {
+        // Providers want a bare object schema; the meta-schema URI and title are noise.
+        obj.remove("$schema");
+        obj.remove("title");
+    }
+    schema
+}
+
+impl Tool {
+    fn with_execution(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        execution: Execution,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            approval: Approval::Never,
+            execution,
+            finish_with: false,
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tool's description.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The input JSON Schema the model sees.
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// Whether the client executes it.
+    pub fn is_client(&self) -> bool {
+        matches!(self.execution, Execution::Client { .. })
+    }
+
+    /// The client deadline, if any.
+    pub fn client_deadline(&self) -> Option<Duration> {
+        match self.execution {
+            Execution::Client { deadline } => deadline,
+            _ => None,
+        }
+    }
+
+    /// For sub-agent tools: the child's agent and its timeout.
+    pub fn subagent_of(&self) -> Option<(&Rc<crate::agent::Agent>, Duration)> {
+        match &self.execution {
+            Execution::SubAgent { agent, timeout } => Some((agent, *timeout)),
+            _ => None,
+        }
+    }
+
+    /// Whether it runs after the step's other tools and, when it succeeds, ends the run
+    /// with its result as the output.
+    pub fn is_finish_with(&self) -> bool {
+        self.finish_with
+    }
+
+    /// The approval policy.
+    pub fn approval(&self) -> &Approval {
+        &self.approval
+    }
+
+    /// Whether a call with `args` needs approval in `state`. Fails closed.
+    pub fn needs_approval(&self, args: &Value, state: &Value) -> bool {
+        match &self.approval {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::When(predicate) => {
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    predicate(args, state)
+                }));
+                !matches!(outcome, Ok(Ok(false)))
+            }
+        }
+    }
+
+    /// Runs the tool (server tools only).
+    pub(crate) fn execute(&self, args: Value, ctx: ToolContext) -> ToolFuture {
+        match &self.execution {
+            Execution::Server(run) => run(args, ctx),
+            _ => {
+                let name = self.name.clone();
+                let message = format!("'{name}' is not a server tool");
+                Box::pin(async move { Err(ToolError::failed(message)) })
+            }
+        }
+    }
+}
+
+/// Whether `name` is a valid tool or agent name: 1–64 of `[A-Za-z0-9_-]`.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

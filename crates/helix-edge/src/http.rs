@@ -1,0 +1,152 @@
+//! HTTP plumbing shared by the worker entry and the session objects: reading a body
+//! under the size limit, JSON responses and error bodies, and requests to a session's
+//! Durable Object.
+
+use crate::api::ApiError;
+use crate::host::Level;
+use crate::worker_host::log;
+use serde_json::json;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::web_sys;
+use worker::{Env, Headers, Method, Response, Result, js_sys};
+
+/// Request bodies above this size answer 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Header carrying the session id to its object.
+pub const SESSION_HEADER: &str = "x-helix-session-id";
+
+/// The platform's request as it comes, without `worker::Request`'s conversion: that
+/// reads the request's `cf` object, which the runtime builds on first access, and
+/// helix-edge has no use for it (~0.1 ms of CPU per request in `wrangler dev`).
+pub type RawRequest = web_sys::Request;
+
+/// The body, refused with 413 past [`MAX_BODY_BYTES`] (by its declared length first).
+pub async fn read_body(req: &RawRequest) -> std::result::Result<Vec<u8>, ApiError> {
+    let too_large = || {
+        ApiError::client(
+            413,
+            "payload_too_large",
+            "Request bodies are limited to 1 MiB.",
+        )
+    };
+    let declared = header(req, "content-length").and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return Err(too_large());
+    }
+    let unreadable = |_| ApiError::client(400, "invalid_body", "The body could not be read.");
+    let buffer = req.array_buffer().map_err(unreadable)?;
+    let buffer = JsFuture::from(buffer).await.map_err(unreadable)?;
+    let body = js_sys::Uint8Array::new(&buffer).to_vec();
+    if body.len() > MAX_BODY_BYTES {
+        return Err(too_large());
+    }
+    Ok(body)
+}
+
+/// A header's value, if present.
+pub fn header(req: &RawRequest, name: &str) -> Option<String> {
+    req.headers().get(name).ok().flatten()
+}
+
+/// An internal failure: logged in detail, answered with a safe 500.
+pub fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+    log(
+        Level::Error,
+        "internal_error",
+        json!({ "what": what, "error": e.to_string() }),
+    );
+    ApiError::new(500, "framework_error", "Internal error.", true)
+}
+
+/// A JSON response with the given status.
+pub fn json(status: u16, body: &str) -> Result<Response> {
+    let mut resp = Response::ok(body)?.with_status(status);
+    resp.headers_mut().set("content-type", "application/json")?;
+    Ok(resp)
+}
+
+/// `body` as a JSON response, or a 500 if it cannot be sent.
+pub fn json_response(
+    status: u16,
+    body: &impl serde::Serialize,
+) -> std::result::Result<Response, ApiError> {
+    let text = serde_json::to_string(body).map_err(|e| internal("serialize", e))?;
+    json(status, &text).map_err(|e| internal("response", e))
+}
+
+/// The JSON error response of an [`ApiError`] (with `Allow` on a 405).
+pub fn error(err: &ApiError) -> Result<Response> {
+    let mut resp = json(err.status, &err.body())?;
+    if let Some(allow) = &err.allow {
+        resp.headers_mut().set("allow", allow)?;
+    }
+    Ok(resp)
+}
+
+/// A request to session `id`'s Durable Object.
+pub struct ObjectRequest<'a> {
+    /// Method.
+    pub method: Method,
+    /// Path and query (the public API's, or an internal `/__internal/…` one).
+    pub path: &'a str,
+    /// The client's `Last-Event-ID`, for streams.
+    pub last_event_id: Option<String>,
+    /// JSON body.
+    pub body: Option<Vec<u8>>,
+}
+
+impl<'a> ObjectRequest<'a> {
+    /// A POST of `body` to `path`.
+    pub fn post(path: &'a str, body: Vec<u8>) -> Self {
+        Self {
+            method: Method::Post,
+            path,
+            last_event_id: None,
+            body: Some(body),
+        }
+    }
+}
+
+/// Sends `request` to the object of session `id` in namespace `binding`; an object
+/// that cannot be reached is a retryable 503.
+pub async fn call_object(
+    env: &Env,
+    binding: &str,
+    id: &str,
+    request: ObjectRequest<'_>,
+) -> std::result::Result<Response, ApiError> {
+    let namespace = env
+        .durable_object(binding)
+        .map_err(|e| internal("durable object", e))?;
+    let stub = namespace
+        .id_from_name(id)
+        .and_then(|oid| oid.get_stub())
+        .map_err(|e| internal("durable object", e))?;
+    let headers = Headers::new();
+    let set = |k: &str, v: &str| headers.set(k, v).map_err(|e| internal("headers", e));
+    set(SESSION_HEADER, id)?;
+    set("content-type", "application/json")?;
+    if let Some(v) = &request.last_event_id {
+        set("last-event-id", v)?;
+    }
+    let body = request
+        .body
+        .map(|b| js_sys::Uint8Array::from(b.as_slice()).into());
+    let url = format!("https://session{}", request.path);
+    let sent = crate::llm::request(&url, request.method.as_ref(), &headers, body)
+        .map_err(|e| internal("request", e))?;
+    stub.fetch_with_request(sent).await.map_err(|e| {
+        log(
+            Level::Warn,
+            "object_unreachable",
+            json!({ "session": id, "error": e.to_string() }),
+        );
+        ApiError::new(
+            503,
+            "session_unavailable",
+            "The session is unavailable; try again.",
+            true,
+        )
+    })
+}

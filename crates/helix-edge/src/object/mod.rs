@@ -1,0 +1,216 @@
+//! The `SessionObject` Durable Object: one session (SPEC §1). It drives the core runner
+//! against the store, keeps the session's journal (stream, step attempts, suspension
+//! context) in its own SQLite and fans the stream out to connected SSE clients. Nothing
+//! that matters lives only in memory: work runs after the HTTP answer (`wait_until`) in
+//! slices, with an alarm as the durable trigger around each ([`crate::lifecycle`]).
+//!
+//! - `ops`: the API's session operations, and the internal create.
+//! - `stream`: `GET …/stream`, replay then live, with heartbeats.
+//! - `drive`: scheduling work, the alarm, and continuing a stalled session on a read.
+//! - `tree`: the messages of the session tree (starting and steering children, a
+//!   child's relay of its stream and its report when it ends).
+
+mod drive;
+mod ops;
+mod stream;
+mod tree;
+
+use crate::api::{ApiError, Operation};
+use crate::app::App;
+use crate::d1::D1Store;
+use crate::host::Level;
+use crate::http::{SESSION_HEADER, error, internal, json_response};
+use crate::journal::Journal;
+use crate::llm::PlatformModels;
+use crate::outbox::Outbox;
+use crate::runner::{Runner, RunnerConfig};
+use crate::storage::{Sql, SqlAttempts, SqlStreamLog, SqlSuspension};
+use crate::worker_host::{WorkerHost, log};
+use serde_json::json;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use worker::{Env, Method, Request, Response, Result, State};
+
+pub use tree::DoChildren;
+
+/// Internal path: create this object's session (a root's, from the worker's router, or
+/// a child's, from its parent); the body is the runner's `CreateSession`.
+pub const CREATE_PATH: &str = "/__internal/create";
+/// Internal path: a child reports that it ended (`ChildEnded`).
+pub const ENDED_PATH: &str = "/__internal/ended";
+/// Internal path: chunks of a child's stream for the parent's (`{from, chunks}`).
+pub const RELAY_PATH: &str = "/__internal/relay";
+
+/// What the `SessionObject` Durable Object of a worker does (the class itself is
+/// declared in the worker's crate by [`session_object!`](crate::session_object)): one
+/// agent session, its live state, stream buffer and suspension context.
+pub struct SessionHost {
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    state: State,
+    env: Env,
+    app: App,
+    /// Identifies this instance's claims on approved calls.
+    instance: String,
+    parts: RefCell<Option<Rc<Parts>>>,
+    pinging: Cell<bool>,
+}
+
+/// What the object opens on its first request.
+struct Parts {
+    sql: Sql,
+    stream: Rc<SqlStreamLog>,
+    runner: Rc<Runner<D1Store>>,
+}
+
+type Answer = std::result::Result<Response, ApiError>;
+
+impl SessionHost {
+    /// The object for `state`, serving `app`.
+    pub fn new(state: State, env: Env, app: App) -> Self {
+        console_error_panic_hook::set_once();
+        crate::worker_host::init_log_level(&env);
+        let instance = crate::worker_host::random_hex(8);
+        Self {
+            inner: Rc::new(Inner {
+                state,
+                env,
+                app,
+                instance,
+                parts: RefCell::new(None),
+                pinging: Cell::new(false),
+            }),
+        }
+    }
+
+    /// Serves one request the worker forwarded (or another session's object sent).
+    pub async fn fetch(&self, req: Request) -> Result<Response> {
+        match self.inner.clone().handle(req).await {
+            Ok(resp) => Ok(resp),
+            Err(err) => {
+                if err.status >= 500 {
+                    let fields = json!({ "code": err.code, "message": err.message });
+                    log(Level::Error, "request_failed", fields);
+                }
+                error(&err)
+            }
+        }
+    }
+
+    /// The alarm: carries the session's pending work on.
+    pub async fn alarm(&self) -> Result<Response> {
+        let inner = self.inner.clone();
+        if let Some(id) = inner.session_id() {
+            inner.drive(id).await;
+        }
+        Response::ok("")
+    }
+}
+
+impl Inner {
+    fn parts(&self) -> std::result::Result<Rc<Parts>, ApiError> {
+        if let Some(parts) = self.parts.borrow().as_ref() {
+            return Ok(parts.clone());
+        }
+        let sql = Sql::open(self.state.storage().sql()).map_err(|e| internal("storage", e))?;
+        let stream = Rc::new(SqlStreamLog::open(sql.clone()).map_err(|e| internal("stream", e))?);
+        let db = self
+            .env
+            .d1(self.app.database())
+            .map_err(|e| internal("d1 binding", e))?;
+        let agents = self
+            .app
+            .agents(&self.env)
+            .map_err(|e| internal("agents", e))?;
+        let journal = Journal {
+            stream: stream.clone(),
+            attempts: Rc::new(SqlAttempts(sql.clone())),
+            suspension: Rc::new(SqlSuspension(sql.clone())),
+        };
+        let children = DoChildren::new(self.env.clone(), self.app.sessions());
+        let runner = Runner::new(
+            D1Store::new(db).deferring_creates(Outbox::new(sql.clone())),
+            agents,
+            Rc::new(PlatformModels::from_env(&self.env)),
+            journal,
+            Rc::new(WorkerHost),
+            RunnerConfig::new(self.instance.clone()),
+        )
+        .with_children(Rc::new(children));
+        let parts = Rc::new(Parts {
+            sql,
+            stream,
+            runner: Rc::new(runner),
+        });
+        *self.parts.borrow_mut() = Some(parts.clone());
+        Ok(parts)
+    }
+
+    /// The session this object serves (remembered from the first request).
+    fn session_id(&self) -> Option<String> {
+        self.parts().ok()?.sql.mark("session_id")
+    }
+
+    fn remember(&self, id: &str) -> std::result::Result<(), ApiError> {
+        // An object serves one session id: the one it was reached by.
+        match self.parts()?.sql.set_mark("session_id", Some(id)) {
+            true => Ok(()),
+            false => Err(internal("remember", "not stored")),
+        }
+    }
+
+    async fn handle(self: Rc<Self>, mut req: Request) -> Answer {
+        let id = req
+            .headers()
+            .get(SESSION_HEADER)
+            .ok()
+            .flatten()
+            .ok_or_else(|| ApiError::validation("Missing session id."))?;
+        let path = req.path();
+        let method = req.method();
+        let body = match method {
+            Method::Post => req.bytes().await.map_err(|e| internal("body", e))?,
+            _ => Vec::new(),
+        };
+        let parts = self.parts()?;
+        match path.as_str() {
+            CREATE_PATH => return self.create(&parts, &id, &body).await,
+            ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
+            RELAY_PATH => return self.take_relay(&parts, &id, &body).await,
+            #[cfg(feature = "test-routes")]
+            crate::test_routes::FLOOR_PATH => {
+                return crate::test_routes::floor(&self.env, &self.app).await;
+            }
+            #[cfg(feature = "test-routes")]
+            crate::test_routes::CONFORMANCE_PATH => {
+                return crate::test_routes::object_conformance(&self.env, &self.app, &parts.sql)
+                    .await;
+            }
+            _ => {}
+        }
+        let route = crate::api::route(method.as_ref(), &path)?;
+        let runner = &parts.runner;
+        match route.operation {
+            Operation::GetSession => self.get(runner, &id).await,
+            Operation::ListMessages => self.messages(runner, &id, &req).await,
+            Operation::Stream => self.stream(&parts, &id, &req).await,
+            Operation::SubmitToolResult => self.submit(runner, &id, body).await,
+            Operation::SendMessage => self.send_message(runner, &id, &body).await,
+            Operation::Interrupt => self.interrupt(runner, &id, &body).await,
+            Operation::Resume => self.resume(runner, &id, &body).await,
+            Operation::Abort => self.abort(runner, &id, &body).await,
+            Operation::Retry => self.retry(runner, &id, &body).await,
+            Operation::ListRuns => self.runs(runner, &id).await,
+            Operation::ListCheckpoints => self.checkpoints(runner, &id).await,
+            // The worker answers the rest itself.
+            other => Err(internal("object route", format!("{other:?}"))),
+        }
+    }
+}
+
+/// `202 {"accepted": true}`.
+fn accepted() -> Answer {
+    json_response(202, &json!({ "accepted": true }))
+}

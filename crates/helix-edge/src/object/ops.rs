@@ -1,0 +1,211 @@
+//! The API's session operations, as the session's object serves them, and the internal
+//! create. Bodies are parsed strictly here; the runner validates against durable state.
+
+use super::{Answer, Inner, accepted};
+use crate::api::{
+    CheckpointView, MessageBody, ReasonBody, RetryBody, RunView, SessionView, ToolResultBody, page,
+    parse_body,
+};
+use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, session_token};
+use crate::d1::D1Store;
+use crate::host::Level;
+use crate::http::{ObjectRequest, call_object, internal, json_response};
+use crate::lifecycle::needs_drive;
+use crate::runner::{CreateSession, Routed, RunError, Runner};
+use crate::store::{SessionHead, Store, StoreError};
+use crate::worker_host::{config_value, log};
+use serde_json::json;
+use std::rc::Rc;
+use worker::{Date, Request};
+
+type R = Runner<D1Store>;
+
+/// An optional body: none is `{}`.
+fn or_empty(body: &[u8]) -> &[u8] {
+    if body.is_empty() { b"{}" } else { body }
+}
+
+impl Inner {
+    /// Creates the object's session from a `CreateSession` (validated by the worker's
+    /// router, or built by a parent for its child) and answers the API's 201.
+    pub(super) async fn create(
+        self: &Rc<Self>,
+        parts: &super::Parts,
+        id: &str,
+        body: &[u8],
+    ) -> Answer {
+        let text = std::str::from_utf8(body).map_err(|e| internal("create", e))?;
+        let request: CreateSession =
+            serde_json::from_str(text).map_err(|e| internal("create", e))?;
+        if request.session_id != id {
+            return Err(internal(
+                "create",
+                "the session id does not match the object",
+            ));
+        }
+        self.remember(id)?;
+        let created = parts.runner.create(request).await?;
+        self.schedule(id);
+        let config = AuthConfig::new(
+            config_value(&self.env, "API_TOKEN"),
+            config_value(&self.env, "ALLOW_UNAUTHENTICATED"),
+        );
+        let token = match &config {
+            AuthConfig::Token(key) => {
+                let expiry = Date::now().as_millis() / 1000 + SESSION_TOKEN_TTL_SECS;
+                session_token(key, id, expiry)
+            }
+            _ => None,
+        };
+        let stream_url = match &token {
+            Some(t) => format!("/v1/sessions/{id}/stream?token={t}"),
+            None => format!("/v1/sessions/{id}/stream"),
+        };
+        json_response(
+            201,
+            &json!({
+                "sessionId": id,
+                "runId": created.run_id,
+                "status": created.status,
+                "streamUrl": stream_url,
+                "sessionToken": token,
+            }),
+        )
+    }
+
+    /// `GET /v1/sessions/{id}`, with the calls pending below it. A read continues a
+    /// session that has work and nobody on it.
+    pub(super) async fn get(self: &Rc<Self>, runner: &R, id: &str) -> Answer {
+        let loaded = runner.store().load(id).await.map_err(RunError::from)?;
+        let loaded = loaded.ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?;
+        self.touch(runner, id, &loaded.head);
+        let below = runner.descendant_calls(&loaded.head).await?;
+        json_response(200, &SessionView::from(loaded).with_descendant_calls(below))
+    }
+
+    /// Schedules a drive when a read finds the session with work and nobody on it.
+    pub(super) fn touch(self: &Rc<Self>, runner: &R, id: &str, head: &SessionHead) {
+        let Ok(parts) = self.parts() else { return };
+        let suspension = &parts.runner;
+        let answered = |call: &str| suspension.has_answer(id, call);
+        let now = Date::now().as_millis();
+        if needs_drive(head, answered, runner.is_driving(), now) {
+            self.schedule(id);
+        }
+    }
+
+    pub(super) async fn head(&self, runner: &R, id: &str) -> Result<SessionHead, RunError> {
+        let loaded = runner.store().load(id).await?;
+        Ok(loaded
+            .ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?
+            .head)
+    }
+
+    /// `GET …/messages?offset=&limit=`.
+    pub(super) async fn messages(&self, runner: &R, id: &str, req: &Request) -> Answer {
+        let (offset, limit) = page(&crate::api::query_pairs(&req.inner().url()))?;
+        let head = self.head(runner, id).await?;
+        let messages = runner
+            .store()
+            .messages(id, offset, limit)
+            .await
+            .map_err(RunError::from)?;
+        let total = head.message_count;
+        let has_more = offset.saturating_add(messages.len() as u64) < total;
+        json_response(
+            200,
+            &json!({ "messages": messages, "total": total, "offset": offset, "limit": limit, "hasMore": has_more }),
+        )
+    }
+
+    /// `POST …/tool-results`: stored here, or passed on to the child sessions this one
+    /// waits on until one takes it (their answer is the client's).
+    pub(super) async fn submit(self: &Rc<Self>, runner: &R, id: &str, body: Vec<u8>) -> Answer {
+        let submission = parse_body::<ToolResultBody>(&body)?.into_submission()?;
+        let call_id = submission.call_id().to_string();
+        let (children, otherwise) = match runner.submit(id, submission).await? {
+            Routed::Here => {
+                self.schedule(id);
+                return accepted();
+            }
+            Routed::Descendants {
+                children,
+                otherwise,
+            } => (children, otherwise),
+        };
+        for child in children {
+            let path = format!("/v1/sessions/{child}/tool-results");
+            let request = ObjectRequest::post(&path, body.clone());
+            let resp = call_object(&self.env, self.app.sessions(), &child, request).await?;
+            match resp.status_code() {
+                404 => continue,
+                202 => {
+                    runner.record_route(&call_id, &child)?;
+                    return Ok(resp);
+                }
+                _ => return Ok(resp),
+            }
+        }
+        Err(otherwise.into())
+    }
+
+    /// `POST …/messages`: a follow-up run.
+    pub(super) async fn send_message(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+        let message = parse_body::<MessageBody>(body)?.into_message()?;
+        let run_id = runner.send_message(id, message).await?;
+        self.schedule(id);
+        json_response(202, &json!({ "runId": run_id }))
+    }
+
+    /// `POST …/interrupt`.
+    pub(super) async fn interrupt(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+        let ReasonBody { reason } = parse_body(or_empty(body))?;
+        runner.interrupt(id, reason).await?;
+        self.schedule(id);
+        accepted()
+    }
+
+    /// `POST …/resume`.
+    pub(super) async fn resume(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+        let _: ReasonBody = parse_body(or_empty(body))?;
+        let run_id = runner.resume(id).await?;
+        self.schedule(id);
+        json_response(202, &json!({ "runId": run_id }))
+    }
+
+    /// `POST …/abort`.
+    pub(super) async fn abort(&self, runner: &R, id: &str, body: &[u8]) -> Answer {
+        let ReasonBody { reason } = parse_body(or_empty(body))?;
+        runner.abort(id, reason).await?;
+        log(Level::Info, "run_aborted", json!({ "session": id }));
+        accepted()
+    }
+
+    /// `POST …/retry`.
+    pub(super) async fn retry(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+        let RetryBody { checkpoint_id } = parse_body(or_empty(body))?;
+        let run_id = runner.retry(id, checkpoint_id.as_deref()).await?;
+        self.schedule(id);
+        json_response(202, &json!({ "runId": run_id }))
+    }
+
+    /// `GET …/runs`.
+    pub(super) async fn runs(&self, runner: &R, id: &str) -> Answer {
+        self.head(runner, id).await?;
+        let runs = runner.store().runs(id).await.map_err(RunError::from)?;
+        let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
+        json_response(200, &json!({ "runs": runs }))
+    }
+
+    /// `GET …/checkpoints`.
+    pub(super) async fn checkpoints(&self, runner: &R, id: &str) -> Answer {
+        self.head(runner, id).await?;
+        let all = runner
+            .store()
+            .checkpoints(id)
+            .await
+            .map_err(RunError::from)?;
+        let checkpoints: Vec<CheckpointView> = all.into_iter().map(CheckpointView::from).collect();
+        json_response(200, &json!({ "checkpoints": checkpoints }))
+    }
+}

@@ -1,0 +1,85 @@
+//! `GET …/stream`: replays the stored events after `Last-Event-ID` (or `?after=`), then
+//! streams live until the run ends; while suspended, `: ping` comments keep the
+//! connection open.
+
+use super::{Answer, Inner, Parts};
+use crate::api::ApiError;
+use crate::http::internal;
+use crate::storage::CLIENT_QUEUE;
+use crate::store::SessionStatus;
+use crate::worker_host::config_value;
+use futures::StreamExt;
+use futures::channel::mpsc;
+use std::rc::Rc;
+use std::time::Duration;
+use worker::{Delay, Request, Response};
+
+/// Most SSE frames sent to a client in one chunk.
+const FRAMES_PER_CHUNK: usize = 64;
+/// Heartbeat interval of SSE streams (SPEC: at least every 15 s); `SSE_PING_MS` overrides.
+const PING_EVERY_MS: u64 = 15_000;
+
+impl Inner {
+    pub(super) async fn stream(self: &Rc<Self>, parts: &Parts, id: &str, req: &Request) -> Answer {
+        let head = parts.runner.head_for_stream(id).await?;
+        let after_header = req.headers().get("last-event-id").ok().flatten();
+        let after_query = crate::api::query_pairs(&req.inner().url())
+            .into_iter()
+            .find(|(k, _)| k == "after")
+            .map(|(_, v)| v);
+        let after = match after_header.or(after_query) {
+            None => 0,
+            Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                ApiError::validation("Last-Event-ID / after must be a sequence number.")
+            })?,
+        };
+        let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
+        let backlog = parts.stream.subscribe(after, tx);
+        let ended =
+            head.status != SessionStatus::Active && head.status != SessionStatus::Interrupted;
+        let live = if ended {
+            parts.stream.close_clients();
+            None
+        } else {
+            self.start_pings();
+            Some(rx.take_while(|frame| futures::future::ready(!frame.is_empty())))
+        };
+        // Frames that are ready together (a replayed backlog, a committed batch) go out
+        // as one chunk: one write per batch instead of one per event.
+        let chunks = futures::stream::iter(backlog)
+            .chain(futures::stream::iter(live).flatten())
+            .ready_chunks(FRAMES_PER_CHUNK)
+            .map(|frames| Ok::<Vec<u8>, worker::Error>(frames.concat()));
+        let mut resp = Response::from_stream(chunks).map_err(|e| internal("stream", e))?;
+        let headers = resp.headers_mut();
+        for (k, v) in [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+        ] {
+            headers.set(k, v).map_err(|e| internal("headers", e))?;
+        }
+        Ok(resp)
+    }
+
+    /// One heartbeat loop per object, while any client is connected.
+    fn start_pings(self: &Rc<Self>) {
+        if self.pinging.replace(true) {
+            return;
+        }
+        let inner = self.clone();
+        let every = config_value(&self.env, "SSE_PING_MS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(PING_EVERY_MS);
+        worker::wasm_bindgen_futures::spawn_local(async move {
+            loop {
+                Delay::from(Duration::from_millis(every)).await;
+                let parts = inner.parts.borrow().clone();
+                let connected = parts.map_or(0, |p| p.stream.ping());
+                if connected == 0 {
+                    inner.pinging.set(false);
+                    break;
+                }
+            }
+        });
+    }
+}
