@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bootstrap.sh
+# The example worker (its own lockfile) shares the workspace's build artifacts.
+export CARGO_TARGET_DIR="$PWD/target"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -16,6 +18,7 @@ done
 
 step "cargo fmt --check"
 cargo fmt --all --check
+(cd examples/minimal-worker && cargo fmt --check)
 
 step "cargo clippy (native)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -23,6 +26,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo clippy (wasm32-unknown-unknown)"
 cargo clippy --workspace --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --workspace --all-targets --locked --target wasm32-unknown-unknown --features test-routes -- -D warnings
+(cd examples/minimal-worker && cargo clippy --locked --target wasm32-unknown-unknown -- -D warnings)
 
 step "cargo test (native)"
 cargo test --workspace --locked
@@ -34,6 +38,9 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 step "build the worker (with the test-only routes)"
 export HELIX_BUILD_FEATURES=test-routes
 bash scripts/build.sh
+
+step "build the example worker as a user does (wrangler deploy --dry-run)"
+(cd examples/minimal-worker && "$WRANGLER" deploy --dry-run --outdir "$CARGO_TARGET_DIR/example-bundle" 2>&1 | tail -n 5)
 
 step "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
 # --test-force-exit: a handle a failed test leaves open (a server, a socket) must not keep

@@ -57,7 +57,7 @@ function killGroup(child, signal) {
 
 function wrangler(args, opts = {}) {
   return spawnSync(WRANGLER, args, {
-    cwd: ROOT,
+    cwd: opts.cwd ?? ROOT,
     encoding: 'utf8',
     env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' },
     ...opts,
@@ -78,22 +78,23 @@ function settled(log) {
 }
 
 /**
- * Starts a worker. `persistDir` defaults to a fresh directory; pass the same one to a
- * second `startWorker` (after `stop()`) to prove that state survives a restart.
+ * Starts a worker: the reference worker at the root, or the worker in `dir` (the
+ * example). `persistDir` defaults to a fresh directory; pass the same one to a second
+ * `startWorker` (after `stop()`) to prove that state survives a restart.
  * `devtools: false` starts it without wrangler's devtools relay (see `launch`).
  */
-export async function startWorker({ persistDir, vars = {}, migrate = true, devtools = true } = {}) {
+export async function startWorker({ dir = ROOT, persistDir, vars = {}, migrate = true, devtools = true, timeoutMs } = {}) {
   mkdirSync(E2E_DIR, { recursive: true });
   persistDir ??= mkdtempSync(join(E2E_DIR, 'state-'));
   const migrated = migrate
-    && wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir]);
+    && wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir], { cwd: dir });
   if (migrated && migrated.status !== 0) {
     throw new Error(`d1 migrations apply failed:\n${migrated.stdout}\n${migrated.stderr}`);
   }
-  const allVars = { ...DEFAULT_VARS, ...vars };
+  const allVars = dir === ROOT ? { ...DEFAULT_VARS, ...vars } : vars;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await launch(persistDir, allVars, devtools);
+      return await launch(dir, persistDir, allVars, devtools, timeoutMs ?? START_TIMEOUT_MS);
     } catch (err) {
       // A free port found here can be taken by another process before workerd binds it;
       // wrangler then exits. That is the machine, not the worker: try other ports.
@@ -115,7 +116,7 @@ class PortTaken extends Error {}
  */
 const NO_DEVTOOLS_ENV = { VSCODE_INSPECTOR_OPTIONS: '{}' };
 
-async function launch(persistDir, allVars, devtools) {
+async function launch(dir, persistDir, allVars, devtools, timeoutMs) {
   const port = await freePort();
   const inspectorPort = await freePort();
   const args = [
@@ -126,7 +127,7 @@ async function launch(persistDir, allVars, devtools) {
   const logPath = join(persistDir, `wrangler-${port}.log`);
   const log = openSync(logPath, 'a');
   const child = spawn(WRANGLER, args, {
-    cwd: ROOT,
+    cwd: dir,
     detached: true, // its own process group, so stop() reaches workerd too
     stdio: ['ignore', log, log],
     // The [build] step must keep the test build (with the test-only routes).
@@ -174,7 +175,7 @@ async function launch(persistDir, allVars, devtools) {
   // Only ask once wrangler says it is listening: a connection attempt to a port nobody
   // listens on yet can be given that very port as its own source port by the kernel
   // (a TCP self-connect), which then holds it and makes workerd's bind fail.
-  const deadline = Date.now() + START_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
   let early = false;
   exited.then(() => { early = true; });
   while (Date.now() < deadline && !early) {

@@ -38,6 +38,7 @@ export async function startMockLlm() {
   const queue = [];
   const requests = [];
   const ledger = [];
+  const orders = [];
   const hung = new Set();
   let responder = null;
   let ledgerDelayMs = 0;
@@ -52,6 +53,14 @@ export async function startMockLlm() {
       if (ledgerDelayMs) await sleep(ledgerDelayMs);
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"ok":true}');
+      return;
+    }
+    const order = req.url.match(/^\/api\/orders\/([^/]+)\/cancel$/);
+    if (order) {
+      // The example worker's `cancel_order` tool calls "the shop's API" here.
+      orders.push({ id: order[1], authorization: req.headers.authorization, at: Date.now() });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ cancelled: order[1] }));
       return;
     }
     requests.push({ path: req.url, headers: req.headers, body: parsed, at: Date.now() });
@@ -97,7 +106,10 @@ export async function startMockLlm() {
   return {
     url: `http://127.0.0.1:${port}/v1`,
     ledgerUrl: `http://127.0.0.1:${port}/ledger`,
+    apiUrl: `http://127.0.0.1:${port}/api`,
     requests,
+    /** Orders the example worker's `cancel_order` cancelled: { id, authorization, at }. */
+    orders,
     /** Executions the `ledger` agent's `record` tool reported: { session, toolCallId, label, at }. */
     ledger,
     /** Holds each ledger report this long before answering (the tool is "running"). */

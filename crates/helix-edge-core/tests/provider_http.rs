@@ -161,14 +161,13 @@ impl Transport for SocketTransport {
     fn send<'a>(
         &'a self,
         req: &'a HttpRequest,
-        timeout_ms: u64,
+        timeout: Duration,
     ) -> LocalBoxFuture<'a, Result<HttpResponse, TransportError>> {
         Box::pin(async move {
             let rest = req.url.strip_prefix("http://").unwrap();
             let (host, path) = rest.split_at(rest.find('/').unwrap());
             let mut conn = TcpStream::connect(host).map_err(io_error)?;
-            conn.set_read_timeout(Some(Duration::from_millis(timeout_ms)))
-                .unwrap();
+            conn.set_read_timeout(Some(timeout)).unwrap();
             let headers: String = req
                 .headers
                 .iter()
@@ -211,8 +210,8 @@ impl Transport for SocketTransport {
             })
         })
     }
-    fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()> {
-        thread::sleep(Duration::from_millis(ms));
+    fn sleep(&self, wait: Duration) -> LocalBoxFuture<'_, ()> {
+        thread::sleep(wait);
         Box::pin(async {})
     }
     fn now_ms(&self) -> u64 {
@@ -239,8 +238,8 @@ fn model(server: &Server, tune: impl FnOnce(&mut ProviderConfig)) -> HttpModel<S
             .map(|(_, v)| v.to_string())
     })
     .unwrap();
-    config.retry_base_ms = 20;
-    config.request_timeout_ms = 400;
+    config.retry_base = Duration::from_millis(20);
+    config.request_timeout = Duration::from_millis(400);
     tune(&mut config);
     HttpModel::new(config, SocketTransport)
 }
@@ -373,8 +372,8 @@ fn a_retry_after_beyond_the_limit_or_the_deadline_fails_at_once() {
 
     let server = serve(vec![Reply::Status(503, "", ""), Reply::Status(503, "", "")]);
     let (turn, _) = run(&model(&server, |c| {
-        c.retry_base_ms = 2_000;
-        c.deadline_ms = 1_000;
+        c.retry_base = Duration::from_millis(2_000);
+        c.deadline = Duration::from_millis(1_000);
     }));
     assert_eq!(turn, Err(ProviderError::Unavailable { status: 503 }));
     assert_eq!(

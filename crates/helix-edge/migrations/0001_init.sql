@@ -1,5 +1,5 @@
--- helix-edge D1 schema, version 1.
--- Applied with `wrangler d1 migrations apply DB` (--local for wrangler dev).
+-- helix-edge D1 schema. Shipped with the library (crates/helix-edge/migrations); a
+-- worker applies it with `wrangler d1 migrations apply DB` (--local for wrangler dev).
 
 -- One row per session: its durable head. `version` is the compare-and-set guard every
 -- commit checks and bumps; `head` is the JSON of everything small (status, current run,
@@ -55,15 +55,6 @@ CREATE TABLE checkpoints (
   PRIMARY KEY (session_id, id)
 );
 
--- Answers to pending calls: the first one stored wins (primary key).
-CREATE TABLE answers (
-  session_id   TEXT NOT NULL,
-  tool_call_id TEXT NOT NULL,
-  body         TEXT NOT NULL,
-  created_at   INTEGER NOT NULL,
-  PRIMARY KEY (session_id, tool_call_id)
-);
-
 -- Makes a commit batch fail (and roll back) when its compare-and-set updated no row:
 -- the batch writes changes() of the guarded UPDATE here, and 0 breaks the CHECK.
 CREATE TABLE cas_guard (
@@ -71,8 +62,9 @@ CREATE TABLE cas_guard (
   ok INTEGER NOT NULL CHECK (ok = 1)
 );
 
--- Child sessions started by a parent's sub-agent tool calls (the sub-agents feature):
--- who owns which child, for routing answers from the root and waking the parent.
+-- Child sessions started by a parent's sub-agent tool calls: the queryable record of
+-- which session started which child, and how each ended for its parent. (Answers to
+-- pending calls, claims and the stream live in each session's Durable Object.)
 CREATE TABLE subsessions (
   parent_id    TEXT NOT NULL,
   child_id     TEXT NOT NULL,

@@ -17,8 +17,8 @@
 use crate::message::Message;
 use crate::outbox::Outbox;
 use crate::store::rows::{
-    self, Arg, Image, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, SELECT_SUBSESSIONS, StateRow,
-    Statement, from_json, plan_commit, plan_create,
+    self, Arg, Image, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, SELECT_SUBSESSIONS, SqlFailure,
+    StateRow, Statement, from_json, plan_commit, plan_create,
 };
 use crate::store::{
     CheckpointRecord, Commit, InterruptRequest, Loaded, NewSession, RunRecord, Store, StoreError,
@@ -72,9 +72,17 @@ impl Images {
     }
 }
 
+/// What a failed statement's message says.
+fn failure(e: &StoreError) -> SqlFailure<'_> {
+    match e {
+        StoreError::Backend(message) => SqlFailure::of(message),
+        _ => SqlFailure::Other,
+    }
+}
+
 /// D1's answer to a second insert of a session row.
 fn duplicate_session(e: &StoreError) -> bool {
-    matches!(e, StoreError::Backend(m) if m.contains("UNIQUE constraint failed: sessions.id"))
+    failure(e) == SqlFailure::Unique("sessions.id")
 }
 
 fn js_arg(a: &Arg) -> JsValue {
@@ -234,13 +242,22 @@ impl D1Store {
         self.db.prepare(sql).bind(args).map_err(backend)
     }
 
+    /// A failure as the store reports it: a statement that failed on the schema is
+    /// [`StoreError::SchemaOutdated`], naming the missing migrations.
+    async fn failed(&self, e: worker::Error) -> StoreError {
+        let e = backend(e);
+        match failure(&e) {
+            SqlFailure::Schema => crate::schema::outdated(&self.db).await,
+            _ => e,
+        }
+    }
+
     /// Runs one statement and returns its rows.
     async fn read(&self, sql: &str, args: &[JsValue]) -> Result<Vec<Row>, StoreError> {
-        let rows = self
-            .stmt(sql, args)?
-            .raw_js_value()
-            .await
-            .map_err(backend)?;
+        let rows = match self.stmt(sql, args)?.raw_js_value().await {
+            Ok(rows) => rows,
+            Err(e) => return Err(self.failed(e).await),
+        };
         Ok(rows
             .iter()
             .map(|r| Row(worker::js_sys::Array::from(r).to_vec()))
@@ -261,7 +278,10 @@ impl D1Store {
     }
 
     async fn send(&self, batch: Vec<D1PreparedStatement>) -> Result<(), StoreError> {
-        self.db.batch(batch).await.map_err(backend).map(|_| ())
+        match self.db.batch(batch).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.failed(e).await),
+        }
     }
 
     /// Records that a write landed.
@@ -358,9 +378,7 @@ impl Store for D1Store {
                 self.bump();
                 Ok(())
             }
-            Err(StoreError::Backend(m)) if m.contains("UNIQUE constraint failed: sessions.id") => {
-                Err(StoreError::Exists(id))
-            }
+            Err(e) if duplicate_session(&e) => Err(StoreError::Exists(id)),
             Err(other) => Err(other),
         }
     }
@@ -452,16 +470,14 @@ impl Store for D1Store {
             }
             Err(e) => {
                 self.bump();
-                match e {
-                    StoreError::Backend(m)
-                        if m.contains("CHECK constraint failed")
-                            || (created && m.contains("UNIQUE constraint failed: sessions.id")) =>
-                    {
-                        Err(StoreError::Stale {
-                            expected: expected_version,
-                        })
-                    }
-                    other => Err(other),
+                match failure(&e) {
+                    SqlFailure::Check => Err(StoreError::Stale {
+                        expected: expected_version,
+                    }),
+                    SqlFailure::Unique("sessions.id") if created => Err(StoreError::Stale {
+                        expected: expected_version,
+                    }),
+                    _ => Err(e),
                 }
             }
         }

@@ -11,16 +11,16 @@ use crate::http::{
 };
 use crate::object::CREATE_PATH;
 use crate::worker_host::{config_value, random_hex};
-use worker::{Env, Method, Response, Result};
+use worker::{Context, Env, Method, Response, Result};
 
 /// The worker entry as a function, for workers that add routes of their own in front of
 /// helix-edge's: serves the API and answers 404 for anything else. Never fails for
 /// client input: every error becomes a JSON body.
-pub async fn fetch(req: RawRequest, env: Env, app: App) -> Result<Response> {
+pub async fn fetch(req: RawRequest, env: Env, ctx: Context, app: App) -> Result<Response> {
     // Panics reset the whole isolate; at least make them visible in the logs.
     console_error_panic_hook::set_once();
     crate::worker_host::init_log_level(&env);
-    match dispatch(req, &env, &app).await {
+    match dispatch(req, &env, &ctx, &app).await {
         Ok(resp) => Ok(resp),
         Err(err) => error(&err),
     }
@@ -29,6 +29,7 @@ pub async fn fetch(req: RawRequest, env: Env, app: App) -> Result<Response> {
 async fn dispatch(
     req: RawRequest,
     env: &Env,
+    ctx: &Context,
     app: &App,
 ) -> std::result::Result<Response, ApiError> {
     let url = req.url();
@@ -58,6 +59,13 @@ async fn dispatch(
         return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e));
     }
     authorize(&config, credential.as_deref(), route.session, now_secs)?;
+    // The database's schema is checked in the background, once per isolate.
+    if let Ok(db) = env.d1(app.database()) {
+        ctx.wait_until(crate::schema::refresh(db));
+    }
+    if let Some(outdated) = crate::schema::known_outdated() {
+        return Err(outdated);
+    }
     match (route.operation, route.session) {
         (Operation::OpenApi, _) => {
             json(200, crate::api::OPENAPI).map_err(|e| internal("openapi", e))
@@ -134,6 +142,14 @@ mod tests {
         obj.unchecked_into()
     }
 
+    /// A context whose `waitUntil` drops what it is given (no D1 in these tests).
+    fn test_context() -> Context {
+        let obj = js_sys::Object::new();
+        let ignore = js_sys::Function::new_no_args("");
+        js_sys::Reflect::set(&obj, &"waitUntil".into(), &ignore).unwrap();
+        Context::new(obj.unchecked_into())
+    }
+
     /// An app with one agent of every kind of tool.
     fn test_app() -> App {
         use crate::agent::Agent;
@@ -168,7 +184,7 @@ mod tests {
         let mut init = RequestInit::new();
         init.with_method(method);
         let req = Request::new_with_init(&format!("http://localhost{path}"), &init).unwrap();
-        let mut resp = fetch(req.try_into().unwrap(), env, test_app())
+        let mut resp = fetch(req.try_into().unwrap(), env, test_context(), test_app())
             .await
             .unwrap();
         let ct = resp.headers().get("content-type").unwrap();

@@ -25,6 +25,8 @@
 //!   routes of their own in front of helix-edge's.
 //! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
 //!   runner, fans the stream out to SSE clients, keeps the alarm.
+//! - [`schema`]: the D1 migrations this version ships, and the check that the
+//!   database has them.
 //! - `d1` and `outbox`: the D1 store. `journal`: the stream journal and suspension
 //!   context in the object's own SQLite. `children`: object-to-object messages of the
 //!   session tree. `llm`: model providers over `fetch`. `host`: clock, ids and logs.
@@ -47,6 +49,7 @@ mod llm;
 mod object;
 #[cfg(target_arch = "wasm32")]
 mod outbox;
+pub mod schema;
 #[cfg(target_arch = "wasm32")]
 mod storage;
 #[cfg(all(target_arch = "wasm32", feature = "test-routes"))]
@@ -76,9 +79,9 @@ macro_rules! worker {
         async fn fetch(
             req: ::worker::worker_sys::web_sys::Request,
             env: ::worker::Env,
-            _ctx: ::worker::Context,
+            ctx: ::worker::Context,
         ) -> ::worker::Result<::worker::Response> {
-            $crate::fetch(req, env, __helix_edge_app()).await
+            $crate::fetch(req, env, ctx, __helix_edge_app()).await
         }
     };
 }

@@ -23,7 +23,7 @@ pub struct FetchTransport;
 struct FetchBody {
     stream: ByteStream,
     controller: Option<AbortController>,
-    timeout_ms: u64,
+    timeout: Duration,
 }
 
 impl FetchBody {
@@ -37,9 +37,8 @@ impl FetchBody {
 impl BodyStream for FetchBody {
     fn next(&mut self) -> LocalBoxFuture<'_, Option<Result<Vec<u8>, TransportError>>> {
         Box::pin(async move {
-            let timeout_ms = self.timeout_ms;
             let next = self.stream.next();
-            let timer = Delay::from(Duration::from_millis(timeout_ms));
+            let timer = Delay::from(self.timeout);
             pin_mut!(next);
             match select(next, timer).await {
                 Either::Left((Some(Ok(chunk)), _)) => Some(Ok(chunk)),
@@ -99,7 +98,7 @@ impl Transport for FetchTransport {
     fn send<'a>(
         &'a self,
         request: &'a HttpRequest,
-        timeout_ms: u64,
+        timeout: Duration,
     ) -> LocalBoxFuture<'a, Result<HttpResponse, TransportError>> {
         Box::pin(async move {
             let req = build(request).map_err(|e| TransportError::Network(e.to_string()))?;
@@ -107,7 +106,7 @@ impl Transport for FetchTransport {
             let signal = controller.signal();
             let fetch = Fetch::Request(req);
             let sent = fetch.send_with_signal(&signal);
-            let timer = Delay::from(Duration::from_millis(timeout_ms));
+            let timer = Delay::from(timeout);
             pin_mut!(sent);
             let mut response = match select(sent, timer).await {
                 Either::Left((Ok(response), _)) => response,
@@ -132,14 +131,14 @@ impl Transport for FetchTransport {
                 body: Box::new(FetchBody {
                     stream,
                     controller: Some(controller),
-                    timeout_ms,
+                    timeout,
                 }),
             })
         })
     }
 
-    fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()> {
-        Box::pin(Delay::from(Duration::from_millis(ms)))
+    fn sleep(&self, wait: Duration) -> LocalBoxFuture<'_, ()> {
+        Box::pin(Delay::from(wait))
     }
 
     fn now_ms(&self) -> u64 {

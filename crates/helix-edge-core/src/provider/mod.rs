@@ -19,6 +19,7 @@ use crate::tool::AbortSignal;
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use sse::{SseEvent, SseFramer};
+use std::time::Duration;
 
 /// How a stream event was understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,13 +77,13 @@ pub struct ProviderConfig {
     /// The key, if the provider needs one.
     pub api_key: Option<String>,
     /// Limit for the response headers, and for each silence between body chunks.
-    pub request_timeout_ms: u64,
+    pub request_timeout: Duration,
     /// Limit for the whole call, retries included.
-    pub deadline_ms: u64,
+    pub deadline: Duration,
     /// Retries after the first attempt.
     pub max_retries: u32,
     /// First backoff; doubles per retry.
-    pub retry_base_ms: u64,
+    pub retry_base: Duration,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -197,10 +198,10 @@ impl ProviderConfig {
             base_url: base_url.trim_end_matches('/').to_string(),
             model,
             api_key,
-            request_timeout_ms: number("LLM_TIMEOUT_MS", 60_000)?,
-            deadline_ms: number("LLM_DEADLINE_MS", 300_000)?,
+            request_timeout: Duration::from_millis(number("LLM_TIMEOUT_MS", 60_000)?),
+            deadline: Duration::from_millis(number("LLM_DEADLINE_MS", 300_000)?),
             max_retries: number("LLM_MAX_RETRIES", 3)? as u32,
-            retry_base_ms: 500,
+            retry_base: Duration::from_millis(500),
         })
     }
 
@@ -334,10 +335,10 @@ pub trait Transport {
     fn send<'a>(
         &'a self,
         request: &'a HttpRequest,
-        timeout_ms: u64,
+        timeout: Duration,
     ) -> LocalBoxFuture<'a, Result<HttpResponse, TransportError>>;
-    /// Waits `ms` milliseconds.
-    fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()>;
+    /// Waits `wait`.
+    fn sleep(&self, wait: Duration) -> LocalBoxFuture<'_, ()>;
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
     /// A uniform random number in `[0, 1)`, for jitter.
@@ -469,7 +470,7 @@ impl<T: Transport> HttpModel<T> {
         let deadline = self
             .transport
             .now_ms()
-            .saturating_add(self.config.deadline_ms);
+            .saturating_add(self.config.deadline.as_millis() as u64);
         let mut emitted = false;
         let mut attempt = 0;
         loop {
@@ -491,12 +492,15 @@ impl<T: Transport> HttpModel<T> {
                 ProviderError::RateLimited {
                     retry_after_ms: Some(ms),
                 } => *ms,
-                _ => backoff_ms(self.config.retry_base_ms, attempt, self.transport.random()),
+                _ => {
+                    let base = self.config.retry_base.as_millis() as u64;
+                    backoff_ms(base, attempt, self.transport.random())
+                }
             };
             if self.transport.now_ms().saturating_add(wait) >= deadline {
                 return Err(error);
             }
-            self.transport.sleep(wait).await;
+            self.transport.sleep(Duration::from_millis(wait)).await;
             attempt += 1;
         }
     }
@@ -510,7 +514,7 @@ impl<T: Transport> HttpModel<T> {
     ) -> Result<ModelTurn, ProviderError> {
         let mut response = self
             .transport
-            .send(request, self.config.request_timeout_ms)
+            .send(request, self.config.request_timeout)
             .await?;
         if !(200..300).contains(&response.status) {
             let wait = retry_after_ms(

@@ -426,6 +426,12 @@ pub enum StoreError {
     /// Stored data does not decode.
     #[error("Stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The database lacks tables or columns this version needs: migrations are missing.
+    #[error("{}", schema_message(.missing))]
+    SchemaOutdated {
+        /// The migrations this worker ships that the database has not applied.
+        missing: Vec<String>,
+    },
     /// A write would exceed a storage size limit; nothing was written.
     #[error("The {what} is {bytes} bytes, over the storage limit of {limit} bytes")]
     TooLarge {
@@ -446,6 +452,7 @@ impl Coded for StoreError {
             Self::Stale { .. } => "state_stale",
             Self::Backend(_) => "framework_storage",
             Self::Corrupt(_) => "framework_storage_corrupt",
+            Self::SchemaOutdated { .. } => "schema_outdated",
             Self::TooLarge { .. } => "content_too_large",
         }
     }
@@ -456,7 +463,23 @@ impl Coded for StoreError {
         }
     }
     fn retryable(&self) -> bool {
-        matches!(self, Self::Stale { .. } | Self::Backend(_))
+        matches!(
+            self,
+            Self::Stale { .. } | Self::Backend(_) | Self::SchemaOutdated { .. }
+        )
+    }
+}
+
+fn schema_message(missing: &[String]) -> String {
+    match missing {
+        [] => "The database schema does not match this worker's migrations; apply them with \
+               `wrangler d1 migrations apply`"
+            .into(),
+        names => format!(
+            "The database schema is behind this worker: apply migration {} with `wrangler d1 \
+             migrations apply`",
+            names.join(", ")
+        ),
     }
 }
 

@@ -62,7 +62,7 @@ impl Transport for ChunkedTransport {
     fn send<'a>(
         &'a self,
         request: &'a HttpRequest,
-        _timeout_ms: u64,
+        _timeout: std::time::Duration,
     ) -> LocalBoxFuture<'a, Result<HttpResponse, TransportError>> {
         self.sent.borrow_mut().push(request.clone());
         let answer = self.answers.borrow_mut().pop_front();
@@ -79,7 +79,8 @@ impl Transport for ChunkedTransport {
         })
     }
 
-    fn sleep(&self, ms: u64) -> LocalBoxFuture<'_, ()> {
+    fn sleep(&self, wait: std::time::Duration) -> LocalBoxFuture<'_, ()> {
+        let ms = wait.as_millis() as u64;
         self.slept.borrow_mut().push(ms);
         self.now.set(self.now.get() + ms);
         Box::pin(async {})

@@ -1,0 +1,160 @@
+//! The D1 schema this version of helix-edge needs: the migrations it ships (in the
+//! crate's `migrations/`, applied by a worker with `wrangler d1 migrations apply`), and
+//! the check that the worker's database has them all. wrangler records the migrations
+//! it applied in the database's `d1_migrations` table; a database that lacks one of
+//! ours makes every API request answer 503 `schema_outdated` naming it, never a raw SQL
+//! error.
+//!
+//! The check runs once per isolate, after the first request that needs it, in the
+//! background (the request itself never waits on D1); while the database is behind, it
+//! runs again at most every [`RECHECK_MS`].
+
+/// The migrations this version ships, in order (file names, as `d1_migrations` has them).
+pub const MIGRATIONS: &[&str] = &["0001_init.sql"];
+
+/// How often a database found behind is checked again, in milliseconds.
+pub const RECHECK_MS: u64 = 10_000;
+
+/// The migrations of [`MIGRATIONS`] that `applied` lacks.
+pub fn missing(applied: &[String]) -> Vec<String> {
+    MIGRATIONS
+        .iter()
+        .filter(|m| !applied.iter().any(|a| a == *m))
+        .map(|m| m.to_string())
+        .collect()
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use check::{known_outdated, outdated, refresh};
+
+#[cfg(target_arch = "wasm32")]
+mod check {
+    use super::{RECHECK_MS, missing};
+    use crate::api::ApiError;
+    use crate::host::Level;
+    use crate::store::StoreError;
+    use crate::store::rows::SqlFailure;
+    use crate::worker_host::log;
+    use std::cell::RefCell;
+    use worker::D1Database;
+    use worker::js_sys::Array;
+    use worker::wasm_bindgen::JsValue;
+
+    /// What this isolate knows of the database's schema.
+    enum Known {
+        Unchecked,
+        Checking,
+        Current,
+        /// Behind, as of the time (ms) it was checked.
+        Behind(Vec<String>, u64),
+    }
+
+    thread_local! {
+        static KNOWN: RefCell<Known> = const { RefCell::new(Known::Unchecked) };
+    }
+
+    /// The 503 to answer while the database is known to be behind.
+    pub fn known_outdated() -> Option<ApiError> {
+        KNOWN.with_borrow(|known| match known {
+            Known::Behind(missing, _) => {
+                let e = StoreError::SchemaOutdated {
+                    missing: missing.clone(),
+                };
+                Some(crate::runner::RunError::Store(e).into())
+            }
+            _ => None,
+        })
+    }
+
+    /// Whether a check is due now: never made, or the database was behind a while ago.
+    fn due(now: u64) -> bool {
+        KNOWN.with_borrow_mut(|known| {
+            let due = match known {
+                Known::Unchecked => true,
+                Known::Behind(_, at) => now.saturating_sub(*at) >= RECHECK_MS,
+                Known::Checking | Known::Current => false,
+            };
+            if due {
+                *known = Known::Checking;
+            }
+            due
+        })
+    }
+
+    /// The migrations of ours the database lacks, from `d1_migrations` (all of them when
+    /// that table does not exist: nothing was ever applied).
+    async fn behind(db: &D1Database) -> Result<Vec<String>, worker::Error> {
+        let rows = db
+            .prepare("SELECT name FROM d1_migrations ORDER BY id")
+            .raw_js_value()
+            .await;
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(e) if SqlFailure::of(&e.to_string()) == SqlFailure::Schema => {
+                return Ok(missing(&[]));
+            }
+            Err(e) => return Err(e),
+        };
+        let name = |row: &JsValue| Array::from(row).get(0).as_string();
+        let applied: Vec<String> = rows.iter().filter_map(name).collect();
+        Ok(missing(&applied))
+    }
+
+    /// The error for a statement that failed on the schema: which migrations are missing.
+    pub async fn outdated(db: &D1Database) -> StoreError {
+        let missing = behind(db).await.unwrap_or_default();
+        StoreError::SchemaOutdated { missing }
+    }
+
+    /// Reads `d1_migrations` when a check is due; run it in the background.
+    pub async fn refresh(db: D1Database) {
+        let now = worker::Date::now().as_millis();
+        if !due(now) {
+            return;
+        }
+        let known = match behind(&db).await {
+            Ok(behind) if behind.is_empty() => Known::Current,
+            Ok(behind) => Known::Behind(behind, now),
+            Err(e) => {
+                let fields = serde_json::json!({ "error": e.to_string() });
+                log(Level::Warn, "schema_check_failed", fields);
+                Known::Unchecked
+            }
+        };
+        if let Known::Behind(names, _) = &known {
+            let fields = serde_json::json!({ "missing": names });
+            log(Level::Error, "schema_outdated", fields);
+        }
+        KNOWN.set(known);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_is_every_migration_the_crate_ships_in_order() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".sql"))
+            .collect();
+        files.sort();
+        assert_eq!(files, MIGRATIONS);
+    }
+
+    #[test]
+    fn missing_names_the_migrations_not_applied() {
+        assert_eq!(missing(&[]), MIGRATIONS);
+        let all: Vec<String> = MIGRATIONS.iter().map(|m| m.to_string()).collect();
+        assert!(missing(&all).is_empty());
+        let mut extra = all.clone();
+        extra.push("0099_user_own.sql".into());
+        assert!(
+            missing(&extra).is_empty(),
+            "a worker's own migrations are fine"
+        );
+    }
+}

@@ -1,0 +1,59 @@
+// The minimal example worker (examples/minimal-worker), built as a user builds it and
+// run in wrangler dev: a create, the approval request on the stream, the approval, the
+// tool calling "the shop's API" once with the worker's secret, and `end`.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { API_TOKEN, api, gapFree } from './client.mjs';
+import { ROOT, startWorker } from './harness.mjs';
+import { startMockLlm } from './mock-llm.mjs';
+import { openStream } from './sse.mjs';
+
+let worker;
+let llm;
+before(async () => {
+  llm = await startMockLlm();
+  worker = await startWorker({
+    dir: join(ROOT, 'examples', 'minimal-worker'),
+    // Its [build] runs worker-build (wasm-bindgen and wasm-opt), twice as wrangler starts.
+    timeoutMs: 300_000,
+    vars: {
+      API_TOKEN,
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: llm.url,
+      LLM_API_KEY: 'test-key',
+      ORDERS_API_URL: llm.apiUrl,
+      ORDERS_API_KEY: 'orders-secret',
+    },
+  });
+});
+after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
+
+test('the example worker: create, approval on the stream, approve, the tool runs once, end', async () => {
+  const agents = await api(worker, 'GET', '/v1/agents');
+  assert.deepEqual(agents.body.agents.map((a) => a.name), ['support']);
+  assert.deepEqual(agents.body.agents[0].tools.map((t) => [t.name, t.approval]), [['cancel_order', 'always']]);
+
+  llm.push({ calls: [{ name: 'cancel_order', args: { order_id: 'A-1042' } }] }, { text: 'Cancelled A-1042.' });
+  const id = `example-${process.pid}`;
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'support', sessionId: id, input: 'Please cancel order A-1042.' });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const sse = await openStream(`${worker.baseUrl}${created.body.streamUrl}`);
+  const [request] = (await sse.until((e) => e.type === 'tool_approval_request'))
+    .filter((e) => e.type === 'tool_approval_request');
+  assert.deepEqual(request.json.arguments, { order_id: 'A-1042' });
+  assert.equal(llm.orders.length, 0, 'nothing runs before the approval');
+
+  const ok = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
+    { kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true }, created.body.sessionToken);
+  assert.equal(ok.status, 202);
+  const events = await sse.until((e) => e.type === 'end');
+  assert.ok(gapFree(events));
+  const end = events.find((e) => e.type === 'tool_end');
+  assert.deepEqual(end.json.result, { cancelled: 'A-1042' });
+  assert.equal(llm.orders.length, 1, 'the approved call ran once');
+  assert.equal(llm.orders[0].authorization, 'Bearer orders-secret', 'the tool captured the secret');
+  const session = await api(worker, 'GET', `/v1/sessions/${id}`);
+  assert.equal(session.body.status, 'completed');
+});
