@@ -17,6 +17,7 @@
 // line and which production does not have; unset: off, see tests/e2e/harness.mjs).
 
 import { writeFileSync } from 'node:fs';
+import { cpuByRole, perUnit } from './cpu.mjs';
 import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
 import { openStream } from '../tests/e2e/sse.mjs';
 
@@ -120,8 +121,11 @@ try {
   await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));
   await pool(WARMUP, 2, (i) => floor(worker, `warm-floor-${tag}-${i}`));
   for (const c of CONCURRENCY) {
+    const cpu0 = cpuByRole(worker.pid);
     const fl = await pool(SESSIONS, c, (i) => measured((id) => floor(worker, id), `floor-${tag}-c${c}-${i}`));
+    const cpu1 = cpuByRole(worker.pid);
     const cy = await pool(SESSIONS, c, (i) => measured((id) => cycle(worker, id), `bench-${tag}-c${c}-${i}`));
+    const cpu2 = cpuByRole(worker.pid);
     const run = {
       concurrency: c,
       floorRequestMs: stats(fl.results.map((r) => r.one)),
@@ -130,8 +134,12 @@ try {
       approvalToEndMs: stats(cy.results.map((r) => r.b)),
       cycleMs: stats(cy.results.map((r) => r.cycle)),
       cyclesPerSecond: Math.round((SESSIONS / (cy.wallMs / 1000)) * 10) / 10,
+      floorCyclesPerSecond: Math.round((SESSIONS / (fl.wallMs / 1000)) * 10) / 10,
+      floorCpuMsPerCycle: perUnit(cpu0, cpu1, SESSIONS),
+      cpuMsPerCycle: perUnit(cpu1, cpu2, SESSIONS),
     };
     run.medianRatio = Math.round((run.cycleMs.median / run.floorCycleMs.median) * 100) / 100;
+    run.throughputRatio = Math.round((run.cyclesPerSecond / run.floorCyclesPerSecond) * 100) / 100;
     out.runs.push(run);
   }
   out.proxyDrops = proxyDrops;
@@ -151,7 +159,13 @@ for (const run of out.runs) {
   console.log(row('(a) create → tool_approval_request', run.createToApprovalMs));
   console.log(row('(b) approval → end', run.approvalToEndMs));
   console.log(row('cycle (a)+(b)', run.cycleMs));
-  console.log(`\ncycles/s: ${run.cyclesPerSecond}; cycle median / floor cycle median: ${run.medianRatio}×`);
+  console.log(`\ncycles/s: ${run.cyclesPerSecond} (floor: ${run.floorCyclesPerSecond}, ratio ${run.throughputRatio}×); `
+    + `cycle median / floor cycle median: ${run.medianRatio}×`);
+  const roles = Object.keys(run.cpuMsPerCycle);
+  console.log(`\nCPU ms per cycle (from /proc; relay ${devtools ? 'on' : 'off'})\n`);
+  console.log(`| | ${roles.join(' | ')} |\n|---|${roles.map(() => '---').join('|')}|`);
+  console.log(`| HITL cycle | ${roles.map((r) => run.cpuMsPerCycle[r]).join(' | ')} |`);
+  console.log(`| floor cycle | ${roles.map((r) => run.floorCpuMsPerCycle[r]).join(' | ')} |`);
 }
 console.log(`\nrequests wrangler dev's proxy dropped (those cycles were measured again): ${out.proxyDrops}`);
 if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(out, null, 2));

@@ -1,12 +1,15 @@
 // Crash injection against the real worker: wrangler dev and workerd are killed with
 // SIGKILL at chosen moments of approval cycles (while the model streams, while the
-// approved tool runs, right after a commit, while suspended, while the resumed run's
-// model streams), then restarted on the same persist directory. The sessions must then
+// approved tool runs, right after a commit, between a commit in the session's object
+// and its replication to D1, while suspended, while the resumed run's model streams),
+// then restarted on the same persist directory. The sessions must then
 // complete, and every one must be consistent: a contiguous transcript with no lost or
 // duplicated message, the approved tool executed at most once (exactly once when its
 // result is in the transcript; the test agent reports executions to the mock server,
 // outside the worker), a gap-free stream whose state patches replay to the final state,
-// and a `stream_resync` wherever chunks of a step that never committed were streamed.
+// and a `stream_resync` wherever chunks of a step that never committed were streamed;
+// and D1's rows of the session equal the object's once replication has caught up (no
+// step lost or duplicated there either).
 // A step that crashes every time stops after its documented 3 attempts.
 
 import { after, before, test } from 'node:test';
@@ -20,7 +23,7 @@ import { openStream } from './sse.mjs';
 
 const TRIALS = Number(process.env.CRASH_TRIALS ?? 20);
 const SESSIONS_PER_TRIAL = 3;
-const PHASES = ['model', 'tool', 'commit', 'suspended', 'resumed-model'];
+const PHASES = ['model', 'tool', 'commit', 'replicating', 'suspended', 'resumed-model'];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let llm;
@@ -107,6 +110,11 @@ async function reach(phase, id) {
       await until(suspended, 20_000, 'the suspension commit');
       return undefined; // at once: the commit has just landed
     }
+    case 'replicating':
+      // The commit is in the object; its replication to D1 waits up to ~100 ms to
+      // coalesce, then is in flight: kill somewhere in between.
+      await until(suspended, 20_000, 'the suspension commit');
+      return sleep(Math.random() * 120);
     case 'suspended':
       await until(suspended, 20_000, 'the suspension');
       return sleep(50 + Math.random() * 300);
@@ -200,6 +208,12 @@ async function checkSession(id) {
   assert.deepEqual(ids('tool_start'), calls.filter((c) => c !== record || !result.isError).map((c) => c.id).sort(),
     `${id}: one tool_start per call that ran`);
   assert.equal(clean.filter((e) => e.type === 'tool_approval_request').length, 1);
+
+  // D1, fed from the object's commit log: once caught up, the same rows.
+  const replica = await api(worker, 'POST', `/__test/replica/${id}`, {});
+  assert.equal(replica.status, 200);
+  assert.ok(replica.body.caughtUp, `${id}: replication caught up`);
+  assert.ok(replica.body.equal, `${id}: D1 equals the object: ${JSON.stringify(replica.body)}`);
   return { interrupted: Boolean(result.isError), resyncs: events.filter((e) => e.type === 'stream_resync').length };
 }
 

@@ -146,6 +146,8 @@ async function launch(dir, persistDir, allVars, devtools, timeoutMs) {
   const worker = {
     baseUrl,
     persistDir,
+    /** wrangler's process group (it and its workerd processes). */
+    pid: child.pid,
     logPath,
     /** fetch relative to the worker. */
     fetch: (path, init) => fetch(baseUrl + path, init),

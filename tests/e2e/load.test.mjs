@@ -125,7 +125,11 @@ test(`${CLIENTS} clients run approval cycles for ${SECONDS} s: no errors, every 
   assert.ok(latencies.length >= CLIENTS, 'every client completed cycles');
 
   // Every session: completed, one of each message, the tool ran once, a gap-free stream
-  // whose patches replay to the final state.
+  // whose patches replay to the final state; and D1, fed from each session's object,
+  // holds the same rows once caught up. The replication lag of each commit under the
+  // load (from its local commit to D1's acknowledgement) is reported.
+  const lags = [];
+  let unequal = 0;
   for (let i = 0; i < ids.length; i += 16) {
     await Promise.all(ids.slice(i, i + 16).map(async (id) => {
       const s = (await api(worker, 'GET', `/v1/sessions/${id}`)).body;
@@ -141,8 +145,16 @@ test(`${CLIENTS} clients run approval cycles for ${SECONDS} s: no errors, every 
       assert.ok(gapFree(events), id);
       assert.deepEqual(replayPatches({ notes: [] }, events), s.state, id);
       assert.equal(events.filter((e) => e.type === 'tool_end' && e.json.toolName === 'delete_file').length, 1, id);
+      const replica = (await api(worker, 'POST', `/__test/replica/${id}`, {})).body;
+      assert.ok(replica.caughtUp, `${id} ${JSON.stringify(replica)}`);
+      if (!replica.equal) unequal++;
+      lags.push(...replica.lags);
     }));
   }
+  lags.sort((a, b) => a - b);
+  t.diagnostic(`D1 replication lag of ${lags.length} commits: p50 ${percentile(lags, 0.5)} ms, `
+    + `p99 ${percentile(lags, 0.99)} ms, max ${lags.at(-1)} ms`);
+  assert.equal(unequal, 0, 'D1 equals every object');
   const log = readFileSync(worker.logPath, 'utf8');
   assert.ok(!/"event":"(run_failed|request_failed)"|panicked|RuntimeError/.test(log), 'the worker logged no failure');
 });

@@ -12,16 +12,15 @@ before(async () => { ({ worker, llm } = await startWithMock()); });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 beforeEach(() => llm?.reset());
 
-test('the D1 store passes the store conformance suite (keeping session images, not, and keeping creates in the object), and the object\'s SQLite the journal suites', async () => {
+test('the session object\'s SQLite passes the store and journal conformance suites', async () => {
   const res = await api(worker, 'POST', '/__test/conformance', {});
   assert.equal(res.status, 200);
   const failed = res.body.results.filter((r) => !r.ok);
   assert.deepEqual(failed, []);
   const modes = res.body.results.map((r) => r.name.split(':')[0]);
   const count = (mode) => modes.filter((m) => m === mode).length;
-  assert.deepEqual([count('images'), count('uncached'), count('outbox')], [11, 11, 11]);
-  const journal = ['journal stream log', 'journal step attempts', 'journal suspension'];
-  assert.deepEqual(journal.map(count), [6, 1, 4]);
+  const parts = ['store', 'journal stream log', 'journal step attempts', 'journal suspension'];
+  assert.deepEqual(parts.map(count), [11, 6, 1, 4]);
 });
 
 test('auth fails closed: 401 without or with bad credentials, 403 with another session\'s token', async () => {

@@ -5,12 +5,13 @@
 
 use crate::api::{AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, parse_body};
 use crate::app::App;
-use crate::auth::{AuthConfig, authorize};
+use crate::auth::authorize;
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
 };
 use crate::object::CREATE_PATH;
-use crate::worker_host::{config_value, random_hex};
+use crate::setup::Setup;
+use crate::worker_host::random_hex;
 use worker::{Context, Env, Method, Response, Result};
 
 /// The worker entry as a function, for workers that add routes of their own in front of
@@ -19,7 +20,6 @@ use worker::{Context, Env, Method, Response, Result};
 pub async fn fetch(req: RawRequest, env: Env, ctx: Context, app: App) -> Result<Response> {
     // Panics reset the whole isolate; at least make them visible in the logs.
     console_error_panic_hook::set_once();
-    crate::worker_host::init_log_level(&env);
     match dispatch(req, &env, &ctx, &app).await {
         Ok(resp) => Ok(resp),
         Err(err) => error(&err),
@@ -40,17 +40,15 @@ async fn dispatch(
     if let Some(answer) = crate::test_routes::route(&req, &method, path, env, app).await {
         return answer;
     }
-    let config = AuthConfig::new(
-        config_value(env, "API_TOKEN"),
-        config_value(env, "ALLOW_UNAUTHENTICATED"),
-    );
+    let setup = Setup::get(env, app)?;
+    let config = &setup.auth;
     let now_secs = worker::Date::now().as_millis() / 1000;
     let credential = credential(&req);
     let route = match crate::api::route(&method, path) {
         Ok(route) => route,
         // Fail closed: a caller without credentials learns nothing about other paths.
         Err(e) if e.status != 400 && path != "/healthz" => {
-            authorize(&config, credential.as_deref(), None, now_secs)?;
+            authorize(config, credential.as_deref(), None, now_secs)?;
             return Err(e);
         }
         Err(e) => return Err(e),
@@ -58,7 +56,7 @@ async fn dispatch(
     if route.operation == Operation::Healthz {
         return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e));
     }
-    authorize(&config, credential.as_deref(), route.session, now_secs)?;
+    authorize(config, credential.as_deref(), route.session, now_secs)?;
     // The database's schema is checked in the background, once per isolate.
     if let Ok(db) = env.d1(app.database()) {
         ctx.wait_until(crate::schema::refresh(db));
@@ -70,11 +68,9 @@ async fn dispatch(
         (Operation::OpenApi, _) => {
             json(200, crate::api::OPENAPI).map_err(|e| internal("openapi", e))
         }
-        (Operation::ListAgents, _) => {
-            let agents = app.agents(env).map_err(|e| internal("agents", e))?;
-            json_response(200, &AgentsView::from(&agents))
-        }
+        (Operation::ListAgents, _) => json_response(200, &AgentsView::from(&setup.agents)),
         (Operation::CreateSession, _) => create(env, app, &req).await,
+        (Operation::ListSessions, _) => crate::list::list(env, app, &req).await,
         (_, Some(id)) => {
             let body = match route.operation {
                 Operation::SendMessage

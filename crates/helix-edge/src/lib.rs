@@ -27,9 +27,11 @@
 //!   runner, fans the stream out to SSE clients, keeps the alarm.
 //! - [`schema`]: the D1 migrations this version ships, and the check that the
 //!   database has them.
-//! - `d1` and `outbox`: the D1 store. `journal`: the stream journal and suspension
-//!   context in the object's own SQLite. `children`: object-to-object messages of the
-//!   session tree. `llm`: model providers over `fetch`. `host`: clock, ids and logs.
+//! - `storage`: the object's own SQLite — the session's store and commit log, and its
+//!   journal (stream, step attempts, suspension context). `replica`: how commits reach
+//!   D1, the queryable record, asynchronously. `d1`: D1 access. `http`: bodies,
+//!   responses and object-to-object requests. `llm`: model providers over `fetch`.
+//!   `worker_host`: clock, ids and logs.
 //!
 //! Everything that touches `worker::` is wasm-only.
 
@@ -44,12 +46,16 @@ mod entry;
 #[cfg(target_arch = "wasm32")]
 mod http;
 #[cfg(target_arch = "wasm32")]
+mod list;
+#[cfg(target_arch = "wasm32")]
 mod llm;
 #[cfg(target_arch = "wasm32")]
 mod object;
 #[cfg(target_arch = "wasm32")]
-mod outbox;
+mod replica;
 pub mod schema;
+#[cfg(target_arch = "wasm32")]
+mod setup;
 #[cfg(target_arch = "wasm32")]
 mod storage;
 #[cfg(all(target_arch = "wasm32", feature = "test-routes"))]

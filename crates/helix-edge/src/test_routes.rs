@@ -1,12 +1,17 @@
-//! Test-only routes (feature `test-routes`, never in a production bundle): the store
-//! conformance suite against the deployment's D1 (and, inside a session object, with
-//! creates kept in its outbox), and the benchmark's floor — the least a session request
-//! can do: reach its object, make one D1 write, answer.
+//! Test-only routes (feature `test-routes`, never in a production bundle), authenticated
+//! like the API:
+//! - `POST /__test/conformance`: the store conformance suite against a session object's
+//!   SQLite, and the journal suites there;
+//! - `POST /__test/floor/{id}`: the benchmark's floor, the least a session request can
+//!   do — reach its object, make one D1 write, answer;
+//! - `POST /__test/replica/{id}`: replicates the session to D1 and compares every row of
+//!   the object's storage with D1's (the replication invariant), with the lags seen;
+//! - `POST /__test/forget/{id}`: deletes the object's storage, as a lost namespace would.
 
 use crate::api::ApiError;
 use crate::app::App;
-use crate::d1::D1Store;
 use crate::http::{ObjectRequest, RawRequest, call_object, internal, json_response};
+use crate::storage::Sql;
 use crate::worker_host::random_hex;
 use serde_json::json;
 use worker::{Env, Response};
@@ -15,11 +20,14 @@ use worker::{Env, Response};
 pub const FLOOR_PATH: &str = "/__test/floor";
 /// The object's conformance route.
 pub const CONFORMANCE_PATH: &str = "/__test/conformance";
+/// The object's replica check.
+pub const REPLICA_PATH: &str = "/__test/replica";
+/// The object's storage loss.
+pub const FORGET_PATH: &str = "/__test/forget";
 
 type Answer = Result<Response, ApiError>;
 
-/// The worker's test routes: `POST /__test/conformance`, `POST /__test/floor/{id}`.
-/// `None` for every other request. Authenticated like the API.
+/// The worker's test routes; `None` for every other request.
 pub async fn route(
     req: &RawRequest,
     method: &str,
@@ -38,53 +46,23 @@ pub async fn route(
     if let Err(e) = crate::auth::authorize(&config, token.as_deref(), None, now) {
         return Some(Err(e.into()));
     }
-    Some(match (method, rest.split_once('/')) {
-        ("POST", None) if rest == "conformance" => conformance(env, app).await,
-        ("POST", Some(("floor", id))) if crate::auth::valid_session_id(id) => {
-            let request = ObjectRequest::post(FLOOR_PATH, Vec::new());
-            call_object(env, app.sessions(), id, request).await
+    let target = match (method, rest.split_once('/')) {
+        ("POST", None) if rest == "conformance" => {
+            Some((format!("conformance-{}", random_hex(6)), CONFORMANCE_PATH))
         }
-        _ => Err(ApiError::route_not_found(path)),
-    })
-}
-
-/// The store conformance suite against this D1, with the store keeping session
-/// images, reading everything, and (in a Durable Object, as sessions run) keeping
-/// creates in the object's outbox.
-async fn conformance(env: &Env, app: &App) -> Answer {
-    let db = || {
-        env.d1(app.database())
-            .map_err(|e| internal("d1 binding", e))
+        ("POST", Some((name, id))) if crate::auth::valid_session_id(id) => match name {
+            "floor" => Some((id.to_string(), FLOOR_PATH)),
+            "replica" => Some((id.to_string(), REPLICA_PATH)),
+            "forget" => Some((id.to_string(), FORGET_PATH)),
+            _ => None,
+        },
+        _ => None,
     };
-    let mut results = Vec::new();
-    for (mode, store) in [
-        ("images", D1Store::new(db()?)),
-        ("uncached", D1Store::uncached(db()?)),
-    ] {
-        results.extend(conformance_results(&store, mode).await);
-    }
-    let object = format!("conformance-{}", random_hex(6));
-    let request = ObjectRequest::post(CONFORMANCE_PATH, Vec::new());
-    let mut resp = call_object(env, app.sessions(), &object, request).await?;
-    let text = resp.text().await.map_err(|e| internal("conformance", e))?;
-    let outbox: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| internal("conformance", e))?;
-    if let Some(more) = outbox["results"].as_array() {
-        results.extend(more.iter().cloned());
-    }
-    json_response(200, &json!({ "results": results }))
-}
-
-/// Runs the store conformance suite against `store` on fresh session ids, each result
-/// named after `mode`.
-pub async fn conformance_results(store: &D1Store, mode: &str) -> Vec<serde_json::Value> {
-    let prefix = format!("conformance-{mode}-{}", random_hex(6));
-    let results = crate::store::conformance::run(store, &prefix).await;
-    let result = |r: crate::store::conformance::CheckResult| {
-        let name = format!("{mode}: {}", r.name);
-        json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
+    let Some((id, object_path)) = target else {
+        return Some(Err(ApiError::route_not_found(path)));
     };
-    results.into_iter().map(result).collect()
+    let request = ObjectRequest::post(object_path, Vec::new());
+    Some(call_object(env, app.sessions(), &id, request).await)
 }
 
 /// The object's side of the floor: one D1 write.
@@ -99,34 +77,47 @@ pub async fn floor(env: &Env, app: &App) -> Answer {
     json_response(200, &json!({ "ok": true }))
 }
 
-/// The object's side of the conformance route: the store suite with creates kept in
-/// this object's outbox, as sessions run, and the journal suites on this (fresh)
-/// object's SQLite.
-pub async fn object_conformance(env: &Env, app: &App, sql: &crate::storage::Sql) -> Answer {
+/// Names each check result `{part}: {check}`.
+fn results(
+    part: &str,
+    checks: Vec<crate::store::conformance::CheckResult>,
+) -> Vec<serde_json::Value> {
+    let result = |r: crate::store::conformance::CheckResult| {
+        let name = format!("{part}: {}", r.name);
+        json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
+    };
+    checks.into_iter().map(result).collect()
+}
+
+/// The object's side of the conformance route: the store suite against a store in this
+/// (fresh) object's SQLite, replicating nowhere, and the journal suites on the same
+/// SQLite.
+pub async fn object_conformance(sql: &Sql) -> Answer {
     use crate::journal::conformance;
-    use crate::storage::{SqlAttempts, SqlStreamLog, SqlSuspension};
-    let db = env
-        .d1(app.database())
-        .map_err(|e| internal("d1 binding", e))?;
-    let store = D1Store::new(db).deferring_creates(crate::outbox::Outbox::new(sql.clone()));
-    let mut results = conformance_results(&store, "outbox").await;
+    use crate::replica::Replica;
+    use crate::storage::{ObjectStore, SqlAttempts, SqlStreamLog, SqlSuspension};
+    use std::rc::Rc;
+    let replica = Rc::new(Replica::new(sql.clone(), None));
+    let store = ObjectStore::new(sql.clone(), replica, u64::MAX);
+    let prefix = format!("conformance-{}", random_hex(6));
+    let mut all = results(
+        "store",
+        crate::store::conformance::run(&store, &prefix).await,
+    );
     let stream = SqlStreamLog::open(sql.clone()).map_err(|e| internal("stream", e))?;
-    let journal = [
-        ("stream log", conformance::stream_log(&stream)),
-        (
-            "step attempts",
-            conformance::step_attempts(&SqlAttempts(sql.clone())),
-        ),
-        (
-            "suspension",
-            conformance::suspension(&SqlSuspension(sql.clone())),
-        ),
-    ];
-    for (part, checks) in journal {
-        results.extend(checks.into_iter().map(|r| {
-            let name = format!("journal {part}: {}", r.name);
-            json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
-        }));
-    }
-    json_response(200, &json!({ "results": results }))
+    all.extend(results(
+        "journal stream log",
+        conformance::stream_log(&stream),
+    ));
+    let attempts = SqlAttempts(sql.clone());
+    all.extend(results(
+        "journal step attempts",
+        conformance::step_attempts(&attempts),
+    ));
+    let suspension = SqlSuspension::new(sql.clone());
+    all.extend(results(
+        "journal suspension",
+        conformance::suspension(&suspension),
+    ));
+    json_response(200, &json!({ "results": all }))
 }

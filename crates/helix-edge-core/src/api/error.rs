@@ -108,7 +108,11 @@ impl From<RunError> for ApiError {
             RunError::Store(StoreError::Exists(_)) => 409,
             RunError::Store(StoreError::NotFound(_)) => 404,
             RunError::Store(StoreError::Stale { .. }) => 409,
-            RunError::Store(StoreError::Backend(_) | StoreError::SchemaOutdated { .. }) => 503,
+            RunError::Store(
+                StoreError::Backend(_)
+                | StoreError::SchemaOutdated { .. }
+                | StoreError::Backlog { .. },
+            ) => 503,
             RunError::Store(StoreError::Corrupt(_)) => 500,
             RunError::Store(StoreError::TooLarge { .. }) => 413,
             RunError::AgentNotFound(_)

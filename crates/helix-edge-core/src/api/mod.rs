@@ -5,6 +5,7 @@
 
 mod bodies;
 mod error;
+mod list;
 mod routes;
 mod url;
 mod views;
@@ -14,6 +15,7 @@ pub use bodies::{
     parse_body,
 };
 pub use error::ApiError;
+pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{page, path_and_query, query_pairs};
 pub use views::{AgentsView, CheckpointView, PendingView, RunView, SessionView};

@@ -17,6 +17,8 @@ pub enum Operation {
     ListAgents,
     /// `POST /v1/sessions`.
     CreateSession,
+    /// `GET /v1/sessions`: the session list, from D1.
+    ListSessions,
     /// `GET /v1/sessions/{id}`.
     GetSession,
     /// `GET /v1/sessions/{id}/messages`.
@@ -65,6 +67,7 @@ pub const ROUTES: &[RouteSpec] = &[
     r("GET", "/healthz", Operation::Healthz),
     r("GET", "/v1/openapi.json", Operation::OpenApi),
     r("GET", "/v1/agents", Operation::ListAgents),
+    r("GET", "/v1/sessions", Operation::ListSessions),
     r("POST", "/v1/sessions", Operation::CreateSession),
     r("GET", "/v1/sessions/{id}", Operation::GetSession),
     r("GET", "/v1/sessions/{id}/messages", Operation::ListMessages),

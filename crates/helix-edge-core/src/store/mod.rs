@@ -432,6 +432,17 @@ pub enum StoreError {
         /// The migrations this worker ships that the database has not applied.
         missing: Vec<String>,
     },
+    /// Too many commits wait to reach the queryable record (D1); the session takes no
+    /// more until they do.
+    #[error(
+        "The session's storage is catching up ({commits} commits, {bytes} bytes wait to be replicated); try again"
+    )]
+    Backlog {
+        /// Commits waiting.
+        commits: u64,
+        /// Their size.
+        bytes: u64,
+    },
     /// A write would exceed a storage size limit; nothing was written.
     #[error("The {what} is {bytes} bytes, over the storage limit of {limit} bytes")]
     TooLarge {
@@ -453,6 +464,7 @@ impl Coded for StoreError {
             Self::Backend(_) => "framework_storage",
             Self::Corrupt(_) => "framework_storage_corrupt",
             Self::SchemaOutdated { .. } => "schema_outdated",
+            Self::Backlog { .. } => "storage_backlog",
             Self::TooLarge { .. } => "content_too_large",
         }
     }
@@ -465,7 +477,10 @@ impl Coded for StoreError {
     fn retryable(&self) -> bool {
         matches!(
             self,
-            Self::Stale { .. } | Self::Backend(_) | Self::SchemaOutdated { .. }
+            Self::Stale { .. }
+                | Self::Backend(_)
+                | Self::SchemaOutdated { .. }
+                | Self::Backlog { .. }
         )
     }
 }

@@ -5,6 +5,7 @@
 use super::Inner;
 use crate::host::Level;
 use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, next_alarm};
+use crate::runner::Progress;
 use crate::worker_host::log;
 use futures::future::LocalBoxFuture;
 use serde_json::json;
@@ -39,7 +40,21 @@ impl Inner {
             log(Level::Warn, "drive_failed", fields);
         }
         let reported = self.report_to_parent(&parts, id).await;
-        let rearmed = match next_alarm(&progress, now, reported) {
+        // What the slice committed goes to D1: at once when the run ended; when it waits
+        // for a human, a little later, so that the answer's commits can join the batch.
+        if matches!(progress, Ok(Progress::Idle(_))) {
+            self.replicate_now(id).await;
+        } else {
+            self.replicate_soon();
+        }
+        let pending = parts.replica.backlog().0 > 0;
+        let alarm = next_alarm(&progress, now, reported && !pending);
+        // An alarm set only so that a lost replication is retried: the replication
+        // clears it once D1 has everything.
+        let fallback = pending && next_alarm(&progress, now, reported) == Alarm::Clear;
+        self.replication_fallback
+            .set(fallback.then(|| now + crate::lifecycle::RETRY.as_millis() as u64));
+        let rearmed = match alarm {
             Alarm::In(wait) => storage.set_alarm(wait).await,
             Alarm::Clear => storage.delete_alarm().await,
             // The slice in progress re-arms when it ends.

@@ -9,26 +9,28 @@
 //! - `drive`: scheduling work, the alarm, and continuing a stalled session on a read.
 //! - `tree`: the messages of the session tree (starting and steering children, a
 //!   child's relay of its stream and its report when it ends).
+//! - `replicate`: sending the commit log to D1 in the background.
 
 mod drive;
 mod ops;
+mod replicate;
 mod stream;
 mod tree;
 
 use crate::api::{ApiError, Operation};
 use crate::app::App;
-use crate::d1::D1Store;
+use crate::d1::D1;
 use crate::host::Level;
 use crate::http::{SESSION_HEADER, error, internal, json_response};
 use crate::journal::Journal;
-use crate::llm::PlatformModels;
-use crate::outbox::Outbox;
+use crate::replica::Replica;
 use crate::runner::{Runner, RunnerConfig};
-use crate::storage::{Sql, SqlAttempts, SqlStreamLog, SqlSuspension};
+use crate::setup::Setup;
+use crate::storage::{ObjectStore, Sql, SqlAttempts, SqlStreamLog, SqlSuspension};
 use crate::worker_host::{WorkerHost, log};
 use serde_json::json;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use worker::{Env, Method, Request, Response, Result, State};
 
 pub use tree::DoChildren;
@@ -49,20 +51,29 @@ pub struct SessionHost {
 }
 
 struct Inner {
+    /// This object, for work that outlives a request.
+    me: Weak<Inner>,
     state: State,
     env: Env,
     app: App,
     /// Identifies this instance's claims on approved calls.
     instance: String,
+    /// The session this object serves, once a request named it.
+    id: RefCell<Option<String>>,
     parts: RefCell<Option<Rc<Parts>>>,
     pinging: Cell<bool>,
+    /// A replication is scheduled (commits landing meanwhile go with it).
+    replication_scheduled: Cell<bool>,
+    /// When the alarm a slice set only to retry replication fires (ms), if it did.
+    replication_fallback: Cell<Option<u64>>,
 }
 
 /// What the object opens on its first request.
 struct Parts {
     sql: Sql,
     stream: Rc<SqlStreamLog>,
-    runner: Rc<Runner<D1Store>>,
+    replica: Rc<Replica>,
+    runner: Rc<Runner<ObjectStore>>,
 }
 
 type Answer = std::result::Result<Response, ApiError>;
@@ -74,13 +85,17 @@ impl SessionHost {
         crate::worker_host::init_log_level(&env);
         let instance = crate::worker_host::random_hex(8);
         Self {
-            inner: Rc::new(Inner {
+            inner: Rc::new_cyclic(|me| Inner {
+                me: me.clone(),
                 state,
                 env,
                 app,
                 instance,
+                id: RefCell::new(None),
                 parts: RefCell::new(None),
                 pinging: Cell::new(false),
+                replication_scheduled: Cell::new(false),
+                replication_fallback: Cell::new(None),
             }),
         }
     }
@@ -99,10 +114,11 @@ impl SessionHost {
         }
     }
 
-    /// The alarm: carries the session's pending work on.
+    /// The alarm: carries the session's pending work on, and its replication to D1.
     pub async fn alarm(&self) -> Result<Response> {
         let inner = self.inner.clone();
         if let Some(id) = inner.session_id() {
+            inner.replicate_now(&id).await;
             inner.drive(id).await;
         }
         Response::ok("")
@@ -114,26 +130,29 @@ impl Inner {
         if let Some(parts) = self.parts.borrow().as_ref() {
             return Ok(parts.clone());
         }
-        let sql = Sql::open(self.state.storage().sql()).map_err(|e| internal("storage", e))?;
+        let sql = Sql::open(&self.state).map_err(|e| internal("storage", e))?;
         let stream = Rc::new(SqlStreamLog::open(sql.clone()).map_err(|e| internal("stream", e))?);
-        let db = self
-            .env
-            .d1(self.app.database())
-            .map_err(|e| internal("d1 binding", e))?;
-        let agents = self
-            .app
-            .agents(&self.env)
-            .map_err(|e| internal("agents", e))?;
+        let d1 = D1::new(&self.env, self.app.database()).ok();
+        let replica = Rc::new(Replica::new(sql.clone(), d1));
+        let setup = Setup::get(&self.env, &self.app)?;
+        let store = ObjectStore::new(sql.clone(), replica.clone(), setup.backlog_commits);
+        store.with_stream(stream.clone());
+        let me = self.me.clone();
+        store.on_commit(Rc::new(move || {
+            if let Some(inner) = me.upgrade() {
+                inner.replicate_soon();
+            }
+        }));
         let journal = Journal {
             stream: stream.clone(),
             attempts: Rc::new(SqlAttempts(sql.clone())),
-            suspension: Rc::new(SqlSuspension(sql.clone())),
+            suspension: Rc::new(SqlSuspension::new(sql.clone())),
         };
         let children = DoChildren::new(self.env.clone(), self.app.sessions());
         let runner = Runner::new(
-            D1Store::new(db).deferring_creates(Outbox::new(sql.clone())),
-            agents,
-            Rc::new(PlatformModels::from_env(&self.env)),
+            store,
+            setup.agents.clone(),
+            setup.models.clone(),
             journal,
             Rc::new(WorkerHost),
             RunnerConfig::new(self.instance.clone()),
@@ -142,6 +161,7 @@ impl Inner {
         let parts = Rc::new(Parts {
             sql,
             stream,
+            replica,
             runner: Rc::new(runner),
         });
         *self.parts.borrow_mut() = Some(parts.clone());
@@ -150,7 +170,12 @@ impl Inner {
 
     /// The session this object serves (remembered from the first request).
     fn session_id(&self) -> Option<String> {
-        self.parts().ok()?.sql.mark("session_id")
+        if let Some(id) = self.id.borrow().clone() {
+            return Some(id);
+        }
+        let id = self.parts().ok()?.sql.mark("session_id")?;
+        *self.id.borrow_mut() = Some(id.clone());
+        Some(id)
     }
 
     fn remember(&self, id: &str) -> std::result::Result<(), ApiError> {
@@ -175,6 +200,13 @@ impl Inner {
             _ => Vec::new(),
         };
         let parts = self.parts()?;
+        if self.id.borrow().is_none() {
+            *self.id.borrow_mut() = Some(id.clone());
+            // Commits a previous process left for D1 go first.
+            if parts.replica.backlog().0 > 0 {
+                self.replicate_soon();
+            }
+        }
         match path.as_str() {
             CREATE_PATH => return self.create(&parts, &id, &body).await,
             ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
@@ -185,9 +217,12 @@ impl Inner {
             }
             #[cfg(feature = "test-routes")]
             crate::test_routes::CONFORMANCE_PATH => {
-                return crate::test_routes::object_conformance(&self.env, &self.app, &parts.sql)
-                    .await;
+                return crate::test_routes::object_conformance(&parts.sql).await;
             }
+            #[cfg(feature = "test-routes")]
+            crate::test_routes::REPLICA_PATH => return self.replica_report(&parts, &id).await,
+            #[cfg(feature = "test-routes")]
+            crate::test_routes::FORGET_PATH => return self.forget().await,
             _ => {}
         }
         let route = crate::api::route(method.as_ref(), &path)?;

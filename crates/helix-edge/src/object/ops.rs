@@ -7,18 +7,18 @@ use crate::api::{
     parse_body,
 };
 use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, session_token};
-use crate::d1::D1Store;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
 use crate::lifecycle::needs_drive;
 use crate::runner::{CreateSession, Routed, RunError, Runner};
+use crate::storage::ObjectStore;
 use crate::store::{SessionHead, Store, StoreError};
-use crate::worker_host::{config_value, log};
+use crate::worker_host::log;
 use serde_json::json;
 use std::rc::Rc;
 use worker::{Date, Request};
 
-type R = Runner<D1Store>;
+type R = Runner<ObjectStore>;
 
 /// An optional body: none is `{}`.
 fn or_empty(body: &[u8]) -> &[u8] {
@@ -46,11 +46,8 @@ impl Inner {
         self.remember(id)?;
         let created = parts.runner.create(request).await?;
         self.schedule(id);
-        let config = AuthConfig::new(
-            config_value(&self.env, "API_TOKEN"),
-            config_value(&self.env, "ALLOW_UNAUTHENTICATED"),
-        );
-        let token = match &config {
+        let setup = crate::setup::Setup::get(&self.env, &self.app)?;
+        let token = match &setup.auth {
             AuthConfig::Token(key) => {
                 let expiry = Date::now().as_millis() / 1000 + SESSION_TOKEN_TTL_SECS;
                 session_token(key, id, expiry)

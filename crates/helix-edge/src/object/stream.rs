@@ -7,7 +7,6 @@ use crate::api::ApiError;
 use crate::http::internal;
 use crate::storage::CLIENT_QUEUE;
 use crate::store::SessionStatus;
-use crate::worker_host::config_value;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use std::rc::Rc;
@@ -16,8 +15,6 @@ use worker::{Delay, Request, Response};
 
 /// Most SSE frames sent to a client in one chunk.
 const FRAMES_PER_CHUNK: usize = 64;
-/// Heartbeat interval of SSE streams (SPEC: at least every 15 s); `SSE_PING_MS` overrides.
-const PING_EVERY_MS: u64 = 15_000;
 
 impl Inner {
     pub(super) async fn stream(self: &Rc<Self>, parts: &Parts, id: &str, req: &Request) -> Answer {
@@ -67,9 +64,7 @@ impl Inner {
             return;
         }
         let inner = self.clone();
-        let every = config_value(&self.env, "SSE_PING_MS")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(PING_EVERY_MS);
+        let every = crate::setup::Setup::get(&self.env, &self.app).map_or(15_000, |s| s.ping_ms);
         worker::wasm_bindgen_futures::spawn_local(async move {
             loop {
                 Delay::from(Duration::from_millis(every)).await;

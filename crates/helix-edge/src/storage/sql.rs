@@ -1,9 +1,16 @@
-//! The session object's own SQLite, as the journal parts and the outbox use it: one
-//! schema created in one call, rows read as cells, and a small key-value table of
-//! marks. Every SQL call here is synchronous and reads every row of its cursor (never
-//! `one()`, which resets the object on zero rows).
+//! The session object's own SQLite, as the store, the journal parts and the replica
+//! outbox use it: one schema created in one call, atomic batches of statements
+//! (`transactionSync`), rows read as cells, and a small key-value table of marks. Every
+//! SQL call here is synchronous and reads every row of its cursor (never `one()`, which
+//! resets the object on zero rows).
 
 use crate::store::StoreError;
+use crate::store::rows::{Arg, Statement};
+use std::cell::RefCell;
+use std::rc::Rc;
+use worker::js_sys::{Function, Reflect};
+use worker::wasm_bindgen::closure::Closure;
+use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{SqlStorage, SqlStorageValue};
 
 /// The object's tables. One call for all: each SQL call costs the object CPU, and every
@@ -18,31 +25,98 @@ const SCHEMA: &str = "\
     CREATE TABLE IF NOT EXISTS answers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, \
       body TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id)); \
     CREATE TABLE IF NOT EXISTS routes (tool_call_id TEXT PRIMARY KEY, owner TEXT NOT NULL); \
-    CREATE TABLE IF NOT EXISTS created (session_id TEXT PRIMARY KEY, pending TEXT)";
+    CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, agent TEXT NOT NULL, status TEXT NOT NULL, \
+      version INTEGER NOT NULL, head TEXT NOT NULL, interrupt TEXT, snapshot_version INTEGER NOT NULL, \
+      created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL); \
+    CREATE TABLE IF NOT EXISTS messages (session_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, \
+      PRIMARY KEY (session_id, seq)); \
+    CREATE TABLE IF NOT EXISTS state_log (session_id TEXT NOT NULL, version INTEGER NOT NULL, \
+      kind TEXT NOT NULL CHECK (kind IN ('snapshot', 'patch')), body TEXT NOT NULL, PRIMARY KEY (session_id, version)); \
+    CREATE TABLE IF NOT EXISTS runs (session_id TEXT NOT NULL, run_id TEXT NOT NULL, turn INTEGER NOT NULL, \
+      body TEXT NOT NULL, PRIMARY KEY (session_id, run_id)); \
+    CREATE TABLE IF NOT EXISTS checkpoints (session_id TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, \
+      body TEXT NOT NULL, PRIMARY KEY (session_id, id)); \
+    CREATE TABLE IF NOT EXISTS cas_guard (id INTEGER PRIMARY KEY, ok INTEGER NOT NULL CHECK (ok = 1)); \
+    CREATE TABLE IF NOT EXISTS subsessions (parent_id TEXT NOT NULL, child_id TEXT NOT NULL, agent TEXT NOT NULL, \
+      tool_call_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, \
+      PRIMARY KEY (parent_id, child_id)); \
+    CREATE TABLE IF NOT EXISTS replica_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, \
+      version INTEGER NOT NULL, batch TEXT NOT NULL, bytes INTEGER NOT NULL, committed_at INTEGER NOT NULL)";
 
 /// The object's SQLite storage.
 #[derive(Clone)]
-pub struct Sql(SqlStorage);
+pub struct Sql {
+    sql: SqlStorage,
+    /// The object's `DurableObjectStorage`, for `transactionSync`.
+    storage: JsValue,
+}
 
 /// One row's cells, in the SELECT's column order.
 pub type Row = Vec<SqlStorageValue>;
 
 impl Sql {
     /// Opens the object's storage, creating its tables on first use.
-    pub fn open(sql: SqlStorage) -> worker::Result<Self> {
+    pub fn open(state: &worker::State) -> worker::Result<Self> {
+        let storage = state.storage();
+        let sql = storage.sql();
         sql.exec(SCHEMA, None)?;
-        Ok(Self(sql))
+        let storage: JsValue = state
+            .as_raw()
+            .storage()
+            .map_err(worker::Error::from)?
+            .into();
+        Ok(Self { sql, storage })
     }
 
     /// The rows of a query. Decoded by hand rather than through `to_array`
     /// (serde_wasm_bindgen), which would grow the bundle by a deserializer per row type.
     pub fn query(&self, q: &str, args: Vec<SqlStorageValue>) -> worker::Result<Vec<Row>> {
-        self.0.exec(q, Some(args))?.raw().collect()
+        self.sql.exec(q, Some(args))?.raw().collect()
     }
 
     /// Runs a statement.
     pub fn run(&self, q: &str, args: Vec<SqlStorageValue>) -> worker::Result<()> {
-        self.0.exec(q, Some(args)).map(drop)
+        self.sql.exec(q, Some(args)).map(drop)
+    }
+
+    /// Runs `statements` as one transaction: all of them, or, if one fails, none (the
+    /// error is that statement's).
+    pub fn atomically(&self, statements: Vec<Owned>) -> Result<(), StoreError> {
+        let failure: Rc<RefCell<Option<String>>> = Rc::default();
+        let sql = self.sql.clone();
+        let failed = failure.clone();
+        let body = Closure::once(move || -> Result<JsValue, JsValue> {
+            for (q, args) in statements {
+                if let Err(e) = sql.exec(&q, Some(args)) {
+                    let message = e.to_string();
+                    *failed.borrow_mut() = Some(message.clone());
+                    // Throwing makes transactionSync roll back everything before.
+                    return Err(JsValue::from_str(&message));
+                }
+            }
+            Ok(JsValue::UNDEFINED)
+        });
+        let run = Reflect::get(&self.storage, &JsValue::from_str("transactionSync"))
+            .ok()
+            .and_then(|f| f.dyn_into::<Function>().ok())
+            .ok_or_else(|| StoreError::Backend("transactionSync is not available".into()))?;
+        match run.call1(&self.storage, body.as_ref().unchecked_ref()) {
+            Ok(_) => Ok(()),
+            Err(thrown) => {
+                let message = failure
+                    .borrow_mut()
+                    .take()
+                    .or_else(|| thrown.as_string())
+                    .unwrap_or_else(|| "the transaction failed".into());
+                Err(StoreError::Backend(message))
+            }
+        }
+    }
+
+    /// Deletes everything the object stored (its whole SQLite database and alarm).
+    #[cfg(feature = "test-routes")]
+    pub async fn delete_all(state: &worker::State) -> worker::Result<()> {
+        state.storage().delete_all().await
     }
 
     /// A mark kept with the journal (`None` when unset or unreadable).
@@ -69,6 +143,19 @@ impl Sql {
     pub fn counter(&self, key: &str) -> u64 {
         self.mark(key).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
+}
+
+/// A statement with owned parameters, for [`Sql::atomically`].
+pub type Owned = (String, Vec<SqlStorageValue>);
+
+/// A planned statement as the object's SQLite runs it.
+pub fn owned(s: &Statement) -> Owned {
+    let arg = |a: &Arg| match a {
+        Arg::Text(t) => SqlStorageValue::from(t.as_str()),
+        // Every value the plans bind stays far below 2^53.
+        Arg::Int(n) => SqlStorageValue::from(*n as i64),
+    };
+    (s.sql.to_string(), s.args.iter().map(arg).collect())
 }
 
 /// An integer cell.

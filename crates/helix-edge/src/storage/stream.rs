@@ -3,82 +3,44 @@
 //! to its parent's.
 //!
 //! Storage: `events` (sequence, event name, data) and marks in `journal_meta` — the
-//! confirmed sequence, the staged post-commit batches, and the relay cursors. Retention:
-//! the newest [`RETAINED_EVENTS`] events; a client asking to resume from before them
-//! gets a `truncated` event first, then what is retained.
+//! confirmed sequence and the relay cursors. Retention: the newest [`RETAINED_EVENTS`]
+//! events; a client asking to resume from before them gets a `truncated` event first,
+//! then what is retained.
+//!
+//! A commit's staged events are written by the commit's own transaction in the
+//! object's store ([`commit_statements`](SqlStreamLog::commit_statements)): the commit
+//! and its events are durable together or not at all, so a crash between them leaves
+//! nothing to reconcile, and staging costs no write. `release` then only sends them to
+//! the clients. A batch released without such a transaction is written then.
 
 use super::clients::{ClientSender, Clients, frame};
-use super::sql::{Sql, first_int, int, log_error, text};
+use super::sql::{Owned, Sql, first_int, int, log_error, text};
 use crate::chunk::StreamEvent;
 use crate::journal::{Frame, Recovery, StreamLog};
 use std::cell::{Cell, RefCell};
 use worker::SqlStorageValue;
-use worker::js_sys::{Array, JSON};
-use worker::wasm_bindgen::JsValue;
 
 /// How many events a session keeps for replay.
 pub const RETAINED_EVENTS: u64 = 10_000;
+/// Events written by one statement of a commit's transaction.
+const EVENTS_PER_INSERT: usize = 32;
 
 /// The stream of one session.
 pub struct SqlStreamLog {
     sql: Sql,
     last_seq: Cell<u64>,
     clients: Clients,
-    /// The staged batches as stored, once read or written: a commit stages and releases
-    /// without reading them back from storage.
-    staged: RefCell<Option<Vec<Staged>>>,
+    /// Batches held back until their commit lands (in memory: see the module's doc).
+    staged: RefCell<Vec<Staged>>,
 }
 
-/// A staged batch, kept as ready SSE parts (event name, data) so that releasing it never
-/// parses events back (which would also put a chunk deserializer in the bundle).
+/// A staged batch, kept as ready SSE parts (event name, data).
 struct Staged {
     commit_id: String,
     version: u64,
     events: Vec<(String, String)>,
-}
-
-/// Staged batches as stored, `[[commit id, version, [[event, data], …]], …]`, written and
-/// read with the runtime's `JSON` (no serde code for them in the bundle). Text that does
-/// not parse is no batch.
-fn parse_staged(text: &str) -> Vec<Staged> {
-    let Ok(all) = JSON::parse(text) else {
-        return Vec::new();
-    };
-    let part = |e: JsValue| {
-        let e = Array::from(&e);
-        Some((e.get(0).as_string()?, e.get(1).as_string()?))
-    };
-    let batch = |s: JsValue| {
-        let s = Array::from(&s);
-        Some(Staged {
-            commit_id: s.get(0).as_string()?,
-            version: s.get(1).as_f64()? as u64,
-            events: Array::from(&s.get(2))
-                .iter()
-                .map(part)
-                .collect::<Option<_>>()?,
-        })
-    };
-    Array::from(&all).iter().filter_map(batch).collect()
-}
-
-/// `JSON.stringify` of arrays of strings and numbers, which cannot fail.
-fn staged_json(staged: &[Staged]) -> String {
-    let all = Array::new();
-    for s in staged {
-        let part = |(event, data): &(String, String)| {
-            Array::of2(&JsValue::from_str(event), &JsValue::from_str(data))
-        };
-        let events: Array = s.events.iter().map(part).collect();
-        let version = JsValue::from_f64(s.version as f64);
-        all.push(&Array::of3(
-            &JsValue::from_str(&s.commit_id),
-            &version,
-            &events,
-        ));
-    }
-    let json = JSON::stringify(&all).ok().and_then(|j| j.as_string());
-    json.unwrap_or_default()
+    /// The first sequence number its events got, once its commit's transaction wrote them.
+    written_from: Option<u64>,
 }
 
 impl SqlStreamLog {
@@ -90,40 +52,79 @@ impl SqlStreamLog {
             sql,
             last_seq: Cell::new(last),
             clients: Clients::default(),
-            staged: RefCell::new(None),
+            staged: RefCell::new(Vec::new()),
         })
-    }
-
-    /// Takes the staged batches (from the kept copy when there is one); give them back
-    /// with [`keep_staged`](Self::keep_staged) or [`set_staged`](Self::set_staged).
-    fn staged(&self) -> Vec<Staged> {
-        if let Some(staged) = self.staged.take() {
-            return staged;
-        }
-        self.sql
-            .mark("staged")
-            .map(|text| parse_staged(&text))
-            .unwrap_or_default()
-    }
-
-    /// Gives back batches taken with [`staged`](Self::staged), unchanged.
-    fn keep_staged(&self, staged: Vec<Staged>) {
-        *self.staged.borrow_mut() = Some(staged);
-    }
-
-    fn set_staged(&self, staged: Vec<Staged>) {
-        if staged.is_empty() && self.staged.borrow().as_ref().is_some_and(Vec::is_empty) {
-            return;
-        }
-        let json = (!staged.is_empty()).then(|| staged_json(&staged));
-        if self.sql.set_mark("staged", json.as_deref()) {
-            self.keep_staged(staged);
-        }
     }
 
     fn set_confirmed(&self) {
         self.sql
             .set_mark("confirmed", Some(&self.last_seq.get().to_string()));
+    }
+
+    /// The statements that write the batch staged for commit `commit_id`, to run in the
+    /// commit's own transaction, with the confirmed mark at its end; `None` when nothing
+    /// is staged for it. Call [`written`](Self::written) once the transaction landed.
+    pub fn commit_statements(&self, commit_id: &str) -> Option<Vec<Owned>> {
+        let staged = self.staged.borrow();
+        let batch = staged.iter().find(|s| s.commit_id == commit_id)?;
+        let from = self.last_seq.get() + 1;
+        // One multi-row insert per few dozen events: each SQL call costs the object CPU.
+        let mut statements: Vec<Owned> = Vec::new();
+        for (n, chunk) in batch.events.chunks(EVENTS_PER_INSERT).enumerate() {
+            let first = from + (n * EVENTS_PER_INSERT) as u64;
+            let mut args = Vec::with_capacity(chunk.len() * 3);
+            for (i, (name, data)) in chunk.iter().enumerate() {
+                args.push(SqlStorageValue::from((first + i as u64) as i64));
+                args.push(name.as_str().into());
+                args.push(data.as_str().into());
+            }
+            let rows = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+            statements.push((
+                format!("INSERT INTO events (seq, event, data) VALUES {rows}"),
+                args,
+            ));
+        }
+        let confirmed = (from + batch.events.len() as u64 - 1).to_string();
+        statements.push((
+            "INSERT INTO journal_meta (k, v) VALUES ('confirmed', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+                .to_string(),
+            vec![confirmed.into()],
+        ));
+        Some(statements)
+    }
+
+    /// The transaction with [`commit_statements`](Self::commit_statements) of
+    /// `commit_id` landed: its events have their sequence numbers.
+    pub fn written(&self, commit_id: &str) {
+        let mut staged = self.staged.borrow_mut();
+        if let Some(batch) = staged.iter_mut().find(|s| s.commit_id == commit_id) {
+            let from = self.last_seq.get() + 1;
+            batch.written_from = Some(from);
+            self.last_seq.set(from + batch.events.len() as u64 - 1);
+        }
+    }
+
+    /// Sends a stored event to every connected client (and ends their streams after
+    /// `end` or `fail`).
+    fn broadcast(&self, seq: u64, name: &str, data: &str) {
+        self.clients.broadcast(frame(seq, name, data));
+        if name == "end" || name == "fail" {
+            self.clients.close();
+        }
+    }
+
+    /// Drops the oldest events past [`RETAINED_EVENTS`] (checked every 1,000 events).
+    fn retain(&self, from: u64, to: u64) {
+        let crossed = (from..=to).any(|seq| seq.is_multiple_of(1_000));
+        if crossed && to > RETAINED_EVENTS {
+            let cutoff = (to - RETAINED_EVENTS) as i64;
+            let dropped = self
+                .sql
+                .run("DELETE FROM events WHERE seq <= ?", vec![cutoff.into()]);
+            if let Err(e) = dropped {
+                log_error("retention", e);
+            }
+        }
     }
 
     /// Appends an event durably and sends it to every connected client.
@@ -138,19 +139,8 @@ impl SqlStreamLog {
             return self.last_seq.get();
         }
         self.last_seq.set(seq);
-        if seq.is_multiple_of(1_000) && seq > RETAINED_EVENTS {
-            let cutoff = (seq - RETAINED_EVENTS) as i64;
-            let dropped = self
-                .sql
-                .run("DELETE FROM events WHERE seq <= ?", vec![cutoff.into()]);
-            if let Err(e) = dropped {
-                log_error("retention", e);
-            }
-        }
-        self.clients.broadcast(frame(seq, name, data));
-        if name == "end" || name == "fail" {
-            self.clients.close();
-        }
+        self.retain(seq, seq);
+        self.broadcast(seq, name, data);
         seq
     }
 
@@ -161,7 +151,9 @@ impl SqlStreamLog {
         let oldest = self.sql.query("SELECT MIN(seq) FROM events", Vec::new());
         let oldest =
             first_int(&oldest.unwrap_or_default()).map_or(self.last_seq.get() + 1, |s| s as u64);
-        if after + 1 < oldest {
+        // Before what is retained, or past the end (the stream was lost with the object's
+        // storage and started over): the client must refetch the session first.
+        if after + 1 < oldest || after > self.last_seq.get() {
             let data =
                 serde_json::json!({ "fromSequence": oldest, "requestedAfter": after }).to_string();
             frames.push(frame(oldest - 1, "truncated", &data));
@@ -252,46 +244,60 @@ impl StreamLog for SqlStreamLog {
             .iter()
             .map(|e| (e.name().to_string(), e.data_json()))
             .collect();
-        let mut staged = self.staged();
-        staged.push(Staged {
+        self.staged.borrow_mut().push(Staged {
             commit_id: commit_id.into(),
             version,
             events,
+            written_from: None,
         });
-        self.set_staged(staged);
     }
 
     fn release(&self, commit_id: &str) {
-        let mut staged = self.staged();
-        if let Some(pos) = staged.iter().position(|s| s.commit_id == commit_id) {
+        let batch = {
+            let mut staged = self.staged.borrow_mut();
+            let Some(pos) = staged.iter().position(|s| s.commit_id == commit_id) else {
+                drop(staged);
+                self.set_confirmed();
+                return;
+            };
             let batch = staged.remove(pos);
-            for (name, data) in &batch.events {
-                self.append(name, data);
-            }
             // Rival writes of this or an older version lost the compare-and-set.
             staged.retain(|s| s.version > batch.version);
-            self.set_staged(staged);
-        } else {
-            self.keep_staged(staged);
+            batch
+        };
+        match batch.written_from {
+            Some(from) => {
+                for (i, (name, data)) in batch.events.iter().enumerate() {
+                    self.broadcast(from + i as u64, name, data);
+                }
+                self.retain(from, self.last_seq.get());
+            }
+            None => {
+                for (name, data) in &batch.events {
+                    self.append(name, data);
+                }
+                self.set_confirmed();
+            }
         }
-        self.set_confirmed();
     }
 
     fn discard(&self, commit_id: &str) {
-        let mut staged = self.staged();
-        staged.retain(|s| s.commit_id != commit_id);
-        self.set_staged(staged);
+        self.staged
+            .borrow_mut()
+            .retain(|s| s.commit_id != commit_id);
     }
 
     fn recover(&self, _version: u64, commit_id: &str) -> Recovery {
-        let staged = self.staged();
-        let landed = staged.iter().any(|s| s.commit_id == commit_id);
-        self.keep_staged(staged);
+        let landed = self
+            .staged
+            .borrow()
+            .iter()
+            .any(|s| s.commit_id == commit_id);
         if landed {
             self.release(commit_id);
         }
-        // Whatever else is staged lost the compare-and-set.
-        self.set_staged(Vec::new());
+        // Whatever else is staged lost the compare-and-set (or died with its process).
+        self.staged.borrow_mut().clear();
         let confirmed = self.sql.counter("confirmed");
         Recovery {
             torn_from: (self.last_seq.get() > confirmed).then_some(confirmed + 1),
@@ -318,52 +324,5 @@ impl StreamLog for SqlStreamLog {
             })
         };
         rows.iter().filter_map(frame).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use wasm_bindgen_test::wasm_bindgen_test;
-
-    /// Staged batches are stored as plain JSON through the runtime's `JSON`: they come
-    /// back as written, event data with quotes, escapes and non-ASCII text included.
-    #[wasm_bindgen_test]
-    fn staged_batches_round_trip_through_their_stored_json() {
-        let batches = [
-            Staged {
-                commit_id: "commit_1".into(),
-                version: 7,
-                events: vec![
-                    (
-                        "chunk".into(),
-                        r#"{"type":"text_delta","delta":"a \"q\" \\ é"}"#.into(),
-                    ),
-                    ("end".into(), "{}".into()),
-                ],
-            },
-            Staged {
-                commit_id: "commit_2".into(),
-                version: 9_007_199_254_740_991,
-                events: vec![],
-            },
-        ];
-        let json = staged_json(&batches);
-        let back = parse_staged(&json);
-        assert_eq!(back.len(), 2);
-        for (a, b) in batches.iter().zip(&back) {
-            assert_eq!(
-                (&a.commit_id, a.version, &a.events),
-                (&b.commit_id, b.version, &b.events)
-            );
-        }
-        assert!(
-            parse_staged("not json").is_empty(),
-            "unreadable text is no batch"
-        );
-        assert!(
-            parse_staged(r#"[["c", "x", []]]"#).is_empty(),
-            "a batch needs its version"
-        );
     }
 }

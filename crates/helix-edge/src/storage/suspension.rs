@@ -1,14 +1,41 @@
 //! The suspension context in the session object's SQLite ([`Suspension`]): answers,
 //! claims and routes. Each check-then-insert is synchronous, so no other request of the
 //! object runs in between; the output gate holds every answer until it is durable.
+//! Answers read once are kept in memory: the object is their only writer.
 
 use super::sql::{Sql, backend, text};
 use crate::journal::Suspension;
 use crate::store::{Answer, AnswerOutcome, StoreError, rows};
+use std::cell::RefCell;
 use worker::SqlStorageValue;
 
+/// The answers known, by `(session, call)`: `None` is "read, and there is none".
+type Known = Vec<((String, String), Option<Answer>)>;
+
 /// The suspension context of the object's session.
-pub struct SqlSuspension(pub Sql);
+pub struct SqlSuspension {
+    sql: Sql,
+    known: RefCell<Known>,
+}
+
+impl SqlSuspension {
+    /// The suspension context in `sql`.
+    pub fn new(sql: Sql) -> Self {
+        Self {
+            sql,
+            known: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn remember(&self, session_id: &str, tool_call_id: &str, answer: Option<Answer>) {
+        let key = (session_id.to_string(), tool_call_id.to_string());
+        let mut known = self.known.borrow_mut();
+        match known.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = answer,
+            None => known.push((key, answer)),
+        }
+    }
+}
 
 impl Suspension for SqlSuspension {
     fn answer(
@@ -26,12 +53,13 @@ impl Suspension for SqlSuspension {
             rows::to_json(answer)?.into(),
             SqlStorageValue::from(worker::Date::now().as_millis() as i64),
         ];
-        self.0
+        self.sql
             .run(
                 "INSERT INTO answers (session_id, tool_call_id, body, created_at) VALUES (?, ?, ?, ?)",
                 args,
             )
             .map_err(|e| backend("storing the answer", e))?;
+        self.remember(session_id, tool_call_id, Some(answer.clone()));
         Ok(AnswerOutcome::Stored)
     }
 
@@ -40,17 +68,27 @@ impl Suspension for SqlSuspension {
         session_id: &str,
         tool_call_id: &str,
     ) -> Result<Option<Answer>, StoreError> {
+        let cached = self
+            .known
+            .borrow()
+            .iter()
+            .find_map(|((s, c), a)| (s == session_id && c == tool_call_id).then(|| a.clone()));
+        if let Some(answer) = cached {
+            return Ok(answer);
+        }
         let rows = self
-            .0
+            .sql
             .query(
                 "SELECT body FROM answers WHERE session_id = ? AND tool_call_id = ?",
                 vec![session_id.into(), tool_call_id.into()],
             )
             .map_err(|e| backend("reading the answer", e))?;
-        match rows.first().and_then(|r| text(r, 0)) {
-            Some(body) => rows::from_json(&body).map(Some),
-            None => Ok(None),
-        }
+        let answer = match rows.first().and_then(|r| text(r, 0)) {
+            Some(body) => Some(rows::from_json(&body)?),
+            None => None,
+        };
+        self.remember(session_id, tool_call_id, answer.clone());
+        Ok(answer)
     }
 
     fn claim(
@@ -66,7 +104,7 @@ impl Suspension for SqlSuspension {
         let select =
             "SELECT instance FROM claims WHERE run_id = ? AND step = ? AND tool_call_id = ?";
         let rows = self
-            .0
+            .sql
             .query(select, key())
             .map_err(|e| backend("reading the claim", e))?;
         if let Some(owner) = rows.first().and_then(|r| text(r, 0)) {
@@ -75,7 +113,7 @@ impl Suspension for SqlSuspension {
         let mut args = key();
         args.push(instance.into());
         // The output gate holds the tool's requests until this write is durable.
-        self.0
+        self.sql
             .run(
                 "INSERT INTO claims (run_id, step, tool_call_id, instance) VALUES (?, ?, ?, ?)",
                 args,
@@ -86,7 +124,7 @@ impl Suspension for SqlSuspension {
 
     fn route(&self, tool_call_id: &str, owner: &str) -> Result<bool, StoreError> {
         let rows = self
-            .0
+            .sql
             .query(
                 "INSERT INTO routes (tool_call_id, owner) VALUES (?, ?) \
                  ON CONFLICT (tool_call_id) DO NOTHING RETURNING owner",
@@ -98,7 +136,7 @@ impl Suspension for SqlSuspension {
 
     fn routed(&self, tool_call_id: &str) -> Result<Option<String>, StoreError> {
         let rows = self
-            .0
+            .sql
             .query(
                 "SELECT owner FROM routes WHERE tool_call_id = ?",
                 vec![tool_call_id.into()],

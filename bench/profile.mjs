@@ -1,0 +1,109 @@
+// A CPU profile of the worker's isolate over HITL cycles: starts the worker in
+// `wrangler dev` (devtools relay off), attaches to its workerd's inspector (Chrome
+// DevTools Protocol), samples while `BENCH_SESSIONS` (default 100) cycles run one at a
+// time, and prints self time per function, heaviest first. For names in the profile,
+// build the worker without stripping them (scripts/profile.sh does).
+//
+// Run with: node --experimental-websocket bench/profile.mjs
+
+import { execSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
+import { openStream } from '../tests/e2e/sse.mjs';
+
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 100);
+
+function respond(body) {
+  const last = body?.messages?.at(-1);
+  if (last?.role === 'tool') return { text: 'Deleted.' };
+  return { calls: [{ name: 'delete_file', args: { path: '/tmp/bench' } }] };
+}
+
+async function cycle(worker, id) {
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'delete /tmp/bench' });
+  const sse = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, { headers: { authorization: `Bearer ${API_TOKEN}` } });
+  const events = await sse.until((e) => e.type === 'tool_approval_request');
+  const request = events.find((e) => e.type === 'tool_approval_request');
+  await api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
+    { kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true });
+  await sse.until((e) => e.type === 'end');
+  sse.close();
+  if (created.status !== 201) throw new Error(`create ${created.status}`);
+}
+
+/** The inspector port of the worker's own workerd (the one serving `entry=…:0`). */
+function inspectorPort(pgid) {
+  const pids = execSync(`ps -o pid=,args= -g ${pgid}`).toString().split('\n')
+    .filter((l) => l.includes('workerd serve') && l.includes('entry=127.0.0.1:0'))
+    .map((l) => l.trim().split(/\s+/)[0]);
+  const listening = execSync('ss -ltnp').toString().split('\n');
+  for (const pid of pids) {
+    const line = listening.find((l) => l.includes(`pid=${pid},`));
+    const port = line?.match(/127\.0\.0\.1:(\d+)|\[::1\]:(\d+)|localhost:(\d+)/);
+    if (port) return port.slice(1).find(Boolean);
+  }
+  throw new Error('no inspector port found');
+}
+
+function cdp(url) {
+  const ws = new WebSocket(url);
+  let next = 1;
+  const waiting = new Map();
+  ws.onmessage = (m) => {
+    const msg = JSON.parse(m.data);
+    if (msg.id && waiting.has(msg.id)) {
+      waiting.get(msg.id)(msg);
+      waiting.delete(msg.id);
+    }
+  };
+  const opened = new Promise((r) => { ws.onopen = r; });
+  return {
+    opened,
+    send(method, params = {}) {
+      const id = next++;
+      ws.send(JSON.stringify({ id, method, params }));
+      return new Promise((r) => waiting.set(id, r));
+    },
+    close: () => ws.close(),
+  };
+}
+
+const { worker, llm } = await startWithMock({}, undefined, { devtools: false });
+llm.respondWith(respond);
+try {
+  const tag = Date.now().toString(36);
+  for (let i = 0; i < 10; i++) await cycle(worker, `warm-${tag}-${i}`);
+  const port = inspectorPort(worker.pid);
+  const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
+  const target = targets.find((t) => t.webSocketDebuggerUrl);
+  const session = cdp(target.webSocketDebuggerUrl);
+  await session.opened;
+  await session.send('Profiler.enable');
+  await session.send('Profiler.setSamplingInterval', { interval: 100 });
+  await session.send('Profiler.start');
+  const t0 = performance.now();
+  for (let i = 0; i < SESSIONS; i++) await cycle(worker, `prof-${tag}-${i}`);
+  const wall = performance.now() - t0;
+  const { result } = await session.send('Profiler.stop');
+  session.close();
+  if (process.env.PROFILE_JSON) writeFileSync(process.env.PROFILE_JSON, JSON.stringify(result.profile));
+  const { nodes, samples, timeDeltas } = result.profile;
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  for (let i = 0; i < samples.length; i++) {
+    const n = byId.get(samples[i]);
+    const f = n.callFrame;
+    const key = `${f.functionName || '(anonymous)'} ${f.url ? f.url.split('/').pop() : ''}`.trim();
+    self.set(key, (self.get(key) ?? 0) + (timeDeltas[i] ?? 0) / 1000);
+  }
+  const total = [...self.entries()].filter(([k]) => k !== '(idle)').reduce((a, [, v]) => a + v, 0);
+  console.log(`${SESSIONS} cycles in ${wall.toFixed(0)} ms; busy ${(total / SESSIONS).toFixed(2)} ms per cycle in the isolate`);
+  console.log('| function | ms per cycle |\n|---|---|');
+  for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
+    console.log(`| ${k} | ${(v / SESSIONS).toFixed(3)} |`);
+  }
+} finally {
+  await worker.stop();
+  worker.cleanup();
+  await llm.close();
+}

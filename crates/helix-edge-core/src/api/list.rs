@@ -1,0 +1,225 @@
+//! `GET /v1/sessions`: the query (filters by agent and status, updated since, a cursor
+//! and a page size) and the page it answers, newest first. The list is read from D1,
+//! the queryable record, so it is as fresh as replication (normally well under a
+//! second behind the sessions' objects).
+
+use super::ApiError;
+use crate::store::SessionStatus;
+use serde::Serialize;
+
+/// Default page size.
+pub const DEFAULT_LIMIT: u32 = 20;
+/// Largest page size.
+pub const MAX_LIMIT: u32 = 100;
+
+/// Where a page starts: after the session last listed (by update time, then id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    /// Its update time (ms).
+    pub updated_at: u64,
+    /// Its id.
+    pub session_id: String,
+}
+
+impl Cursor {
+    /// The opaque form clients send back.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.updated_at, self.session_id)
+    }
+
+    /// Reads an opaque cursor.
+    pub fn decode(text: &str) -> Option<Self> {
+        let (updated, id) = text.split_once('.')?;
+        let digits = !updated.is_empty() && updated.bytes().all(|b| b.is_ascii_digit());
+        if !digits || !crate::auth::valid_session_id(id) {
+            return None;
+        }
+        Some(Self {
+            updated_at: updated.parse().ok()?,
+            session_id: id.to_string(),
+        })
+    }
+}
+
+/// The query of `GET /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ListQuery {
+    /// Only sessions of this agent.
+    pub agent: Option<String>,
+    /// Only sessions in this status.
+    pub status: Option<SessionStatus>,
+    /// Only sessions updated at or after this time (ms).
+    pub updated_since: Option<u64>,
+    /// Continue after this session.
+    pub cursor: Option<Cursor>,
+    /// Page size.
+    pub limit: u32,
+}
+
+impl ListQuery {
+    /// Parses and validates the query pairs; unknown parameters are refused.
+    pub fn parse(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut query = Self {
+            limit: DEFAULT_LIMIT,
+            ..Self::default()
+        };
+        for (key, value) in pairs {
+            match key.as_str() {
+                "agent" if crate::tool::valid_name(value) => query.agent = Some(value.clone()),
+                "agent" => return Err(ApiError::validation("agent is not a valid agent name.")),
+                "status" => {
+                    let status = serde_json::from_value(serde_json::Value::String(value.clone()));
+                    query.status = Some(status.map_err(|_| {
+                        ApiError::validation(
+                            "status is one of active, interrupted, completed, failed, aborted.",
+                        )
+                    })?);
+                }
+                "updatedSince" => {
+                    let at = value.parse().map_err(|_| {
+                        ApiError::validation(
+                            "updatedSince is a time in milliseconds since the epoch.",
+                        )
+                    })?;
+                    query.updated_since = Some(at);
+                }
+                "cursor" => {
+                    let cursor = Cursor::decode(value)
+                        .ok_or_else(|| ApiError::validation("cursor is not one this API gave."))?;
+                    query.cursor = Some(cursor);
+                }
+                "limit" => {
+                    query.limit = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=MAX_LIMIT).contains(n))
+                        .ok_or_else(|| ApiError::validation("limit must be between 1 and 100."))?;
+                }
+                // The credential of `EventSource` clients may come as a query parameter.
+                "token" => {}
+                other => {
+                    return Err(ApiError::validation(format!(
+                        "Unknown query parameter '{other}'."
+                    )));
+                }
+            }
+        }
+        Ok(query)
+    }
+}
+
+/// One session of the list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    /// Its id.
+    pub session_id: String,
+    /// Its agent.
+    pub agent: String,
+    /// Its status.
+    pub status: SessionStatus,
+    /// Its version (commits so far).
+    pub version: u64,
+    /// Creation time (ms).
+    pub created_at: u64,
+    /// Last commit time (ms).
+    pub updated_at: u64,
+}
+
+/// Body of `GET /v1/sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionList {
+    /// The page, newest first.
+    pub sessions: Vec<SessionSummary>,
+    /// Where the next page starts, if there may be one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl SessionList {
+    /// A page of `limit` from `rows` (read with one more than `limit`, to know whether
+    /// another page follows).
+    pub fn page(mut rows: Vec<SessionSummary>, limit: u32) -> Self {
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let next_cursor = more
+            .then(|| rows.last())
+            .flatten()
+            .map(|last| Cursor {
+                updated_at: last.updated_at,
+                session_id: last.session_id.clone(),
+            })
+            .map(|c| c.encode());
+        Self {
+            sessions: rows,
+            next_cursor,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> Result<ListQuery, ApiError> {
+        let pairs: Vec<_> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ListQuery::parse(&pairs)
+    }
+
+    #[test]
+    fn the_query_takes_its_filters_and_refuses_anything_else() {
+        let all = q(&[
+            ("agent", "assistant"),
+            ("status", "completed"),
+            ("updatedSince", "1795000000000"),
+            ("cursor", "1795000000001.s_a.b-c"),
+            ("limit", "5"),
+        ])
+        .unwrap();
+        assert_eq!(all.agent.as_deref(), Some("assistant"));
+        assert_eq!(all.status, Some(SessionStatus::Completed));
+        assert_eq!(all.updated_since, Some(1_795_000_000_000));
+        let cursor = all.cursor.unwrap();
+        assert_eq!(
+            (cursor.updated_at, cursor.session_id.as_str()),
+            (1_795_000_000_001, "s_a.b-c")
+        );
+        assert_eq!(all.limit, 5);
+        assert_eq!(q(&[]).unwrap().limit, DEFAULT_LIMIT);
+        for bad in [
+            ("status", "done"),
+            ("limit", "0"),
+            ("limit", "101"),
+            ("updatedSince", "yesterday"),
+            ("cursor", "x.y"),
+            ("cursor", "12"),
+            ("agent", "no spaces"),
+            ("sort", "asc"),
+        ] {
+            assert_eq!(q(&[bad]).unwrap_err().status, 400, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_page_names_where_the_next_one_starts_only_when_there_is_more() {
+        let summary = |n: u64| SessionSummary {
+            session_id: format!("s{n}"),
+            agent: "a".into(),
+            status: SessionStatus::Active,
+            version: 1,
+            created_at: n,
+            updated_at: 100 - n,
+        };
+        let page = SessionList::page((1..=3).map(summary).collect(), 2);
+        assert_eq!(page.sessions.len(), 2);
+        assert_eq!(page.next_cursor.as_deref(), Some("98.s2"));
+        let last = SessionList::page((1..=2).map(summary).collect(), 2);
+        assert_eq!(last.next_cursor, None);
+        let round = Cursor::decode(&page.next_cursor.unwrap()).unwrap();
+        assert_eq!(round.session_id, "s2");
+    }
+}

@@ -1,0 +1,64 @@
+//! What a worker reads from its environment, once per isolate: the agents (built by the
+//! app's function), the auth configuration, the model providers, and the tunables. The
+//! environment of an isolate does not change while it lives, and building agents (their
+//! tools' JSON Schemas) or reading vars costs CPU on every request that repeats it.
+
+use crate::agent::Agents;
+use crate::api::ApiError;
+use crate::app::App;
+use crate::auth::AuthConfig;
+use crate::http::internal;
+use crate::llm::PlatformModels;
+use crate::storage::DEFAULT_BACKLOG_COMMITS;
+use crate::worker_host::config_value;
+use std::cell::RefCell;
+use std::rc::Rc;
+use worker::Env;
+
+/// Heartbeat interval of SSE streams (SPEC: at least every 15 s); `SSE_PING_MS` overrides.
+const PING_EVERY_MS: u64 = 15_000;
+
+/// The worker's configuration, as this isolate read it.
+pub struct Setup {
+    /// The agents the app hosts.
+    pub agents: Agents,
+    /// How requests are authenticated.
+    pub auth: AuthConfig,
+    /// The model providers.
+    pub models: Rc<PlatformModels>,
+    /// How many commits may wait for D1 before a session refuses more (`D1_BACKLOG_COMMITS`).
+    pub backlog_commits: u64,
+    /// The SSE heartbeat interval (`SSE_PING_MS`).
+    pub ping_ms: u64,
+}
+
+thread_local! {
+    static SETUP: RefCell<Option<Rc<Setup>>> = const { RefCell::new(None) };
+}
+
+impl Setup {
+    /// This isolate's configuration, read on first use.
+    pub fn get(env: &Env, app: &App) -> Result<Rc<Setup>, ApiError> {
+        if let Some(setup) = SETUP.with_borrow(|s| s.clone()) {
+            return Ok(setup);
+        }
+        crate::worker_host::init_log_level(env);
+        let number = |name: &str, default: u64| {
+            config_value(env, name)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        let setup = Rc::new(Setup {
+            agents: app.agents(env).map_err(|e| internal("agents", e))?,
+            auth: AuthConfig::new(
+                config_value(env, "API_TOKEN"),
+                config_value(env, "ALLOW_UNAUTHENTICATED"),
+            ),
+            models: Rc::new(PlatformModels::from_env(env)),
+            backlog_commits: number("D1_BACKLOG_COMMITS", DEFAULT_BACKLOG_COMMITS),
+            ping_ms: number("SSE_PING_MS", PING_EVERY_MS),
+        });
+        SETUP.set(Some(setup.clone()));
+        Ok(setup)
+    }
+}
