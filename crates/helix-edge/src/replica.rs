@@ -27,6 +27,9 @@ use worker::SqlStorageValue;
 /// The most bytes of statements sent in one D1 batch (a commit larger than this goes
 /// alone).
 pub const BATCH_BYTES: u64 = 900_000;
+/// The largest commit queued for D1, as JSON (a row of the object's SQLite holds at
+/// most 2 MB); a larger one is refused before anything is written.
+pub const OUTBOX_ROW_BYTES: usize = 1_900_000;
 /// How long a replication waits after the commit that started it, so that the commits
 /// right behind it go in the same batch.
 pub const COALESCE_MS: u64 = 250;
@@ -170,6 +173,11 @@ impl Replica {
     ) -> Result<Owned, StoreError> {
         let json = batch_json(batch)
             .ok_or_else(|| StoreError::Corrupt("cannot queue the commit for D1".into()))?;
+        // One row of the object's SQLite holds at most 2 MB.
+        if json.len() > OUTBOX_ROW_BYTES {
+            let (what, bytes, limit) = ("commit", json.len(), OUTBOX_ROW_BYTES);
+            return Err(StoreError::TooLarge { what, bytes, limit });
+        }
         let bytes = json.len() as u64;
         let (commits, total) = self.backlog();
         self.waiting.set(Some((commits + 1, total + bytes)));
