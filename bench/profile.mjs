@@ -31,18 +31,22 @@ async function cycle(worker, id) {
   if (created.status !== 201) throw new Error(`create ${created.status}`);
 }
 
-/** The inspector port of the worker's own workerd (the one serving `entry=…:0`). */
-function inspectorPort(pgid) {
+/** The inspector targets of the worker's own workerd (the one serving `entry=…:0`). */
+async function inspectorTargets(pgid) {
   const pids = execSync(`ps -o pid=,args= -g ${pgid}`).toString().split('\n')
     .filter((l) => l.includes('workerd serve') && l.includes('entry=127.0.0.1:0'))
     .map((l) => l.trim().split(/\s+/)[0]);
   const listening = execSync('ss -ltnp').toString().split('\n');
   for (const pid of pids) {
-    const line = listening.find((l) => l.includes(`pid=${pid},`));
-    const port = line?.match(/127\.0\.0\.1:(\d+)|\[::1\]:(\d+)|localhost:(\d+)/);
-    if (port) return port.slice(1).find(Boolean);
+    // It listens on several ports; the inspector is the one that lists targets.
+    for (const line of listening.filter((l) => l.includes(`pid=${pid},`))) {
+      const port = line.match(/(?:127\.0\.0\.1|\[::1\]|localhost):(\d+)/)?.[1];
+      if (!port) continue;
+      const answer = await fetch(`http://127.0.0.1:${port}/json`).then((r) => r.json()).catch(() => null);
+      if (Array.isArray(answer)) return answer;
+    }
   }
-  throw new Error('no inspector port found');
+  throw new Error('no inspector found');
 }
 
 function cdp(url) {
@@ -73,8 +77,7 @@ llm.respondWith(respond);
 try {
   const tag = Date.now().toString(36);
   for (let i = 0; i < 10; i++) await cycle(worker, `warm-${tag}-${i}`);
-  const port = inspectorPort(worker.pid);
-  const targets = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
+  const targets = await inspectorTargets(worker.pid);
   const target = targets.find((t) => t.webSocketDebuggerUrl);
   const session = cdp(target.webSocketDebuggerUrl);
   await session.opened;
@@ -101,6 +104,25 @@ try {
   console.log('| function | ms per cycle |\n|---|---|');
   for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
     console.log(`| ${k} | ${(v / SESSIONS).toFixed(3)} |`);
+  }
+  // Who calls the heaviest native functions: self time by the nearest caller in our wasm.
+  const parent = new Map();
+  for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const ours = (n) => n.callFrame.url.includes('.wasm')
+    && !/wasm_bindgen|js_sys|web_sys|worker_sys|worker::|catch wrapper|__wbg|^js-to-wasm|^wasm-to-js/.test(n.callFrame.functionName);
+  for (const name of (process.env.PROFILE_CALLERS ?? 'exec,fetch').split(',')) {
+    const callers = new Map();
+    for (let i = 0; i < samples.length; i++) {
+      let n = byId.get(samples[i]);
+      if (n.callFrame.functionName !== name) continue;
+      while (n && !ours(n)) n = byId.get(parent.get(n.id));
+      const key = n ? n.callFrame.functionName.replace(/::h[0-9a-f]{16}$/, '') : '(unknown)';
+      callers.set(key, (callers.get(key) ?? 0) + (timeDeltas[i] ?? 0) / 1000);
+    }
+    console.log(`\n${name}, by caller\n| caller | ms per cycle |\n|---|---|`);
+    for (const [k, v] of [...callers.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15)) {
+      console.log(`| ${k.slice(0, 150)} | ${(v / SESSIONS).toFixed(3)} |`);
+    }
   }
 } finally {
   await worker.stop();

@@ -84,6 +84,9 @@ impl<'a> SqlFailure<'a> {
     }
 }
 
+/// The guard statement of a commit batch.
+const GUARD: &str = "INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (1, changes())";
+
 /// A bound SQL parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
@@ -113,6 +116,12 @@ impl Statement {
                 Arg::Int(_) => 8,
             })
             .sum()
+    }
+
+    /// Whether it is a commit's compare-and-set guard (which fails the batch when the
+    /// version-guarded update of the session row matched nothing).
+    pub fn is_guard(&self) -> bool {
+        self.sql == GUARD
     }
 
     /// What the statement stores, for errors.
@@ -455,7 +464,7 @@ pub fn plan_commit(
         },
         // Fails the batch (CHECK ok = 1) when the guarded update matched no row.
         Statement {
-            sql: "INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (1, changes())",
+            sql: GUARD,
             args: Vec::new(),
         },
     ];

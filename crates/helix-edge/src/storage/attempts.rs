@@ -1,18 +1,19 @@
-//! Step attempts in the session object's SQLite ([`StepAttempts`]).
+//! Step attempts in the session object's SQLite ([`StepAttempts`]): one counter per
+//! run and step, `attempt:{run}:{step}` in `journal_meta`.
 
 use super::sql::{Sql, first_int, log_error};
 use crate::journal::StepAttempts;
-use worker::SqlStorageValue;
 
 /// The attempt counter of the object's session.
 pub struct SqlAttempts(pub Sql);
 
 impl StepAttempts for SqlAttempts {
     fn begin_step(&self, run_id: &str, step: u32) -> u32 {
+        let key = format!("attempt:{run_id}:{step}");
         let rows = self.0.query(
-            "INSERT INTO step_attempts (run_id, step, n) VALUES (?, ?, 1) \
-             ON CONFLICT (run_id, step) DO UPDATE SET n = n + 1 RETURNING n",
-            vec![run_id.into(), SqlStorageValue::from(i64::from(step))],
+            "INSERT INTO journal_meta (k, v) VALUES (?, '1') \
+             ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + 1 RETURNING CAST(v AS INTEGER)",
+            vec![key.into()],
         );
         match rows {
             Ok(rows) => first_int(&rows).map_or(1, |n| n as u32),

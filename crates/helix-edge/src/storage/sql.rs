@@ -13,18 +13,13 @@ use worker::wasm_bindgen::closure::Closure;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{SqlStorage, SqlStorageValue};
 
-/// The object's tables. One call for all: each SQL call costs the object CPU, and every
-/// new session's object creates them.
+/// The object's tables: the store's (laid out as in D1), the stream's `events`, the
+/// `journal_meta` key-value table (marks, step attempts, answers, claims, routes), and
+/// the replica outbox. One call for all, and few tables: every new session's object
+/// creates them, and that was the largest SQL cost of a session's first request.
 const SCHEMA: &str = "\
     CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, event TEXT NOT NULL, data TEXT NOT NULL); \
     CREATE TABLE IF NOT EXISTS journal_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL); \
-    CREATE TABLE IF NOT EXISTS step_attempts (run_id TEXT NOT NULL, step INTEGER NOT NULL, \
-      n INTEGER NOT NULL, PRIMARY KEY (run_id, step)); \
-    CREATE TABLE IF NOT EXISTS claims (run_id TEXT NOT NULL, step INTEGER NOT NULL, \
-      tool_call_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (run_id, step, tool_call_id)); \
-    CREATE TABLE IF NOT EXISTS answers (session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, \
-      body TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (session_id, tool_call_id)); \
-    CREATE TABLE IF NOT EXISTS routes (tool_call_id TEXT PRIMARY KEY, owner TEXT NOT NULL); \
     CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, agent TEXT NOT NULL, status TEXT NOT NULL, \
       version INTEGER NOT NULL, head TEXT NOT NULL, interrupt TEXT, snapshot_version INTEGER NOT NULL, \
       created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL); \
@@ -36,7 +31,6 @@ const SCHEMA: &str = "\
       body TEXT NOT NULL, PRIMARY KEY (session_id, run_id)); \
     CREATE TABLE IF NOT EXISTS checkpoints (session_id TEXT NOT NULL, id TEXT NOT NULL, version INTEGER NOT NULL, \
       body TEXT NOT NULL, PRIMARY KEY (session_id, id)); \
-    CREATE TABLE IF NOT EXISTS cas_guard (id INTEGER PRIMARY KEY, ok INTEGER NOT NULL CHECK (ok = 1)); \
     CREATE TABLE IF NOT EXISTS subsessions (parent_id TEXT NOT NULL, child_id TEXT NOT NULL, agent TEXT NOT NULL, \
       tool_call_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, \
       PRIMARY KEY (parent_id, child_id)); \

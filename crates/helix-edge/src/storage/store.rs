@@ -141,7 +141,10 @@ impl ObjectStore {
         commit_id: &str,
         batch: &[Statement],
     ) -> Result<(), StoreError> {
-        let mut statements: Vec<Owned> = batch.iter().map(owned).collect();
+        // The compare-and-set guard is D1's: here the image's version was checked, and the
+        // object is the session's only writer.
+        let local = batch.iter().filter(|s| !s.is_guard());
+        let mut statements: Vec<Owned> = local.map(owned).collect();
         statements.push(self.replica.enqueue(id, version, batch)?);
         let stream = self.stream.borrow().clone();
         let events = stream.as_ref().and_then(|s| s.commit_statements(commit_id));
@@ -302,11 +305,6 @@ impl Store for ObjectStore {
             Ok(()) => {
                 self.keep(id, image);
                 Ok(version)
-            }
-            Err(StoreError::Backend(m)) if SqlFailure::of(&m) == SqlFailure::Check => {
-                Err(StoreError::Stale {
-                    expected: expected_version,
-                })
             }
             Err(e) => Err(e),
         }

@@ -1,13 +1,14 @@
 //! The suspension context in the session object's SQLite ([`Suspension`]): answers,
-//! claims and routes. Each check-then-insert is synchronous, so no other request of the
-//! object runs in between; the output gate holds every answer until it is durable.
+//! claims and routes, as keys of `journal_meta` (`answer:{session}:{call}`,
+//! `claim:{run}:{step}:{call}`, `route:{call}`: ids before the last part never contain
+//! `:`). Each check-then-insert is one statement, or synchronous, so no other request of
+//! the object runs in between; the output gate holds every answer until it is durable.
 //! Answers read once are kept in memory: the object is their only writer.
 
 use super::sql::{Sql, backend, text};
 use crate::journal::Suspension;
 use crate::store::{Answer, AnswerOutcome, StoreError, rows};
 use std::cell::RefCell;
-use worker::SqlStorageValue;
 
 /// The answers known, by `(session, call)`: `None` is "read, and there is none".
 type Known = Vec<((String, String), Option<Answer>)>;
@@ -37,6 +38,10 @@ impl SqlSuspension {
     }
 }
 
+/// Inserts `k` unless it exists; answers the value that stands.
+const INSERT_FIRST: &str = "INSERT INTO journal_meta (k, v) VALUES (?, ?) \
+     ON CONFLICT (k) DO UPDATE SET v = v RETURNING v";
+
 impl Suspension for SqlSuspension {
     fn answer(
         &self,
@@ -47,16 +52,12 @@ impl Suspension for SqlSuspension {
         if let Some(existing) = self.find_answer(session_id, tool_call_id)? {
             return Ok(AnswerOutcome::AlreadyAnswered(existing));
         }
-        let args = vec![
-            session_id.into(),
-            tool_call_id.into(),
-            rows::to_json(answer)?.into(),
-            SqlStorageValue::from(worker::Date::now().as_millis() as i64),
-        ];
+        let key = format!("answer:{session_id}:{tool_call_id}");
+        let body = rows::to_json(answer)?;
         self.sql
             .run(
-                "INSERT INTO answers (session_id, tool_call_id, body, created_at) VALUES (?, ?, ?, ?)",
-                args,
+                "INSERT INTO journal_meta (k, v) VALUES (?, ?)",
+                vec![key.into(), body.into()],
             )
             .map_err(|e| backend("storing the answer", e))?;
         self.remember(session_id, tool_call_id, Some(answer.clone()));
@@ -76,12 +77,10 @@ impl Suspension for SqlSuspension {
         if let Some(answer) = cached {
             return Ok(answer);
         }
+        let key = format!("answer:{session_id}:{tool_call_id}");
         let rows = self
             .sql
-            .query(
-                "SELECT body FROM answers WHERE session_id = ? AND tool_call_id = ?",
-                vec![session_id.into(), tool_call_id.into()],
-            )
+            .query("SELECT v FROM journal_meta WHERE k = ?", vec![key.into()])
             .map_err(|e| backend("reading the answer", e))?;
         let answer = match rows.first().and_then(|r| text(r, 0)) {
             Some(body) => Some(rows::from_json(&body)?),
@@ -98,50 +97,30 @@ impl Suspension for SqlSuspension {
         tool_call_id: &str,
         instance: &str,
     ) -> Result<String, StoreError> {
-        let key = || -> Vec<SqlStorageValue> {
-            vec![run_id.into(), i64::from(step).into(), tool_call_id.into()]
-        };
-        let select =
-            "SELECT instance FROM claims WHERE run_id = ? AND step = ? AND tool_call_id = ?";
+        // The output gate holds the tool's requests until the claim is durable.
+        let key = format!("claim:{run_id}:{step}:{tool_call_id}");
         let rows = self
             .sql
-            .query(select, key())
-            .map_err(|e| backend("reading the claim", e))?;
-        if let Some(owner) = rows.first().and_then(|r| text(r, 0)) {
-            return Ok(owner);
-        }
-        let mut args = key();
-        args.push(instance.into());
-        // The output gate holds the tool's requests until this write is durable.
-        self.sql
-            .run(
-                "INSERT INTO claims (run_id, step, tool_call_id, instance) VALUES (?, ?, ?, ?)",
-                args,
-            )
+            .query(INSERT_FIRST, vec![key.into(), instance.into()])
             .map_err(|e| backend("storing the claim", e))?;
-        Ok(instance.to_string())
+        rows.first()
+            .and_then(|r| text(r, 0))
+            .ok_or_else(|| StoreError::Backend("the claim was not stored".into()))
     }
 
     fn route(&self, tool_call_id: &str, owner: &str) -> Result<bool, StoreError> {
+        let key = format!("route:{tool_call_id}");
         let rows = self
             .sql
             .query(
-                "INSERT INTO routes (tool_call_id, owner) VALUES (?, ?) \
-                 ON CONFLICT (tool_call_id) DO NOTHING RETURNING owner",
-                vec![tool_call_id.into(), owner.into()],
+                "INSERT INTO journal_meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING RETURNING v",
+                vec![key.into(), owner.into()],
             )
             .map_err(|e| backend("storing the route", e))?;
         Ok(!rows.is_empty())
     }
 
     fn routed(&self, tool_call_id: &str) -> Result<Option<String>, StoreError> {
-        let rows = self
-            .sql
-            .query(
-                "SELECT owner FROM routes WHERE tool_call_id = ?",
-                vec![tool_call_id.into()],
-            )
-            .map_err(|e| backend("reading the route", e))?;
-        Ok(rows.first().and_then(|r| text(r, 0)))
+        Ok(self.sql.mark(&format!("route:{tool_call_id}")))
     }
 }
