@@ -20,7 +20,9 @@
 //! - A step that keeps failing to commit (crashes) fails the run after
 //!   [`RunnerConfig::max_step_attempts`] attempts instead of spending model calls forever.
 
+mod calls;
 mod children;
+mod commit;
 mod emit;
 mod exec;
 mod ops;

@@ -1,0 +1,275 @@
+//! Closing a step (or a run) durably: the commit that appends the step's messages,
+//! applies its state writes and checkpoints the result, with the events that may only
+//! be seen once it is durable (`state_patch`, `step_committed`, the suspension, `end` or
+//! `fail`); and a run that fails without a step.
+
+use super::children::{child_session_id, subsession};
+use super::emit::Emitter;
+use super::{Live, RunError, Runner};
+use crate::agent::Agent;
+use crate::chunk::{ChunkBody, Executor, RunStatus, StreamEvent, SuspendReason};
+use crate::error::ErrorInfo;
+use crate::host::Level;
+use crate::host::LogValue::{Null, Num, Str};
+use crate::message::Message;
+use crate::state::PatchOp;
+use crate::store::{
+    CheckpointRecord, CheckpointStatus, Commit, PendingCall, PendingKind, SessionHead,
+    SessionStatus, StateChange, Store,
+};
+use serde_json::Value;
+
+/// What the step decided for the run.
+pub(crate) enum Outcome {
+    Continue,
+    Suspend(Vec<PendingCall>),
+    Complete(Option<Value>),
+    Fail(ErrorInfo),
+}
+
+impl<S: Store> Runner<S> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn commit_step(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        mut head: crate::store::SessionHead,
+        step: u32,
+        messages: Vec<Message>,
+        state_ops: Vec<PatchOp>,
+        outcome: Outcome,
+        emitter: &Emitter,
+    ) -> Result<(), RunError> {
+        head.step_count = step;
+        head.run.step_count += 1;
+        let status = match &outcome {
+            Outcome::Continue => CheckpointStatus::Active,
+            Outcome::Suspend(_) => CheckpointStatus::Suspended,
+            Outcome::Complete(_) => CheckpointStatus::Completed,
+            Outcome::Fail(_) => CheckpointStatus::Failed,
+        };
+        let now = self.host.now_ms();
+        let mut post = Vec::new();
+        let mut suspended = None;
+        let mut children = Vec::new();
+        match outcome {
+            Outcome::Continue => {}
+            Outcome::Suspend(pending) => {
+                let reason = if pending.iter().any(|p| p.kind == PendingKind::Child) {
+                    SuspendReason::AwaitingChildren
+                } else {
+                    SuspendReason::ClientTool
+                };
+                for p in &pending {
+                    post.extend(suspension_events(agent, &head.id, p, emitter));
+                    if let (PendingKind::Child, Some((child, _))) = (
+                        p.kind,
+                        agent.tool(&p.tool_name).and_then(|t| t.subagent_of()),
+                    ) {
+                        children.push(subsession(&head.id, p, child.name(), None, now));
+                    }
+                }
+                let ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
+                post.push(emitter.event(ChunkBody::RunSuspended {
+                    reason,
+                    tool_call_ids: ids.clone(),
+                }));
+                head.pending = pending;
+                head.suspended_reason = Some(reason);
+                suspended = Some(ids);
+            }
+            Outcome::Complete(output) => {
+                if let Some(out) = &output {
+                    post.push(emitter.event(ChunkBody::Output {
+                        output: out.clone(),
+                    }));
+                }
+                post.push(emitter.event(ChunkBody::RunFinished {
+                    status: RunStatus::Completed,
+                }));
+                post.push(StreamEvent::End {
+                    output: output.clone(),
+                });
+                head.status = SessionStatus::Completed;
+                head.run.status = RunStatus::Completed;
+                head.run.completed_at = Some(now);
+                head.output = output;
+            }
+            Outcome::Fail(error) => {
+                post.extend(failure_events(emitter, &error));
+                head.status = SessionStatus::Failed;
+                head.run.status = RunStatus::Failed;
+                head.run.completed_at = Some(now);
+                head.run.error = Some(error.clone());
+                head.error = Some(error);
+            }
+        }
+        let (mut commit, mut events) =
+            self.checkpointed_commit(head, messages, state_ops, status, emitter);
+        commit.subsessions = children;
+        events.extend(post);
+        if status == CheckpointStatus::Active {
+            // The run goes on: the commit goes out with the next model call.
+            self.send_ahead(live, commit, events, Some(step));
+            return Ok(());
+        }
+        self.commit(live, commit, events).await?;
+        let (level, event) = match (live.head.status, &suspended) {
+            (_, Some(_)) => (Level::Info, "run_suspended"),
+            (SessionStatus::Completed, _) => (Level::Info, "run_completed"),
+            (SessionStatus::Failed, _) => (Level::Warn, "run_failed"),
+            _ => (Level::Debug, "step_committed"),
+        };
+        // The run's token usage so far: `model_call` lines (debug) have each call's.
+        let code = live.head.error.as_ref().map_or(Null, |e| Str(&e.code));
+        let run = &live.head.run;
+        let fields = [
+            ("step", Num(step.into())),
+            ("pending", Num(live.head.pending.len() as u64)),
+            ("code", code),
+            ("runSteps", Num(run.step_count.into())),
+            ("inputTokens", Num(run.usage.input_tokens)),
+            ("outputTokens", Num(run.usage.output_tokens)),
+        ];
+        self.log(live, level, event, &fields);
+        if let (Some(ids), Some(h)) = (
+            suspended,
+            self.agents
+                .get(&live.head.agent)
+                .and_then(|a| a.hooks.clone()),
+        ) {
+            h.on_agent_suspended(&ids);
+        }
+        Ok(())
+    }
+
+    /// Builds a commit that closes a step (or a resumption): it appends `messages`,
+    /// applies `state_ops`, and checkpoints the result with `status`. Returns it with
+    /// the events that open its post-commit batch: `state_patch` (if any) and
+    /// `step_committed`.
+    pub(crate) fn checkpointed_commit(
+        &self,
+        mut head: SessionHead,
+        messages: Vec<Message>,
+        state_ops: Vec<PatchOp>,
+        status: CheckpointStatus,
+        emitter: &Emitter,
+    ) -> (Commit, Vec<StreamEvent>) {
+        let now = self.host.now_ms();
+        head.message_count += messages.len() as u64;
+        head.updated_at = now;
+        let checkpoint = CheckpointRecord {
+            id: self.host.new_id("ckpt"),
+            step_count: head.step_count,
+            message_count: head.message_count,
+            timestamp: now,
+            status,
+            run_id: head.run.run_id.clone(),
+        };
+        head.checkpoint_id = Some(checkpoint.id.clone());
+        let mut events = Vec::new();
+        let state = if state_ops.is_empty() {
+            StateChange::None
+        } else {
+            events.push(emitter.event(ChunkBody::StatePatch {
+                patches: state_ops.clone(),
+            }));
+            StateChange::Patch(state_ops)
+        };
+        events.push(emitter.event(ChunkBody::StepCommitted {
+            checkpoint_id: checkpoint.id.clone(),
+        }));
+        let commit = Commit {
+            head,
+            truncate_messages_to: None,
+            messages,
+            state,
+            checkpoint: Some(checkpoint),
+            clear_interrupt: false,
+            subsessions: Vec::new(),
+        };
+        (commit, events)
+    }
+
+    /// Ends the run as failed with `error` (no step committed).
+    pub(crate) async fn fail_run(&self, live: &mut Live, error: ErrorInfo) -> Result<(), RunError> {
+        let now = self.host.now_ms();
+        let mut head = live.head.clone();
+        head.status = SessionStatus::Failed;
+        head.run.status = RunStatus::Failed;
+        head.run.completed_at = Some(now);
+        head.run.error = Some(error.clone());
+        head.error = Some(error.clone());
+        head.updated_at = now;
+        let emitter = self.emitter(&head, None);
+        let post = failure_events(&emitter, &error);
+        self.commit(live, super::ops::head_only(head, false), post)
+            .await?;
+        let steps = u64::from(live.head.run.step_count);
+        self.log(
+            live,
+            Level::Warn,
+            "run_failed",
+            &[("code", Str(&error.code)), ("runSteps", Num(steps))],
+        );
+        Ok(())
+    }
+}
+
+/// What the stream shows for a call the run suspends on: the approval request, the
+/// client tool's start, or a sub-agent's start (`tool_start` and `subagent_start`).
+fn suspension_events(
+    agent: &Agent,
+    session_id: &str,
+    p: &PendingCall,
+    emitter: &Emitter,
+) -> Vec<StreamEvent> {
+    let start = |executor, deadline| ChunkBody::ToolStart {
+        tool_call_id: p.tool_call_id.clone(),
+        tool_name: p.tool_name.clone(),
+        arguments: p.arguments.clone(),
+        executor,
+        deadline,
+    };
+    match p.kind {
+        PendingKind::Approval => vec![emitter.event(ChunkBody::ToolApprovalRequest {
+            tool_call_id: p.tool_call_id.clone(),
+            tool_name: p.tool_name.clone(),
+            arguments: p.arguments.clone(),
+        })],
+        PendingKind::Client => vec![emitter.event(start(Executor::Client, p.deadline))],
+        PendingKind::Child => {
+            let child_agent = agent
+                .tool(&p.tool_name)
+                .and_then(|t| t.subagent_of())
+                .map_or("", |(a, _)| a.name());
+            vec![
+                emitter.event(start(Executor::Server, None)),
+                emitter.event_as(
+                    child_agent,
+                    ChunkBody::SubagentStart {
+                        sub_session_id: child_session_id(session_id, &p.tool_call_id),
+                        tool_call_id: p.tool_call_id.clone(),
+                    },
+                ),
+            ]
+        }
+    }
+}
+
+/// `error`, `run_finished{failed}` and `fail`.
+fn failure_events(emitter: &Emitter, error: &ErrorInfo) -> Vec<StreamEvent> {
+    vec![
+        emitter.event(ChunkBody::Error {
+            code: error.code.clone(),
+            message: error.message.clone(),
+            recoverable: error.retryable,
+        }),
+        emitter.event(ChunkBody::RunFinished {
+            status: RunStatus::Failed,
+        }),
+        StreamEvent::Fail {
+            error: error.clone(),
+        },
+    ]
+}
