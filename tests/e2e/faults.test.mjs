@@ -117,6 +117,31 @@ test('a 10 MB answer fails at the output limit; the session and the worker stay 
   assert.equal((await settled(id)).status, 'completed');
 });
 
+test('a refusal, a filtered answer and a cut-off fail the run as such, keeping the answer text', async () => {
+  const cases = [
+    [{ refusal: 'I cannot help with that.' }, 'provider_refused', /refused to answer: I cannot help with that\./],
+    [{ text: 'Partly filtered', finish: 'content_filter' }, 'provider_content_filtered', /filtered/],
+    [{ text: 'Cut off mid-sen', finish: 'length', calls: [{ name: 'add_note', args: { text: 'x' } }] },
+      'provider_max_tokens', /output token limit/],
+  ];
+  for (const [answer, code, message] of cases) {
+    const id = newId(code);
+    llm.push(answer);
+    await create(id, id);
+    const failed = await settled(id);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.error.code, code, JSON.stringify(failed.error));
+    assert.match(failed.error.message, message);
+    const events = await (await stream(id)).until((e) => e.type === 'fail');
+    assert.equal(events.find((e) => e.type === 'fail').json.error.code, code);
+    assert.ok(!events.some((e) => e.type === 'tool_start'), 'the cut-off call never ran');
+    const kept = await messages(id);
+    assert.deepEqual(kept.map((m) => [m.role, m.content]), [['user', id], ['assistant', answer.text ?? '']]);
+    assert.equal(kept[1].toolCalls, undefined, 'the unfinished calls are not kept');
+    assert.equal(callsFor(id).length, 1, 'not retried');
+  }
+});
+
 test('hostile tool calls become errors the model can act on', async () => {
   const id = newId('hostile');
   llm.push({

@@ -1,5 +1,6 @@
 // An OpenAI-compatible Chat Completions server on loopback, for the end-to-end suite.
-// Tests queue the model's answers (text, tool calls, faults); every request is recorded.
+// Tests queue the model's answers (text, tool calls, a refusal, a finish reason, faults);
+// every request is recorded.
 // With an empty queue it answers "ok".
 
 import { createServer } from 'node:http';
@@ -28,7 +29,10 @@ function chunks(answer) {
       { index, function: { arguments: args.slice(half) } },
     ] } }] });
   });
-  const finish = (answer.calls ?? []).length ? 'tool_calls' : 'stop';
+  if (answer.refusal) {
+    out.push({ ...base, choices: [{ index: 0, delta: { refusal: answer.refusal } }] });
+  }
+  const finish = answer.finish ?? ((answer.calls ?? []).length ? 'tool_calls' : 'stop');
   out.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] });
   out.push({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
   return out;

@@ -282,6 +282,21 @@ pub enum ProviderError {
         /// [`crate::provider::MAX_OUTPUT_BYTES`].
         limit: usize,
     },
+    /// The model refused to answer.
+    #[error("The model refused to answer{}", detail(.0))]
+    Refused(Option<String>),
+    /// The provider filtered the answer.
+    #[error("The provider filtered the model's answer")]
+    ContentFiltered,
+    /// The answer reached the output token limit before it was finished.
+    #[error("The model's answer was cut off at its output token limit")]
+    MaxTokens,
+    /// The model's answer ended with an error stop reason.
+    #[error("The model's answer ended with an error")]
+    StopError,
+    /// The model's answer ended for a reason the provider did not explain.
+    #[error("The model's answer ended for an unknown reason")]
+    StopUnknown,
     /// A scripted or demo model has nothing more to say.
     #[error("The model has no answer: {0}")]
     Exhausted(String),
@@ -302,6 +317,11 @@ impl Coded for ProviderError {
             Self::NotConfigured(_) => "provider_not_configured",
             Self::Exhausted(_) => "provider_exhausted",
             Self::TooLarge { .. } => "provider_output_too_large",
+            Self::Refused(_) => "provider_refused",
+            Self::ContentFiltered => "provider_content_filtered",
+            Self::MaxTokens => "provider_max_tokens",
+            Self::StopError => "provider_stop_error",
+            Self::StopUnknown => "provider_stop_unknown",
         }
     }
     fn category(&self) -> Category {
@@ -315,9 +335,15 @@ impl Coded for ProviderError {
             | Self::Network(_)
             | Self::Truncated => true,
             Self::Stream { retryable, .. } => *retryable,
+            Self::StopError => true,
             _ => false,
         }
     }
+}
+
+/// `: detail` when there is one.
+fn detail(detail: &Option<String>) -> String {
+    detail.as_ref().map_or(String::new(), |d| format!(": {d}"))
 }
 
 /// An agent or tool definition that cannot be used. Raised when the agent is defined.

@@ -86,6 +86,20 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// The error an answer that stopped this way is, if it is not a finished one: the
+    /// output limit cut it, the provider filtered it or reported an error, the model
+    /// refused (`detail` is the provider's explanation), or the reason is unknown.
+    pub fn error(self, detail: Option<String>) -> Option<ProviderError> {
+        match self {
+            Self::EndTurn | Self::ToolUse => None,
+            Self::MaxTokens => Some(ProviderError::MaxTokens),
+            Self::ContentFilter => Some(ProviderError::ContentFiltered),
+            Self::Refusal => Some(ProviderError::Refused(detail)),
+            Self::Error => Some(ProviderError::StopError),
+            Self::Unknown => Some(ProviderError::StopUnknown),
+        }
+    }
+
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -136,6 +150,8 @@ pub struct ModelTurn {
     pub tool_calls: Vec<ToolCall>,
     /// Why it stopped.
     pub stop: StopReason,
+    /// The provider's explanation of why it stopped, when it gives one (a refusal's).
+    pub stop_detail: Option<String>,
     /// Tokens used.
     pub usage: Usage,
 }

@@ -91,6 +91,22 @@ impl ScriptedModel {
         }))
     }
 
+    /// Queues text that ended for `stop` (a cut-off, a refusal, a filter), with the
+    /// provider's explanation if any.
+    pub fn stopped(&self, text: &str, stop: StopReason, detail: Option<&str>) -> &Self {
+        self.push(Scripted::Turn(ModelTurn {
+            text: text.into(),
+            stop,
+            stop_detail: detail.map(Into::into),
+            ..ModelTurn::default()
+        }))
+    }
+
+    /// Queues a whole turn as given.
+    pub fn turn(&self, turn: ModelTurn) -> &Self {
+        self.push(Scripted::Turn(turn))
+    }
+
     /// Queues a `__finish__` call with `output` as its arguments.
     pub fn output(&self, output: Value) -> &Self {
         let call = self.call(FINISH_TOOL, output);

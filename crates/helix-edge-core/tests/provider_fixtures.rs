@@ -8,73 +8,13 @@
 
 mod fake;
 
+use fake::recorded::{anthropic_sse, config, fixture, lines, openai_sse};
 use fake::{ChunkedTransport, block};
 use helix_edge_core::error::ProviderError;
 use helix_edge_core::message::Message;
 use helix_edge_core::model::{Delta, ModelRequest, ModelSettings, ModelTurn, StopReason};
-use helix_edge_core::provider::{HttpModel, ProviderConfig};
+use helix_edge_core::provider::HttpModel;
 use serde_json::{Value, json};
-use std::path::PathBuf;
-
-/// The provider recordings live in `shared/fixtures` beside the repository (as CI
-/// checks it out); `HELIX_FIXTURES_DIR` points elsewhere.
-fn fixture(path: &str) -> Vec<u8> {
-    let dir = std::env::var_os("HELIX_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        });
-    std::fs::read(dir.join(path)).unwrap_or_else(|e| {
-        panic!("fixture {} is missing ({e}): set HELIX_FIXTURES_DIR or put shared/ beside the repository", dir.join(path).display())
-    })
-}
-
-fn lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8(bytes.to_vec())
-        .unwrap()
-        .split('\n')
-        .filter(|l| !l.is_empty())
-        .map(String::from)
-        .collect()
-}
-
-/// `data: <line>` per line, then `[DONE]` (the recordings omit it).
-fn openai_sse(path: &str) -> Vec<u8> {
-    let mut out: String = lines(&fixture(path))
-        .iter()
-        .map(|l| format!("data: {l}\n\n"))
-        .collect();
-    out.push_str("data: [DONE]\n\n");
-    out.into_bytes()
-}
-
-/// `event: <type>` + `data: <line>` per line.
-fn anthropic_sse(path: &str) -> Vec<u8> {
-    lines(&fixture(path))
-        .iter()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            format!("event: {}\ndata: {l}\n\n", v["type"].as_str().unwrap())
-        })
-        .collect::<String>()
-        .into_bytes()
-}
-
-fn config(kind: &str) -> ProviderConfig {
-    let vars = [
-        ("LLM_PROVIDER", kind),
-        ("LLM_BASE_URL", "http://127.0.0.1:1/v1"),
-        ("LLM_API_KEY", "sk-test"),
-    ];
-    let mut c = ProviderConfig::from_vars(|k| {
-        vars.iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| v.to_string())
-    })
-    .unwrap();
-    c.max_retries = 0;
-    c
-}
 
 /// Decodes `bytes` delivered as `chunks`; returns the turn and the streamed deltas.
 fn decode(
@@ -440,6 +380,31 @@ fn anthropic_stop_reasons_and_cache_usage() {
         (t.text.as_str(), t.stop, usage(&t)),
         ("", StopReason::Refusal, (18, 5))
     );
+    assert!(
+        t.stop_detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with("This request triggered restrictions"))
+    );
+}
+
+#[test]
+fn an_openai_refusal_ends_the_turn_as_a_refusal_with_its_text() {
+    let chunk = |delta: &str, finish: &str| {
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    };
+    let sse = [
+        chunk(r#"{"role":"assistant","refusal":"I can't help"}"#, "null"),
+        chunk(r#"{"refusal":" with that."}"#, "null"),
+        chunk("{}", r#""stop""#),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
+    let t = decode_every_way("openai", sse.as_bytes());
+    assert_eq!(t.stop, StopReason::Refusal);
+    assert_eq!(t.stop_detail.as_deref(), Some("I can't help with that."));
+    assert_eq!(t.text, "", "a refusal is not answer text");
 }
 
 #[test]

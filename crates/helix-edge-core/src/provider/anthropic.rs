@@ -134,6 +134,8 @@ pub struct AnthropicDecoder {
     thinking: Vec<Thinking>,
     calls: Vec<ToolCall>,
     stop: Option<StopReason>,
+    /// The provider's explanation of the stop (a refusal's), if it gave one.
+    stop_detail: Option<String>,
     usage: Usage,
     done: bool,
 }
@@ -360,6 +362,14 @@ impl Decoder for AnthropicDecoder {
                 {
                     self.stop = Some(stop_reason(reason));
                 }
+                if let Some(detail) = value
+                    .get("delta")
+                    .and_then(|d| d.get("stop_details"))
+                    .and_then(|d| d.get("explanation"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop_detail = Some(detail.to_string());
+                }
                 if let Some(usage) = value.get("usage") {
                     self.usage(usage);
                 }
@@ -407,6 +417,7 @@ impl Decoder for AnthropicDecoder {
             thinking: self.thinking,
             tool_calls: self.calls,
             stop,
+            stop_detail: self.stop_detail,
             usage: self.usage,
         })
     }

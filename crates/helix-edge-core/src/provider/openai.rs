@@ -112,6 +112,8 @@ pub struct OpenAiDecoder {
     calls: Vec<(u64, PartialCall)>,
     last_index: Option<u64>,
     finish: Option<StopReason>,
+    /// A refusal's text (`delta.refusal`): the turn then ends as a refusal.
+    refusal: String,
     usage: Usage,
     done: bool,
 }
@@ -271,6 +273,9 @@ impl Decoder for OpenAiDecoder {
                 self.text.push_str(text);
                 out.push(Delta::Text(text.into()));
             }
+            if let Some(text) = delta.get("refusal").and_then(Value::as_str) {
+                self.refusal.push_str(text);
+            }
             if let Some(fragments) = delta.get("tool_calls").and_then(Value::as_array) {
                 self.end_reasoning(out);
                 for fragment in fragments {
@@ -305,7 +310,9 @@ impl Decoder for OpenAiDecoder {
                 },
             })
             .collect::<Vec<_>>();
+        let refused = !self.refusal.is_empty();
         let stop = match self.finish {
+            _ if refused => StopReason::Refusal,
             Some(StopReason::EndTurn) if !tool_calls.is_empty() => StopReason::ToolUse,
             Some(stop) => stop,
             None if tool_calls.is_empty() => StopReason::EndTurn,
@@ -324,6 +331,7 @@ impl Decoder for OpenAiDecoder {
             thinking,
             tool_calls,
             stop,
+            stop_detail: refused.then_some(self.refusal),
             usage: self.usage,
         })
     }

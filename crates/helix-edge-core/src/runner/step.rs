@@ -12,13 +12,13 @@ use super::exec::CallOutcome;
 use super::{Live, RunError, Runner};
 use crate::agent::{Agent, FINISH_TOOL};
 use crate::chunk::ChunkBody;
-use crate::error::{Coded, ErrorInfo, ToolError};
+use crate::error::{Coded, ErrorInfo, ProviderError, ToolError};
 use crate::host::Level;
 use crate::host::LogValue::{Num, Str};
 use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest};
 use crate::state::{PatchOp, merge};
-use crate::store::{PendingCall, PendingKind, Store};
+use crate::store::{PendingCall, PendingKind, SessionHead, Store};
 use futures::future::{join_all, try_join};
 use serde_json::{Map, Value, json};
 use std::cell::RefCell;
@@ -26,6 +26,10 @@ use std::cell::RefCell;
 /// The text of the corrective nudge sent when a required output is missing.
 pub(crate) const OUTPUT_NUDGE: &str =
     "You must finish by calling the __finish__ tool with your final answer as its arguments.";
+
+/// The nudge sent when an answer owing an output was cut off at the token limit.
+pub(crate) const MAX_TOKENS_NUDGE: &str = "Your answer was cut off at the output token limit. \
+    Call the __finish__ tool now, with a shorter final answer as its arguments.";
 
 impl<S: Store> Runner<S> {
     pub(crate) async fn model_step(&self, live: &mut Live, agent: &Agent) -> Result<(), RunError> {
@@ -115,7 +119,15 @@ impl<S: Store> Runner<S> {
         ];
         self.log(live, Level::Debug, "model_call", &fields);
 
-        let calls = normalize_calls(turn.tool_calls, &live.transcript, step, &emitter);
+        // An answer that did not finish (cut off, filtered, refused, failed) keeps its
+        // text; its tool calls are not trusted and never run.
+        let stopped = turn.stop.error(turn.stop_detail);
+        let tool_calls = if stopped.is_some() {
+            Vec::new()
+        } else {
+            turn.tool_calls
+        };
+        let calls = normalize_calls(tool_calls, &live.transcript, step, &emitter);
         // Usage and the stop reason are recorded per step, on the step's message.
         let metadata =
             serde_json::to_value(json!({ "usage": turn.usage, "stopReason": turn.stop }))
@@ -235,7 +247,9 @@ impl<S: Store> Runner<S> {
         let mut head = live.head.clone();
         head.run.usage.add(&turn.usage);
         let mut messages = vec![assistant];
-        let outcome = if output.is_some() {
+        let outcome = if let Some(stopped) = stopped {
+            self.after_error_stop(live, agent, &mut head, &mut results, stopped)
+        } else if output.is_some() {
             // The run ends now: gated and sub-agent calls of the same step never run.
             let skipped = ToolError::Skipped("the run finished first".into());
             for (i, call) in calls.iter().enumerate() {
@@ -248,12 +262,7 @@ impl<S: Store> Runner<S> {
         } else if !pending.is_empty() {
             Outcome::Suspend(pending)
         } else if calls.is_empty() && agent.output_schema().is_some() {
-            if head.run.nudges < self.config.max_output_nudges {
-                head.run.nudges += 1;
-                results.push(Some(Message::User {
-                    content: OUTPUT_NUDGE.into(),
-                    metadata: Some(Map::from_iter([("nudge".to_string(), json!(true))])),
-                }));
+            if self.nudge(&mut head, &mut results, OUTPUT_NUDGE) {
                 Outcome::Continue
             } else {
                 Outcome::Fail(ErrorInfo {
@@ -277,6 +286,48 @@ impl<S: Store> Runner<S> {
         )
         .await
     }
+
+    /// What an answer that ended with an error stop reason leads to: a cut-off answer of
+    /// an agent that owes an output is nudged (within the nudge budget); everything else
+    /// fails the run with the classified error.
+    fn after_error_stop(
+        &self,
+        live: &Live,
+        agent: &Agent,
+        head: &mut SessionHead,
+        results: &mut Vec<Option<Message>>,
+        stopped: ProviderError,
+    ) -> Outcome {
+        let fields = [("code", Str(stopped.code()))];
+        self.log(live, Level::Warn, "model_stopped_in_error", &fields);
+        let recoverable = matches!(stopped, ProviderError::MaxTokens)
+            && agent.output_schema().is_some()
+            && self.nudge(head, results, MAX_TOKENS_NUDGE);
+        if recoverable {
+            Outcome::Continue
+        } else {
+            Outcome::Fail(ErrorInfo::of(&stopped))
+        }
+    }
+
+    /// Appends a corrective nudge as a user message, if the run has nudges left.
+    fn nudge(
+        &self,
+        head: &mut SessionHead,
+        results: &mut Vec<Option<Message>>,
+        text: &str,
+    ) -> bool {
+        if head.run.nudges >= self.config.max_output_nudges {
+            return false;
+        }
+        head.run.nudges += 1;
+        results.push(Some(Message::User {
+            content: text.into(),
+            metadata: Some(Map::from_iter([("nudge".to_string(), json!(true))])),
+        }));
+        true
+    }
+
     /// Merges tool writes into `state`, reporting writes that no longer apply.
     pub(crate) fn merge_into(
         &self,

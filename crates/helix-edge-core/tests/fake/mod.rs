@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod recorded;
+
 use futures::future::LocalBoxFuture;
 use helix_edge_core::provider::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
 use std::cell::{Cell, RefCell};

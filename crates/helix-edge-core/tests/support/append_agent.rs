@@ -9,7 +9,7 @@ use helix_edge_core::error::{ProviderError, ToolError};
 use helix_edge_core::host::ManualHost;
 use helix_edge_core::journal::MemoryJournal;
 use helix_edge_core::message::ToolCall;
-use helix_edge_core::model::{Delta, Model, ModelRequest, ModelTurn, OneModel, StopReason, Usage};
+use helix_edge_core::model::{Delta, Model, ModelRequest, ModelTurn, OneModel, StopReason};
 use helix_edge_core::runner::{CreateSession, Runner, RunnerConfig};
 use helix_edge_core::store::rows::PlannedStore;
 use helix_edge_core::tool::{Tool, ToolContext};
@@ -43,15 +43,13 @@ impl Model for AddForever {
         let n = request.messages.len();
         Box::pin(async move {
             Ok(ModelTurn {
-                text: String::new(),
-                thinking: Vec::new(),
                 tool_calls: vec![ToolCall {
                     id: format!("call-{n}"),
                     name: "add_item".into(),
                     arguments: json!({ "title": format!("item at {n}") }),
                 }],
                 stop: StopReason::ToolUse,
-                usage: Usage::default(),
+                ..ModelTurn::default()
             })
         })
     }
