@@ -127,7 +127,7 @@ struct Tree {
 }
 
 fn agents() -> Agents {
-    // `planner` finishes through a finish_with tool: its sub-agent calls must not start.
+    // `planner` finishes through a finish_with tool: its sub-agents still run.
     let planner = Agent::builder("planner")
         .system_prompt("plan")
         .tool(Tool::subagent::<Research>(
@@ -654,25 +654,62 @@ fn a_report_is_taken_once_and_only_for_a_call_the_parent_waits_on() {
 }
 
 #[test]
-fn sub_agent_calls_with_bad_input_or_after_the_run_finished_never_start() {
+fn sub_agent_calls_with_bad_input_never_start() {
     let t = Tree::new();
     let bad = t.model.call("research", json!({"subject": "wrong field"}));
     t.model.calls(vec![bad.clone()]).text("ok");
     t.start("coordinator", "go");
     assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
     assert_eq!(t.tool_messages(ROOT)[0].1["code"], "tool_input_invalid");
-
-    let t = Tree::new();
-    let r = research(&t.model, "never");
-    let finish = t.model.call("finish", json!({}));
-    t.model.calls(vec![r.clone(), finish]);
-    t.start("planner", "go");
-    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
     assert!(
         t.children.orders.borrow().is_empty(),
         "no child was started"
     );
-    assert_eq!(t.tool_messages(ROOT)[0].1["code"], "tool_skipped");
+}
+
+#[test]
+fn sub_agents_called_with_the_finishing_call_run_and_the_run_completes_after_them() {
+    let t = Tree::new();
+    let r = research(&t.model, "late");
+    let finish = t.model.call("finish", json!({}));
+    t.model.calls(vec![r.clone(), finish]);
+    t.start("planner", "go");
+    assert!(
+        matches!(t.drive_parent(), Progress::Suspended { .. }),
+        "the run waits for its sub-agent instead of completing"
+    );
+    let head = t.head(ROOT);
+    assert_eq!(head.run.deferred_output, Some(json!({"done": true})));
+    assert_eq!(head.output, None, "no output before the sub-agent ends");
+    assert_eq!(t.children.orders.borrow().len(), 1, "the child was started");
+
+    let child = child_session_id(ROOT, &r.id);
+    t.model.output(json!({"summary": "late findings"}));
+    assert_eq!(
+        t.drive_child(&child),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let head = t.head(ROOT);
+    assert_eq!(head.output, Some(json!({"done": true})));
+    assert_eq!(head.run.deferred_output, None);
+    assert_eq!(t.model.remaining(), 0);
+    assert_eq!(
+        t.model.seen().len(),
+        2,
+        "no model call after the sub-agent: parent 1 + child 1"
+    );
+    let results = t.tool_messages(ROOT);
+    let research = results.iter().find(|(id, ..)| *id == r.id).unwrap();
+    assert_eq!(
+        research.1,
+        json!({"summary": "late findings"}),
+        "its result is kept"
+    );
+    assert!(matches!(
+        t.parent_journal.events().last(),
+        Some(StreamEvent::End { output: Some(o) }) if *o == json!({"done": true})
+    ));
 }
 
 impl Tree {

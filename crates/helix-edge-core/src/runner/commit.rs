@@ -15,7 +15,7 @@ use crate::message::Message;
 use crate::state::PatchOp;
 use crate::store::{
     CheckpointRecord, CheckpointStatus, Commit, PendingCall, PendingKind, SessionHead,
-    SessionStatus, StateChange, Store,
+    SessionStatus, StateChange, Store, SubSession,
 };
 use serde_json::Value;
 
@@ -27,13 +27,22 @@ pub(crate) enum Outcome {
     Fail(ErrorInfo),
 }
 
+/// An outcome applied to a head: the checkpoint status, the events that follow the
+/// commit, the calls suspended on and the child sessions to record.
+pub(crate) struct Concluded {
+    pub status: CheckpointStatus,
+    pub post: Vec<StreamEvent>,
+    pub suspended: Option<Vec<String>>,
+    pub children: Vec<SubSession>,
+}
+
 impl<S: Store> Runner<S> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn commit_step(
         &self,
         live: &mut Live,
         agent: &Agent,
-        mut head: crate::store::SessionHead,
+        mut head: SessionHead,
         step: u32,
         messages: Vec<Message>,
         state_ops: Vec<PatchOp>,
@@ -42,16 +51,41 @@ impl<S: Store> Runner<S> {
     ) -> Result<(), RunError> {
         head.step_count = step;
         head.run.step_count += 1;
-        let status = match &outcome {
-            Outcome::Continue => CheckpointStatus::Active,
-            Outcome::Suspend(_) => CheckpointStatus::Suspended,
-            Outcome::Complete(_) => CheckpointStatus::Completed,
-            Outcome::Fail(_) => CheckpointStatus::Failed,
-        };
+        let concluded = self.conclude(agent, &mut head, outcome, emitter);
+        let (mut commit, mut events) =
+            self.checkpointed_commit(head, messages, state_ops, concluded.status, emitter);
+        commit.subsessions = concluded.children;
+        events.extend(concluded.post);
+        if concluded.status == CheckpointStatus::Active {
+            // The run goes on: the commit goes out with the next model call.
+            self.send_ahead(live, commit, events, Some(step));
+            return Ok(());
+        }
+        self.commit_closing(live, commit, events, concluded.suspended)
+            .await
+    }
+
+    /// Applies `outcome` to `head`: its status, pending calls, output or error.
+    pub(crate) fn conclude(
+        &self,
+        agent: &Agent,
+        head: &mut SessionHead,
+        outcome: Outcome,
+        emitter: &Emitter,
+    ) -> Concluded {
         let now = self.host.now_ms();
-        let mut post = Vec::new();
-        let mut suspended = None;
-        let mut children = Vec::new();
+        let mut concluded = Concluded {
+            status: match &outcome {
+                Outcome::Continue => CheckpointStatus::Active,
+                Outcome::Suspend(_) => CheckpointStatus::Suspended,
+                Outcome::Complete(_) => CheckpointStatus::Completed,
+                Outcome::Fail(_) => CheckpointStatus::Failed,
+            },
+            post: Vec::new(),
+            suspended: None,
+            children: Vec::new(),
+        };
+        let post = &mut concluded.post;
         match outcome {
             Outcome::Continue => {}
             Outcome::Suspend(pending) => {
@@ -66,7 +100,8 @@ impl<S: Store> Runner<S> {
                         p.kind,
                         agent.tool(&p.tool_name).and_then(|t| t.subagent_of()),
                     ) {
-                        children.push(subsession(&head.id, p, child.name(), None, now));
+                        let record = subsession(&head.id, p, child.name(), None, now);
+                        concluded.children.push(record);
                     }
                 }
                 let ids: Vec<String> = pending.iter().map(|p| p.tool_call_id.clone()).collect();
@@ -76,7 +111,7 @@ impl<S: Store> Runner<S> {
                 }));
                 head.pending = pending;
                 head.suspended_reason = Some(reason);
-                suspended = Some(ids);
+                concluded.suspended = Some(ids);
             }
             Outcome::Complete(output) => {
                 if let Some(out) = &output {
@@ -104,15 +139,18 @@ impl<S: Store> Runner<S> {
                 head.error = Some(error);
             }
         }
-        let (mut commit, mut events) =
-            self.checkpointed_commit(head, messages, state_ops, status, emitter);
-        commit.subsessions = children;
-        events.extend(post);
-        if status == CheckpointStatus::Active {
-            // The run goes on: the commit goes out with the next model call.
-            self.send_ahead(live, commit, events, Some(step));
-            return Ok(());
-        }
+        concluded
+    }
+
+    /// Commits a step (or a resumption) that ends or suspends the run, then logs it
+    /// and tells the hooks about a suspension.
+    pub(crate) async fn commit_closing(
+        &self,
+        live: &mut Live,
+        commit: Commit,
+        events: Vec<StreamEvent>,
+        suspended: Option<Vec<String>>,
+    ) -> Result<(), RunError> {
         self.commit(live, commit, events).await?;
         let (level, event) = match (live.head.status, &suspended) {
             (_, Some(_)) => (Level::Info, "run_suspended"),
@@ -124,7 +162,7 @@ impl<S: Store> Runner<S> {
         let code = live.head.error.as_ref().map_or(Null, |e| Str(&e.code));
         let run = &live.head.run;
         let fields = [
-            ("step", Num(step.into())),
+            ("step", Num(live.head.step_count.into())),
             ("pending", Num(live.head.pending.len() as u64)),
             ("code", code),
             ("runSteps", Num(run.step_count.into())),

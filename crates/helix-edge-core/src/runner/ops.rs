@@ -130,6 +130,7 @@ fn new_run(run_id: String, turn: u32, now: u64) -> RunRecord {
         error: None,
         usage: Usage::default(),
         nudges: 0,
+        deferred_output: None,
     }
 }
 

@@ -1,9 +1,11 @@
 //! Resuming a suspended step from durable state alone: expire overdue client calls,
 //! wait while any call is unanswered, claim approved calls for this instance in the
 //! journal (so they run at most once), run them, turn every other answer into a tool
-//! result, and commit the results with the merged writes.
+//! result, and commit the results with the merged writes. A run that finished in the
+//! step that started sub-agents completes with that commit, once they have ended.
 
 use super::children::subsession;
+use super::commit::Outcome;
 use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
@@ -138,6 +140,18 @@ impl<S: Store> Runner<S> {
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;
+        if let Some(output) = head.run.deferred_output.take() {
+            // The run finished in the step that started these sub-agents: it completes
+            // now that they have ended.
+            let concluded =
+                self.conclude(agent, &mut head, Outcome::Complete(Some(output)), &emitter);
+            let (mut commit, mut events) =
+                self.checkpointed_commit(head, messages, state_ops, concluded.status, &emitter);
+            commit.subsessions = children;
+            events.extend(concluded.post);
+            self.commit_closing(live, commit, events, None).await?;
+            return Ok(Some(Progress::Idle(live.head.status)));
+        }
         let (mut commit, post) = self.checkpointed_commit(
             head,
             messages,

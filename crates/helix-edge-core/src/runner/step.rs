@@ -250,15 +250,21 @@ impl<S: Store> Runner<S> {
         let outcome = if let Some(stopped) = stopped {
             self.after_error_stop(live, agent, &mut head, &mut results, stopped)
         } else if output.is_some() {
-            // The run ends now: gated and sub-agent calls of the same step never run.
+            // The run ends: gated calls of the same step never run, but its sub-agents
+            // always do, and the run completes with this output once they have ended.
             let skipped = ToolError::Skipped("the run finished first".into());
             for (i, call) in calls.iter().enumerate() {
-                let waits = matches!(plans[i], Plan::Gated(_) | Plan::SubAgent);
-                if waits && results[i].is_none() {
+                if matches!(plans[i], Plan::Gated(_)) && results[i].is_none() {
                     results[i] = Some(self.end_without_running(agent, call, &skipped, &emitter));
                 }
             }
-            Outcome::Complete(output)
+            pending.retain(|p| p.kind == PendingKind::Child);
+            if pending.is_empty() {
+                Outcome::Complete(output)
+            } else {
+                head.run.deferred_output = output;
+                Outcome::Suspend(pending)
+            }
         } else if !pending.is_empty() {
             Outcome::Suspend(pending)
         } else if calls.is_empty() && agent.output_schema().is_some() {

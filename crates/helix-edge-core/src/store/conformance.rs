@@ -49,6 +49,7 @@ fn head(id: &str) -> SessionHead {
             error: None,
             usage: Usage::default(),
             nudges: 0,
+            deferred_output: None,
         },
         pending: vec![],
         suspended_reason: None,

@@ -68,6 +68,10 @@ pub struct RunRecord {
     /// Corrective nudges sent because a required output was missing.
     #[serde(default)]
     pub nudges: u32,
+    /// The output a run that finished in the same step as sub-agent calls completes
+    /// with once those sub-agents have ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferred_output: Option<Value>,
 }
 
 /// How a pending call is answered.
