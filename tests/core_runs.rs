@@ -1,6 +1,6 @@
 //! End-to-end runs of the pure core on the in-memory store: text answers, tool loops,
-//! parallel tools, structured output, interrupts, aborts, limits and hooks, and the
-//! stream they produce. Human-in-the-loop runs are in `core_hitl.rs`.
+//! parallel tools, structured output, interrupts, aborts and limits, and the stream they
+//! produce. Human-in-the-loop runs are in `core_hitl.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
@@ -374,64 +374,6 @@ fn busy_sessions_refuse_new_messages_and_retries() {
         again,
         Err(RunError::Store(helix_edge::store::StoreError::Exists(_)))
     ));
-}
-
-#[test]
-fn hooks_fire_in_the_canonical_order() {
-    use helix_edge::agent::{Agent, Agents, Hooks};
-    use std::cell::RefCell;
-    use std::rc::Rc;
-    struct Log(Rc<RefCell<Vec<String>>>);
-    impl Hooks for Log {
-        fn before_tool(&self, c: &helix_edge::message::ToolCall) {
-            self.0.borrow_mut().push(format!("before {}", c.name));
-        }
-        fn on_state_change(
-            &self,
-            c: &helix_edge::message::ToolCall,
-            w: &[helix_edge::state::PatchOp],
-        ) {
-            self.0
-                .borrow_mut()
-                .push(format!("state {} {}", c.name, w.len()));
-        }
-        fn on_message(&self, m: &Message) {
-            let kind = match m {
-                Message::Tool { .. } => "tool",
-                _ => "assistant",
-            };
-            self.0.borrow_mut().push(format!("message {kind}"));
-        }
-        fn after_tool(&self, c: &helix_edge::message::ToolCall, _: &Message) {
-            self.0.borrow_mut().push(format!("after {}", c.name));
-        }
-    }
-    let log = Rc::new(RefCell::new(Vec::new()));
-    let agent = Agent::builder("hooked")
-        .initial_state(json!({"notes": []}))
-        .tool(helix_edge_reference::agents::add_note_tool())
-        .hooks(Log(log.clone()))
-        .build()
-        .unwrap();
-    let mut w = World::new();
-    w.agents = Agents::new().with(agent).unwrap();
-    let r = w.runner("p1");
-    w.model
-        .calls(vec![w.model.call("add_note", json!({"text": "x"}))])
-        .text("ok");
-    w.create(&r, "hooked", "x");
-    drive(&r);
-    assert_eq!(
-        *log.borrow(),
-        [
-            "message assistant",
-            "before add_note",
-            "state add_note 1",
-            "message tool",
-            "after add_note",
-            "message assistant"
-        ]
-    );
 }
 
 #[test]

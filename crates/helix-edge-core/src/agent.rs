@@ -53,9 +53,12 @@ pub enum SystemPrompt {
     Dynamic(Rc<dyn Fn(&Value) -> String>),
 }
 
-/// Callbacks around tool calls and suspension, in the canonical order
-/// `before_tool → execute → on_state_change → on_message → after_tool`.
-/// All have empty defaults; they observe and must not fail.
+/// Callbacks around tool calls and suspension, in one canonical order: `before_tool` as
+/// each server call starts (parallel calls run together); then, once every call of the
+/// step is done, per call in the model's order (not the order they finished in)
+/// `on_state_change` (if it wrote) → `on_message` → `after_tool`. A resumed step fires
+/// `on_agent_resumed` first, and its approved, denied, answered and timed-out calls the
+/// same sequence. All have empty defaults; they observe and must not fail.
 pub trait Hooks {
     /// Before a server tool executes.
     fn before_tool(&self, _call: &ToolCall) {}

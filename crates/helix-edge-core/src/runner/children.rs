@@ -344,12 +344,11 @@ impl<S: Store> Runner<S> {
             },
         );
         match (output, answer) {
-            (Some(output), _) => self.end_with_result(agent, call, output, emitter),
+            (Some(output), _) => self.end_with_result(call, output, emitter),
             (None, Answer::ChildFailed { code, error }) => {
-                self.end_with_error(agent, call, code, error, emitter)
+                self.end_with_error(call, code, error, emitter)
             }
             (None, _) => self.end_with_error(
-                agent,
                 call,
                 "subagent_failed",
                 "The sub-agent ended without output.",

@@ -27,7 +27,8 @@ pub(crate) struct CallOutcome {
 
 impl<S: Store> Runner<S> {
     /// Runs one server call against `base` (the committed state its step started from),
-    /// firing hooks in the canonical order and streaming `tool_start`/`tool_end`.
+    /// firing `before_tool` and streaming `tool_start`/`tool_end`. The hooks on its
+    /// result fire later, in call order ([`result_hooks`]).
     pub(crate) async fn run_tool(
         &self,
         agent: &Agent,
@@ -36,8 +37,7 @@ impl<S: Store> Runner<S> {
         base: Rc<Value>,
         emitter: &Emitter,
     ) -> CallOutcome {
-        let hooks = agent.hooks();
-        if let Some(h) = hooks {
+        if let Some(h) = agent.hooks() {
             h.before_tool(call);
         }
         emitter.chunk(ChunkBody::ToolStart {
@@ -85,11 +85,6 @@ impl<S: Store> Runner<S> {
         } else {
             Vec::new()
         };
-        if let Some(h) = hooks
-            && !writes.is_empty()
-        {
-            h.on_state_change(call, &writes);
-        }
         let outcome = match result {
             Ok(value) => CallOutcome {
                 message: Message::tool_result(call, value.clone()),
@@ -102,78 +97,102 @@ impl<S: Store> Runner<S> {
                 value: None,
             },
         };
-        self.finish_call(agent, call, &outcome.message, emitter);
+        tool_end(call, &outcome.message, emitter);
         outcome
     }
 
     /// Resolves a call that does not run (denied, unknown, expired, skipped…) as `error`.
     pub(crate) fn end_without_running(
         &self,
-        agent: &Agent,
         call: &ToolCall,
         error: &ToolError,
         emitter: &Emitter,
     ) -> Message {
-        self.end_with_error(agent, call, error.code(), &error.to_string(), emitter)
+        self.end_with_error(call, error.code(), &error.to_string(), emitter)
     }
 
     /// Resolves a call as an error with `code` and `text`.
     pub(crate) fn end_with_error(
         &self,
-        agent: &Agent,
         call: &ToolCall,
         code: &str,
         text: &str,
         emitter: &Emitter,
     ) -> Message {
         let message = Message::tool_error(call, code, text);
-        self.finish_call(agent, call, &message, emitter);
+        tool_end(call, &message, emitter);
         message
     }
 
     /// Resolves a call with a result from elsewhere (a client, a sub-agent).
     pub(crate) fn end_with_result(
         &self,
-        agent: &Agent,
         call: &ToolCall,
         result: Value,
         emitter: &Emitter,
     ) -> Message {
         let result = match crate::message::bounded_result(result) {
             Ok(result) => result,
-            Err(e) => return self.end_without_running(agent, call, &e, emitter),
+            Err(e) => return self.end_without_running(call, &e, emitter),
         };
         let message = Message::tool_result(call, result);
-        self.finish_call(agent, call, &message, emitter);
+        tool_end(call, &message, emitter);
         message
     }
+}
 
-    fn finish_call(&self, agent: &Agent, call: &ToolCall, message: &Message, emitter: &Emitter) {
-        if let Some(h) = agent.hooks() {
-            h.on_message(message);
-            h.after_tool(call, message);
-        }
-        let (success, result, error) = match message {
-            Message::Tool {
-                content,
-                is_error: false,
-                ..
-            } => (true, Some(content.clone()), None),
-            Message::Tool { content, .. } => {
-                let text = content
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("Tool call failed");
-                (false, None, Some(text.to_string()))
-            }
-            _ => (false, None, None),
+/// Fires the hooks on a step's (or a resumption's) results in the model's call order,
+/// whatever order the calls finished in: per call `on_state_change` (if it wrote),
+/// `on_message` and `after_tool`; then `on_message` for any message after the results
+/// (a nudge). `results` and `writes` are indexed like `calls`.
+pub(crate) fn result_hooks(
+    agent: &Agent,
+    calls: &[ToolCall],
+    results: &[Option<Message>],
+    writes: &[Vec<PatchOp>],
+) {
+    let Some(h) = agent.hooks() else {
+        return;
+    };
+    for (i, message) in results.iter().enumerate() {
+        let Some(message) = message else {
+            continue;
         };
-        emitter.chunk(ChunkBody::ToolEnd {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            success,
-            result,
-            error,
-        });
+        match calls.get(i) {
+            Some(call) => {
+                if let Some(w) = writes.get(i).filter(|w| !w.is_empty()) {
+                    h.on_state_change(call, w);
+                }
+                h.on_message(message);
+                h.after_tool(call, message);
+            }
+            None => h.on_message(message),
+        }
     }
+}
+
+/// Streams `tool_end` for a call's result message.
+fn tool_end(call: &ToolCall, message: &Message, emitter: &Emitter) {
+    let (success, result, error) = match message {
+        Message::Tool {
+            content,
+            is_error: false,
+            ..
+        } => (true, Some(content.clone()), None),
+        Message::Tool { content, .. } => {
+            let text = content
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("Tool call failed");
+            (false, None, Some(text.to_string()))
+        }
+        _ => (false, None, None),
+    };
+    emitter.chunk(ChunkBody::ToolEnd {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        success,
+        result,
+        error,
+    });
 }

@@ -6,6 +6,7 @@
 
 use super::children::subsession;
 use super::commit::Outcome;
+use super::exec::result_hooks;
 use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
@@ -82,10 +83,10 @@ impl<S: Store> Runner<S> {
         live.state = Rc::try_unwrap(base).unwrap_or_else(|rc| (*rc).clone());
 
         let mut results: Vec<Option<Message>> = vec![None; calls.len()];
-        let mut writes: Vec<Vec<PatchOp>> = Vec::new();
+        let mut writes: Vec<Vec<PatchOp>> = vec![Vec::new(); calls.len()];
         for (i, outcome) in outcomes {
             results[i] = Some(outcome.message);
-            writes.push(outcome.writes);
+            writes[i] = outcome.writes;
         }
         for (i, call) in calls.iter().enumerate() {
             if results[i].is_some() {
@@ -96,32 +97,29 @@ impl<S: Store> Runner<S> {
                     self.end_child_call(agent, call, answer, live, &emitter)
                 }
                 _ if agent.tool(&call.name).is_none() => self.end_without_running(
-                    agent,
                     call,
                     &ToolError::NotFound(call.name.clone()),
                     &emitter,
                 ),
                 Some(Answer::Approval { approved: true, .. }) => {
-                    self.end_without_running(agent, call, &ToolError::Interrupted, &emitter)
+                    self.end_without_running(call, &ToolError::Interrupted, &emitter)
                 }
                 Some(Answer::Approval {
                     approved: false, ..
-                }) => self.end_without_running(agent, call, &ToolError::Denied, &emitter),
+                }) => self.end_without_running(call, &ToolError::Denied, &emitter),
                 Some(Answer::ClientResult { result }) => {
-                    self.end_with_result(agent, call, result.clone(), &emitter)
+                    self.end_with_result(call, result.clone(), &emitter)
                 }
-                Some(Answer::ClientError { error }) => self.end_without_running(
-                    agent,
-                    call,
-                    &ToolError::Client(error.clone()),
-                    &emitter,
-                ),
+                Some(Answer::ClientError { error }) => {
+                    self.end_without_running(call, &ToolError::Client(error.clone()), &emitter)
+                }
                 Some(Answer::Expired) | None => {
-                    self.end_without_running(agent, call, &ToolError::TimedOut, &emitter)
+                    self.end_without_running(call, &ToolError::TimedOut, &emitter)
                 }
             };
             results[i] = Some(message);
         }
+        result_hooks(agent, &calls, &results, &writes);
         self.ensure_not_aborted()?;
         let mut state_ops = Vec::new();
         self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);

@@ -8,7 +8,7 @@
 use super::calls::{Plan, normalize_calls, plan, share, unshare};
 use super::commit::Outcome;
 use super::emit::Emitter;
-use super::exec::CallOutcome;
+use super::exec::{CallOutcome, result_hooks};
 use super::{Live, RunError, Runner};
 use crate::agent::{Agent, FINISH_TOOL};
 use crate::chunk::ChunkBody;
@@ -161,9 +161,16 @@ impl<S: Store> Runner<S> {
             });
         let outcomes: Vec<(usize, CallOutcome)> = join_all(phase1).await;
         live.state = unshare(base);
+        // Each call's writes, kept for the hooks (in call order, below).
+        let hooked = agent.hooks().is_some();
+        let mut call_writes: Vec<Vec<PatchOp>> =
+            vec![Vec::new(); if hooked { calls.len() } else { 0 }];
         let mut writes = Vec::with_capacity(outcomes.len());
         for (i, outcome) in outcomes {
             results[i] = Some(outcome.message);
+            if hooked {
+                call_writes[i] = outcome.writes.clone();
+            }
             writes.push(outcome.writes);
         }
         self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
@@ -180,7 +187,7 @@ impl<S: Store> Runner<S> {
             };
             if output.is_some() {
                 let skipped = ToolError::Skipped("the run already finished".into());
-                results[i] = Some(self.end_without_running(agent, call, &skipped, &emitter));
+                results[i] = Some(self.end_without_running(call, &skipped, &emitter));
                 continue;
             }
             let base = share(&mut live.state);
@@ -188,6 +195,9 @@ impl<S: Store> Runner<S> {
                 .run_tool(agent, tool, call, base.clone(), &emitter)
                 .await;
             live.state = unshare(base);
+            if hooked {
+                call_writes[i] = outcome.writes.clone();
+            }
             self.merge_into(
                 &mut live.state,
                 vec![outcome.writes],
@@ -206,7 +216,7 @@ impl<S: Store> Runner<S> {
                 Plan::Finish => results[i] = Some(self.finish_output(agent, call, &mut output)),
                 Plan::Unknown => {
                     let err = ToolError::NotFound(call.name.clone());
-                    results[i] = Some(self.end_without_running(agent, call, &err, &emitter));
+                    results[i] = Some(self.end_without_running(call, &err, &emitter));
                 }
                 Plan::Gated(kind) => pending.push(PendingCall {
                     tool_call_id: call.id.clone(),
@@ -235,8 +245,7 @@ impl<S: Store> Runner<S> {
                                 tool: call.name.clone(),
                                 reason,
                             };
-                            results[i] =
-                                Some(self.end_without_running(agent, call, &err, &emitter));
+                            results[i] = Some(self.end_without_running(call, &err, &emitter));
                         }
                     }
                 }
@@ -255,7 +264,7 @@ impl<S: Store> Runner<S> {
             let skipped = ToolError::Skipped("the run finished first".into());
             for (i, call) in calls.iter().enumerate() {
                 if matches!(plans[i], Plan::Gated(_)) && results[i].is_none() {
-                    results[i] = Some(self.end_without_running(agent, call, &skipped, &emitter));
+                    results[i] = Some(self.end_without_running(call, &skipped, &emitter));
                 }
             }
             pending.retain(|p| p.kind == PendingKind::Child);
@@ -285,6 +294,7 @@ impl<S: Store> Runner<S> {
         } else {
             Outcome::Continue
         };
+        result_hooks(agent, &calls, &results, &call_writes);
         messages.extend(results.into_iter().flatten());
         self.ensure_not_aborted()?;
         self.commit_step(
