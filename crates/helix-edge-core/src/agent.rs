@@ -463,7 +463,7 @@ mod tests {
     }
 
     #[test]
-    fn a_predicate_that_errors_or_panics_requires_approval() {
+    fn a_predicate_that_errors_requires_approval() {
         #[derive(Deserialize)]
         struct To {
             to: Vec<String>,
@@ -475,14 +475,20 @@ mod tests {
         assert!(tool.needs_approval(&json!({"to": ["a", "b", "c", "d"]}), &json!({})));
         assert!(
             tool.needs_approval(&json!({"to": "not a list"}), &json!({})),
-            "error fails closed"
+            "arguments that do not fit fail closed"
         );
-        let panicking: Tool = server("p")
-            .approval_when(|_: &Value, _| panic!("boom"))
+        // A fallible predicate: its error asks for approval.
+        let limit: Tool = server("pay")
+            .approval_when(|_: &Value, state: &Value| match state["limit"].as_u64() {
+                Some(limit) => Ok(limit < 100),
+                None => Err("no spending limit in the state"),
+            })
             .into();
+        assert!(!limit.needs_approval(&json!({}), &json!({"limit": 500})));
+        assert!(limit.needs_approval(&json!({}), &json!({"limit": 50})));
         assert!(
-            panicking.needs_approval(&json!({}), &json!({})),
-            "panic fails closed"
+            limit.needs_approval(&json!({}), &json!({})),
+            "an error fails closed"
         );
     }
 }

@@ -33,7 +33,7 @@
 //! Tool::new("rm", "Delete", run).deadline(Duration::from_secs(1)); // deadlines are the client's
 //! ```
 
-use super::{Approval, ExecuteFn, Execution, Tool, ToolContext, schema_of};
+use super::{Approval, ApprovalDecision, ExecuteFn, Execution, Tool, ToolContext, schema_of};
 use crate::error::ToolError;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -214,16 +214,19 @@ impl ServerTool {
         ApprovalTool(self.0)
     }
 
-    /// A call needs approval when `predicate(input, state)` is true. Arguments that do
-    /// not deserialize into `I` need approval too (fail closed).
-    pub fn approval_when<I, F>(mut self, predicate: F) -> ApprovalTool
+    /// A call needs approval when `predicate(input, state)` is true. The predicate may
+    /// return `bool` or `Result<bool, E>`; an error, like arguments that do not
+    /// deserialize into `I`, needs approval (fail closed). It must not panic (see
+    /// [`ApprovalDecision`]).
+    pub fn approval_when<I, F, D>(mut self, predicate: F) -> ApprovalTool
     where
         I: DeserializeOwned + 'static,
-        F: Fn(&I, &Value) -> bool + 'static,
+        F: Fn(&I, &Value) -> D + 'static,
+        D: ApprovalDecision,
     {
         self.0.approval = Approval::When(Rc::new(move |args: &Value, state: &Value| {
             let input = I::deserialize(args).map_err(|e| e.to_string())?;
-            Ok(predicate(&input, state))
+            predicate(&input, state).decide()
         }));
         ApprovalTool(self.0)
     }

@@ -46,9 +46,29 @@ pub enum Approval {
     Never,
     /// Always asks.
     Always,
-    /// Asks when the predicate over `(arguments, state)` says so. An error (or a panic,
-    /// where panics can be caught) counts as "ask": approval fails closed.
+    /// Asks when the predicate over `(arguments, state)` says so. An error counts as
+    /// "ask": approval fails closed.
     When(ApprovalFn),
+}
+
+/// What an approval predicate returns: a `bool`, or a `Result<bool, E>` whose error
+/// means "ask" (approval fails closed). A predicate must not panic: a panic in wasm
+/// aborts the worker instance (there is no unwinding); return an error instead.
+pub trait ApprovalDecision {
+    /// `Ok(true)` to ask, `Ok(false)` to run without asking, `Err(reason)` to ask.
+    fn decide(self) -> Result<bool, String>;
+}
+
+impl ApprovalDecision for bool {
+    fn decide(self) -> Result<bool, String> {
+        Ok(self)
+    }
+}
+
+impl<E: std::fmt::Display> ApprovalDecision for Result<bool, E> {
+    fn decide(self) -> Result<bool, String> {
+        self.map_err(|e| e.to_string())
+    }
 }
 
 /// How the tool is executed.
@@ -170,12 +190,7 @@ impl Tool {
         match &self.approval {
             Approval::Never => false,
             Approval::Always => true,
-            Approval::When(predicate) => {
-                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    predicate(args, state)
-                }));
-                !matches!(outcome, Ok(Ok(false)))
-            }
+            Approval::When(predicate) => !matches!(predicate(args, state), Ok(false)),
         }
     }
 
