@@ -8,7 +8,7 @@
 
 mod fake;
 
-use fake::recorded::{anthropic_sse, config, fixture, lines, openai_sse};
+use fake::recorded::{anthropic_sse, config, fixture, openai_sse};
 use fake::{ChunkedTransport, block};
 use helix_edge_core::error::ProviderError;
 use helix_edge_core::message::Message;
