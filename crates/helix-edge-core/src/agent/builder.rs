@@ -1,0 +1,260 @@
+//! Building an agent definition, validated when built (names, schemas, duplicates).
+
+use super::{Agent, DEFAULT_MAX_STEPS, Hooks, SystemPrompt};
+use crate::error::DefinitionError;
+use crate::model::ModelSettings;
+use crate::tool::{RESERVED_TOOL_NAMES, Tool, valid_name};
+use serde_json::{Value, json};
+use std::rc::Rc;
+
+/// Builds an [`Agent`]; [`build`](AgentBuilder::build) validates it.
+pub struct AgentBuilder {
+    agent: Agent,
+}
+
+impl AgentBuilder {
+    pub(super) fn new(name: String) -> Self {
+        Self {
+            agent: Agent {
+                name,
+                description: String::new(),
+                system_prompt: SystemPrompt::Static(String::new()),
+                tools: Vec::new(),
+                initial_state: json!({}),
+                output_schema: None,
+                model: ModelSettings::default(),
+                max_steps: DEFAULT_MAX_STEPS,
+                hooks: None,
+            },
+        }
+    }
+
+    /// What the agent does (shown in `GET /v1/agents`).
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.agent.description = text.into();
+        self
+    }
+
+    /// A fixed system prompt.
+    pub fn system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.agent.system_prompt = SystemPrompt::Static(text.into());
+        self
+    }
+
+    /// A system prompt computed from the state before every step.
+    pub fn system_prompt_fn(mut self, f: impl Fn(&Value) -> String + 'static) -> Self {
+        self.agent.system_prompt = SystemPrompt::Dynamic(Rc::new(f));
+        self
+    }
+
+    /// Adds a tool (any builder: [`Tool::new`], [`Tool::client`], [`Tool::subagent`]…).
+    pub fn tool(mut self, tool: impl Into<Tool>) -> Self {
+        self.agent.tools.push(tool.into());
+        self
+    }
+
+    /// The state new sessions start from (a JSON object).
+    pub fn initial_state(mut self, state: Value) -> Self {
+        self.agent.initial_state = state;
+        self
+    }
+
+    /// Requires structured output matching `schema`, delivered through `__finish__`.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.agent.output_schema = Some(schema);
+        self
+    }
+
+    /// Model settings.
+    pub fn model(mut self, settings: ModelSettings) -> Self {
+        self.agent.model = settings;
+        self
+    }
+
+    /// Cap on model steps per run (default 20).
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.agent.max_steps = steps;
+        self
+    }
+
+    /// Callbacks around tool calls.
+    pub fn hooks(mut self, hooks: impl Hooks + 'static) -> Self {
+        self.agent.hooks = Some(Rc::new(hooks));
+        self
+    }
+
+    /// Validates and returns the agent.
+    pub fn build(self) -> Result<Agent, DefinitionError> {
+        let agent = self.agent;
+        if !valid_name(&agent.name) {
+            return Err(DefinitionError::InvalidAgentName(agent.name));
+        }
+        if !agent.initial_state.is_object() {
+            return Err(DefinitionError::StateNotAnObject(agent.name));
+        }
+        if agent.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
+            return Err(DefinitionError::InvalidSchema(format!(
+                "{} output",
+                agent.name
+            )));
+        }
+        for (i, tool) in agent.tools.iter().enumerate() {
+            validate_tool(tool)?;
+            if agent.tools[..i].iter().any(|t| t.name == tool.name) {
+                return Err(DefinitionError::DuplicateTool(tool.name.clone()));
+            }
+        }
+        Ok(agent)
+    }
+}
+
+fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
+    let name = &tool.name;
+    if RESERVED_TOOL_NAMES.contains(&name.as_str()) {
+        return Err(DefinitionError::ReservedToolName(name.clone()));
+    }
+    if !valid_name(name) {
+        return Err(DefinitionError::InvalidToolName(name.clone()));
+    }
+    if !tool.input_schema.is_object() {
+        return Err(DefinitionError::InvalidSchema(name.clone()));
+    }
+    match tool.subagent_of() {
+        Some((child, _)) if child.output_schema.is_none() => {
+            Err(DefinitionError::SubAgentWithoutOutput(name.clone()))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{Agents, FINISH_TOOL};
+    use crate::error::ToolError;
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Path {
+        #[allow(dead_code)]
+        path: String,
+    }
+
+    fn server(name: &str) -> crate::tool::ServerTool {
+        Tool::new(name, "d", |_: Path, _| async {
+            Ok::<_, ToolError>(json!({}))
+        })
+    }
+
+    fn build_with(tool: impl Into<Tool>) -> Result<Agent, DefinitionError> {
+        Agent::builder("a").tool(tool).build()
+    }
+
+    #[test]
+    fn duplicate_tools_and_agents_are_refused_by_name() {
+        let dup = Agent::builder("a")
+            .tool(server("x"))
+            .tool(server("x"))
+            .build()
+            .unwrap_err();
+        assert_eq!(dup, DefinitionError::DuplicateTool("x".into()));
+        let a = || Agent::builder("a").build().unwrap();
+        let twice = Agents::new().with(a()).unwrap().with(a());
+        assert_eq!(
+            twice.err(),
+            Some(DefinitionError::DuplicateAgent("a".into()))
+        );
+    }
+
+    #[test]
+    fn a_sub_agents_child_is_registered_and_gives_way_to_an_agent_of_its_name() {
+        let schema = json!({"type": "object"});
+        let child = || {
+            Agent::builder("child")
+                .description("first")
+                .output_schema(schema.clone())
+                .build()
+                .unwrap()
+        };
+        let parent = Agent::builder("parent")
+            .tool(Tool::subagent::<Path>("delegate", child()))
+            .build()
+            .unwrap();
+        let agents = Agents::new().with(parent).unwrap();
+        assert_eq!(agents.get("child").unwrap().description(), "first");
+        let mut own = child();
+        own.description = "own".into();
+        let agents = agents.with(own).unwrap();
+        assert_eq!(agents.get("child").unwrap().description(), "own");
+        assert_eq!(agents.iter().count(), 2);
+    }
+
+    #[test]
+    fn reserved_and_malformed_names_are_refused() {
+        assert_eq!(
+            build_with(server("__finish__")).unwrap_err(),
+            DefinitionError::ReservedToolName("__finish__".into())
+        );
+        assert!(matches!(
+            build_with(server("has space")),
+            Err(DefinitionError::InvalidToolName(_))
+        ));
+        assert!(matches!(
+            build_with(server("")),
+            Err(DefinitionError::InvalidToolName(_))
+        ));
+        assert!(Agent::builder("bad name").build().is_err());
+        assert!(
+            Agent::builder("a")
+                .initial_state(json!([]))
+                .build()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn an_output_schema_injects_the_finish_tool() {
+        let schema = json!({"type": "object", "properties": {"summary": {"type": "string"}}});
+        let agent = Agent::builder("r")
+            .output_schema(schema.clone())
+            .tool(server("t"))
+            .build()
+            .unwrap();
+        let specs = agent.tool_specs();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[1].name, FINISH_TOOL);
+        assert_eq!(specs[1].input_schema, schema);
+        assert_eq!(specs[0].input_schema["required"], json!(["path"]));
+    }
+
+    #[test]
+    fn a_predicate_that_errors_requires_approval() {
+        #[derive(Deserialize)]
+        struct To {
+            to: Vec<String>,
+        }
+        let tool: Tool = server("send")
+            .approval_when(|i: &To, _| i.to.len() > 3)
+            .into();
+        assert!(!tool.needs_approval(&json!({"to": ["a"]}), &json!({})));
+        assert!(tool.needs_approval(&json!({"to": ["a", "b", "c", "d"]}), &json!({})));
+        assert!(
+            tool.needs_approval(&json!({"to": "not a list"}), &json!({})),
+            "arguments that do not fit fail closed"
+        );
+        // A fallible predicate: its error asks for approval.
+        let limit: Tool = server("pay")
+            .approval_when(|_: &Value, state: &Value| match state["limit"].as_u64() {
+                Some(limit) => Ok(limit < 100),
+                None => Err("no spending limit in the state"),
+            })
+            .into();
+        assert!(!limit.needs_approval(&json!({}), &json!({"limit": 500})));
+        assert!(limit.needs_approval(&json!({}), &json!({"limit": 50})));
+        assert!(
+            limit.needs_approval(&json!({}), &json!({})),
+            "an error fails closed"
+        );
+    }
+}

@@ -1,0 +1,185 @@
+//! Agent definitions: what users write against. An agent has a name, a description, a
+//! system prompt (static or computed from the state), tools, an initial state, an
+//! optional output schema, model settings, a step limit and optional hooks. Definitions
+//! are validated when built, with errors that name the offending tool.
+//!
+//! ```
+//! use helix_edge_core::{agent::Agent, error::ToolError, tool::Tool};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct SendEmail { to: Vec<String>, subject: String, body: String }
+//!
+//! # fn main() -> Result<(), helix_edge_core::error::DefinitionError> {
+//! let agent = Agent::builder("mailer")
+//!     .description("Sends email")
+//!     .system_prompt("You send email for the user.")
+//!     .initial_state(json!({ "sent": [] }))
+//!     .tool(
+//!         Tool::new("send_email", "Send an email", |input: SendEmail, ctx| async move {
+//!             ctx.append("/sent", json!(input.subject))?; // recorded as `add /sent/-`
+//!             Ok::<_, ToolError>(json!({ "sent": input.to.len() }))
+//!         })
+//!         .approval_when(|input: &SendEmail, _state| input.to.len() > 3), // fails closed
+//!     )
+//!     .build()?;
+//! assert_eq!(agent.tools()[0].name(), "send_email");
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::message::{Message, ToolCall};
+use crate::model::{ModelSettings, ToolSpec};
+use crate::state::PatchOp;
+use crate::tool::Tool;
+use serde_json::Value;
+use std::rc::Rc;
+
+mod builder;
+mod registry;
+
+pub use builder::AgentBuilder;
+pub use registry::Agents;
+
+/// Name of the tool injected when an agent has an output schema.
+pub const FINISH_TOOL: &str = "__finish__";
+
+/// Default cap on model steps per run.
+pub const DEFAULT_MAX_STEPS: u32 = 20;
+
+/// The system prompt: fixed, or computed from the current state.
+#[derive(Clone)]
+pub enum SystemPrompt {
+    /// The same text every step.
+    Static(String),
+    /// Computed from the state before every step.
+    Dynamic(Rc<dyn Fn(&Value) -> String>),
+}
+
+/// Callbacks around tool calls and suspension, in one canonical order: `before_tool` as
+/// each server call starts (parallel calls run together); then, once every call of the
+/// step is done, per call in the model's order (not the order they finished in)
+/// `on_state_change` (if it wrote) → `on_message` → `after_tool`. A resumed step fires
+/// `on_agent_resumed` first, and its approved, denied, answered and timed-out calls the
+/// same sequence. All have empty defaults; they observe and must not fail.
+pub trait Hooks {
+    /// Before a server tool executes.
+    fn before_tool(&self, _call: &ToolCall) {}
+    /// After a tool call's writes are known (only when it wrote something).
+    fn on_state_change(&self, _call: &ToolCall, _writes: &[PatchOp]) {}
+    /// For each message the run adds to the transcript.
+    fn on_message(&self, _message: &Message) {}
+    /// After a tool call's result is known.
+    fn after_tool(&self, _call: &ToolCall, _result: &Message) {}
+    /// When the run suspends at a human-in-the-loop boundary.
+    fn on_agent_suspended(&self, _tool_call_ids: &[String]) {}
+    /// When a suspended run resumes.
+    fn on_agent_resumed(&self) {}
+}
+
+/// A validated agent definition.
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) system_prompt: SystemPrompt,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) initial_state: Value,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) model: ModelSettings,
+    pub(crate) max_steps: u32,
+    pub(crate) hooks: Option<Rc<dyn Hooks>>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.name)
+            .field("tools", &self.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Starts a definition.
+    pub fn builder(name: impl Into<String>) -> AgentBuilder {
+        AgentBuilder::new(name.into())
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What it does.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Its tools (without the injected `__finish__`).
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The state a new session starts from.
+    pub fn initial_state(&self) -> &Value {
+        &self.initial_state
+    }
+
+    /// The output schema, if the agent must produce structured output.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
+    /// Model settings.
+    pub fn model(&self) -> &ModelSettings {
+        &self.model
+    }
+
+    /// Cap on model steps per run.
+    pub fn max_steps(&self) -> u32 {
+        self.max_steps
+    }
+
+    /// The tool called `name`.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The system prompt for `state`.
+    pub fn system_prompt(&self, state: &Value) -> String {
+        match &self.system_prompt {
+            SystemPrompt::Static(text) => text.clone(),
+            SystemPrompt::Dynamic(f) => f(state),
+        }
+    }
+
+    /// The tools as the model sees them, with `__finish__` when an output is required.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self
+            .tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect();
+        if let Some(schema) = &self.output_schema {
+            specs.push(ToolSpec {
+                name: FINISH_TOOL.into(),
+                description: "Call this exactly once, when you are done, with the final structured output as \
+                              its arguments."
+                    .into(),
+                input_schema: schema.clone(),
+            });
+        }
+        specs
+    }
+
+    pub(crate) fn hooks(&self) -> Option<&dyn Hooks> {
+        self.hooks.as_deref()
+    }
+}
