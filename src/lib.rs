@@ -7,7 +7,8 @@
 //! - [`agents`]: the reference agents (`assistant`, `coordinator` with its `researcher`
 //!   sub-agent) and their typed tools. Pure: tested natively.
 //! - `test_agents` (feature `test-routes`, wasm only): the `ledger` agent the
-//!   end-to-end suite's fault injection counts executions with.
+//!   end-to-end suite's fault injection counts executions with, and `typed` and
+//!   `lister` for typed state, tool output schemas and typed output.
 //! - The worker itself (wasm only): the agents this deployment hosts, given its
 //!   environment, and the entry and `SessionObject` class from `helix_edge::worker!`.
 
@@ -41,6 +42,10 @@ mod hosted {
             Some(url) => agents.with(crate::test_agents::ledger(url)?)?,
             None => agents,
         };
+        #[cfg(feature = "test-routes")]
+        let agents = agents
+            .with(crate::test_agents::typed()?)?
+            .with(crate::test_agents::lister()?)?;
         Ok(agents)
     }
 

@@ -4,13 +4,17 @@
 //! to `LEDGER_URL` (the test's mock server) before it answers. The report is the
 //! durable record outside the worker that lets a test killing the worker at random
 //! count how often each approved call really ran.
+//!
+//! `typed` has typed state (`Tasks`), a tool that updates it through the type, and a
+//! client tool whose results must match a declared output schema. `lister` owes a list
+//! of strings as its output (a typed output that is not an object).
 
 use crate::agents::add_note_tool;
 use helix_edge::agent::Agent;
 use helix_edge::error::{DefinitionError, ToolError};
 use helix_edge::tool::{Tool, ToolContext};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use worker::{Fetch, Headers, Method, Request, RequestInit};
 
@@ -62,5 +66,63 @@ pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
             })
             .approval_always(),
         )
+        .build()
+}
+
+/// The state of `typed`.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Tasks {
+    /// Open tasks.
+    pub tasks: Vec<String>,
+    /// How many were ever added.
+    pub added: u32,
+}
+
+/// Input of `add_task` and `measure`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    /// The task.
+    pub title: String,
+}
+
+/// What `measure`'s client must answer.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Measured {
+    /// The measurement.
+    pub value: f64,
+}
+
+/// The `typed` agent.
+pub fn typed() -> Result<Agent, DefinitionError> {
+    Agent::builder("typed")
+        .description("Test agent: typed state and a client tool with an output schema.")
+        .system_prompt("You track tasks.")
+        .state::<Tasks>()
+        .tool(Tool::new(
+            "add_task",
+            "Add a task.",
+            |input: Task, ctx: ToolContext| async move {
+                ctx.update_as(|t: &mut Tasks| {
+                    t.tasks.push(input.title);
+                    t.added += 1;
+                })?;
+                Ok::<_, ToolError>(json!({ "added": ctx.state_as::<Tasks>()?.added }))
+            },
+        ))
+        .tool(
+            Tool::client::<Task>("measure", "Measure something (the client answers).")
+                .output::<Measured>(),
+        )
+        .build()
+}
+
+/// The `lister` agent.
+pub fn lister() -> Result<Agent, DefinitionError> {
+    Agent::builder("lister")
+        .description("Test agent: answers with a list of strings.")
+        .system_prompt("You list things.")
+        .output::<Vec<String>>()
         .build()
 }

@@ -66,6 +66,20 @@ pub enum ToolError {
         /// What is wrong, for the model to fix.
         reason: String,
     },
+    /// The result does not match the tool's declared output schema.
+    #[error("Tool '{tool}' returned a result that does not match its output schema: {reason}")]
+    OutputInvalid {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A server tool ran past its timeout; its signal was raised and it was stopped.
+    #[error("Tool execution timed out after {ms} ms")]
+    ExecutionTimedOut {
+        /// The timeout.
+        ms: u64,
+    },
     /// The tool ran and failed.
     #[error("{message}")]
     Failed {
@@ -162,6 +176,8 @@ impl Coded for ToolError {
         match self {
             Self::NotFound(_) => "tool_not_found",
             Self::InputInvalid { .. } => "tool_input_invalid",
+            Self::OutputInvalid { .. } => "tool_output_invalid",
+            Self::ExecutionTimedOut { .. } => "tool_timeout",
             Self::Failed { .. } => "tool_execution_failed",
             Self::Denied => "tool_denied",
             Self::TimedOut => "tool_timeout",
@@ -181,7 +197,10 @@ impl Coded for ToolError {
     fn retryable(&self) -> bool {
         matches!(
             self,
-            Self::Failed { .. } | Self::TimedOut | Self::Interrupted
+            Self::Failed { .. }
+                | Self::TimedOut
+                | Self::ExecutionTimedOut { .. }
+                | Self::Interrupted
         )
     }
 }
@@ -208,6 +227,9 @@ pub enum StateError {
         /// Why.
         reason: String,
     },
+    /// The state does not have the agent's state type.
+    #[error("The state does not match its type: {0}")]
+    TypeMismatch(String),
 }
 
 impl Coded for StateError {
@@ -216,6 +238,7 @@ impl Coded for StateError {
             Self::InvalidPath { .. } => "state_invalid_path",
             Self::NotAnObject => "state_not_an_object",
             Self::PatchFailed { .. } => "state_patch_failed",
+            Self::TypeMismatch(_) => "state_type_mismatch",
         }
     }
     fn category(&self) -> Category {

@@ -33,6 +33,8 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of its arguments.
     pub input_schema: Value,
+    /// Ask the provider to hold the arguments to the schema (constrained decoding).
+    pub strict: bool,
 }
 
 /// One model call.

@@ -510,6 +510,30 @@ impl StateWriter {
     }
 }
 
+/// Applies to `state` the change from `before` to `after` (the state as a type sees it,
+/// before and after a typed update): keys the type does not know are left alone, keys
+/// it dropped are removed, and changed values are set, objects recursively.
+pub fn apply_change(state: &mut Value, before: &Value, after: &Value) {
+    match (state, before, after) {
+        (Value::Object(state), Value::Object(before), Value::Object(after)) => {
+            for key in before.keys().filter(|k| !after.contains_key(*k)) {
+                state.remove(key);
+            }
+            for (key, new) in after {
+                match (state.get_mut(key), before.get(key)) {
+                    (_, Some(old)) if old == new => {}
+                    (Some(current), Some(old)) => apply_change(current, old, new),
+                    _ => {
+                        state.insert(key.clone(), new.clone());
+                    }
+                }
+            }
+        }
+        (state, before, after) if before != after => *state = after.clone(),
+        _ => {}
+    }
+}
+
 /// The result of merging a step's writes into the committed state.
 #[derive(Debug, Default, PartialEq)]
 pub struct Merged {

@@ -60,6 +60,7 @@ fn tools() -> Vec<ToolSpec> {
         name: "get_weather".into(),
         description: "Weather for a city".into(),
         input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        strict: false,
     }]
 }
 
@@ -247,4 +248,55 @@ fn provider_selection_follows_spec_defaults_and_rejects_bad_values() {
         !format!("{c:?}").contains("sk-very-secret"),
         "the key never appears in debug output"
     );
+}
+
+#[test]
+fn strict_tools_are_sent_closed_and_marked_strict_to_both_providers() {
+    let messages = [Message::user("hi")];
+    let settings = ModelSettings::default();
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]});
+    let tools = |strict| {
+        vec![ToolSpec {
+            name: "get_weather".into(),
+            description: "d".into(),
+            input_schema: schema.clone(),
+            strict,
+        }]
+    };
+    let request = |strict| ModelRequest {
+        system: String::new(),
+        messages: &messages,
+        tools: tools(strict),
+        settings: &settings,
+        abort: Default::default(),
+    };
+    let closed = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"type": ["string", "null"]}},
+        "required": ["city", "unit"],
+        "additionalProperties": false
+    });
+
+    let openai = config(&[("LLM_PROVIDER", "openai"), ("LLM_API_KEY", "k")]).unwrap();
+    let body: Value = serde_json::from_str(&openai.request(&request(true)).body).unwrap();
+    let function = &body["tools"][0]["function"];
+    assert_eq!(function["strict"], json!(true));
+    assert_eq!(function["parameters"], closed);
+    let body: Value = serde_json::from_str(&openai.request(&request(false)).body).unwrap();
+    assert_eq!(body["tools"][0]["function"].get("strict"), None);
+    assert_eq!(body["tools"][0]["function"]["parameters"], schema);
+
+    let anthropic = config(&[("LLM_PROVIDER", "anthropic"), ("LLM_API_KEY", "k")]).unwrap();
+    let http = anthropic.request(&request(true));
+    let body: Value = serde_json::from_str(&http.body).unwrap();
+    assert_eq!(body["tools"][0]["strict"], json!(true));
+    assert_eq!(body["tools"][0]["input_schema"], closed);
+    assert_eq!(
+        header(&http.headers, "anthropic-beta"),
+        Some("structured-outputs-2025-11-13")
+    );
+    let http = anthropic.request(&request(false));
+    assert_eq!(header(&http.headers, "anthropic-beta"), None);
+    let body: Value = serde_json::from_str(&http.body).unwrap();
+    assert_eq!(body["tools"][0].get("strict"), None);
 }

@@ -1,9 +1,12 @@
 //! Building an agent definition, validated when built (names, schemas, duplicates).
 
-use super::{Agent, DEFAULT_MAX_STEPS, Hooks, SystemPrompt};
+use super::{Agent, DEFAULT_MAX_STEPS, Hooks, OutputSpec, StepSummary, SystemPrompt};
 use crate::error::DefinitionError;
 use crate::model::ModelSettings;
-use crate::tool::{RESERVED_TOOL_NAMES, Tool, valid_name};
+use crate::tool::{RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::rc::Rc;
 
@@ -21,9 +24,12 @@ impl AgentBuilder {
                 system_prompt: SystemPrompt::Static(String::new()),
                 tools: Vec::new(),
                 initial_state: json!({}),
-                output_schema: None,
+                state_schema: None,
+                output: None,
+                strict_output: false,
                 model: ModelSettings::default(),
                 max_steps: DEFAULT_MAX_STEPS,
+                stop_when: None,
                 hooks: None,
             },
         }
@@ -53,15 +59,54 @@ impl AgentBuilder {
         self
     }
 
-    /// The state new sessions start from (a JSON object).
+    /// The state new sessions start from (a JSON object), untyped.
     pub fn initial_state(mut self, state: Value) -> Self {
         self.agent.initial_state = state;
         self
     }
 
+    /// Typed state: sessions start from `S::default()`, a create's `input.state` must
+    /// match `S`'s schema (or the request is refused, naming the field), and tools read
+    /// and update it as `S` ([`ToolContext::state_as`], [`ToolContext::update_as`]).
+    ///
+    /// [`ToolContext::state_as`]: crate::tool::ToolContext::state_as
+    /// [`ToolContext::update_as`]: crate::tool::ToolContext::update_as
+    pub fn state<S>(mut self) -> Self
+    where
+        S: Serialize + DeserializeOwned + JsonSchema + Default,
+    {
+        // A type that does not serialise to an object is refused by `build`.
+        self.agent.initial_state = serde_json::to_value(S::default()).unwrap_or(Value::Null);
+        self.agent.state_schema = Some(schema_of::<S>());
+        self
+    }
+
     /// Requires structured output matching `schema`, delivered through `__finish__`.
+    /// Any schema works: one that is not an object's is passed as `{"output": …}`.
     pub fn output_schema(mut self, schema: Value) -> Self {
-        self.agent.output_schema = Some(schema);
+        self.agent.output = Some(OutputSpec::new(schema));
+        self
+    }
+
+    /// Requires structured output of type `O` (its schema derived from `O`): a struct,
+    /// or any other type (a string, a list, an enum).
+    pub fn output<O: JsonSchema>(self) -> Self {
+        self.output_schema(schema_of::<O>())
+    }
+
+    /// Asks providers that support constrained decoding (OpenAI's `strict`, Anthropic's
+    /// strict tool use) to hold `__finish__`'s arguments to the output schema; a no-op
+    /// elsewhere. The output is validated either way.
+    pub fn strict_output(mut self) -> Self {
+        self.agent.strict_output = true;
+        self
+    }
+
+    /// Ends the run after a step for which `predicate` is true, instead of calling the
+    /// model again. The run completes without output, or, for an agent that owes one,
+    /// fails as `output_missing`.
+    pub fn stop_when(mut self, predicate: impl Fn(&StepSummary<'_>) -> bool + 'static) -> Self {
+        self.agent.stop_when = Some(Rc::new(predicate));
         self
     }
 
@@ -92,7 +137,7 @@ impl AgentBuilder {
         if !agent.initial_state.is_object() {
             return Err(DefinitionError::StateNotAnObject(agent.name));
         }
-        if agent.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
+        if agent.output_schema().is_some_and(|s| !s.is_object()) {
             return Err(DefinitionError::InvalidSchema(format!(
                 "{} output",
                 agent.name
@@ -120,7 +165,7 @@ fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
         return Err(DefinitionError::InvalidSchema(name.clone()));
     }
     match tool.subagent_of() {
-        Some((child, _)) if child.output_schema.is_none() => {
+        Some((child, _)) if child.output.is_none() => {
             Err(DefinitionError::SubAgentWithoutOutput(name.clone()))
         }
         _ => Ok(()),

@@ -38,9 +38,11 @@ use serde_json::Value;
 use std::rc::Rc;
 
 mod builder;
+mod output;
 mod registry;
 
 pub use builder::AgentBuilder;
+pub(crate) use output::OutputSpec;
 pub use registry::Agents;
 
 /// Name of the tool injected when an agent has an output schema.
@@ -87,10 +89,31 @@ pub struct Agent {
     pub(crate) system_prompt: SystemPrompt,
     pub(crate) tools: Vec<Tool>,
     pub(crate) initial_state: Value,
-    pub(crate) output_schema: Option<Value>,
+    pub(crate) state_schema: Option<Value>,
+    pub(crate) output: Option<OutputSpec>,
+    pub(crate) strict_output: bool,
     pub(crate) model: ModelSettings,
     pub(crate) max_steps: u32,
+    pub(crate) stop_when: Option<StopWhen>,
     pub(crate) hooks: Option<Rc<dyn Hooks>>,
+}
+
+/// Decides after a step whether the run stops there.
+pub(crate) type StopWhen = Rc<dyn Fn(&StepSummary<'_>) -> bool>;
+
+/// A step that went on to another model call, as a `stop_when` predicate sees it.
+#[derive(Debug)]
+pub struct StepSummary<'a> {
+    /// Model steps taken in this run, this one included.
+    pub run_steps: u32,
+    /// The model's text in this step.
+    pub text: &'a str,
+    /// The calls the model made in this step.
+    pub tool_calls: &'a [ToolCall],
+    /// Their results, in call order.
+    pub results: &'a [Message],
+    /// The state after the step's writes.
+    pub state: &'a Value,
 }
 
 impl std::fmt::Debug for Agent {
@@ -128,9 +151,22 @@ impl Agent {
         &self.initial_state
     }
 
+    /// The schema the state must match, for an agent with typed state.
+    pub fn state_schema(&self) -> Option<&Value> {
+        self.state_schema.as_ref()
+    }
+
     /// The output schema, if the agent must produce structured output.
     pub fn output_schema(&self) -> Option<&Value> {
-        self.output_schema.as_ref()
+        self.output.as_ref().map(OutputSpec::schema)
+    }
+
+    pub(crate) fn output(&self) -> Option<&OutputSpec> {
+        self.output.as_ref()
+    }
+
+    pub(crate) fn stop_when(&self) -> Option<&StopWhen> {
+        self.stop_when.as_ref()
     }
 
     /// Model settings.
@@ -165,15 +201,17 @@ impl Agent {
                 name: t.name.clone(),
                 description: t.description.clone(),
                 input_schema: t.input_schema.clone(),
+                strict: t.strict,
             })
             .collect();
-        if let Some(schema) = &self.output_schema {
+        if let Some(output) = &self.output {
             specs.push(ToolSpec {
                 name: FINISH_TOOL.into(),
                 description: "Call this exactly once, when you are done, with the final structured output as \
                               its arguments."
                     .into(),
-                input_schema: schema.clone(),
+                input_schema: output.finish_schema().clone(),
+                strict: self.strict_output,
             });
         }
         specs

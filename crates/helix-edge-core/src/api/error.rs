@@ -123,7 +123,9 @@ impl From<RunError> for ApiError {
             | RunError::NotResumable(_)
             | RunError::AlreadyResolved(_)
             | RunError::CheckpointNotRestorable(_) => 409,
-            RunError::KindMismatch { .. } | RunError::Invalid(_) => 400,
+            RunError::KindMismatch { .. } | RunError::Invalid(_) | RunError::ResultInvalid(_) => {
+                400
+            }
             RunError::Provider(_) => 502,
         };
         // Internal detail stays in the logs; clients get the safe sentence.

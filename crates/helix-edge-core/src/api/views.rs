@@ -149,10 +149,17 @@ pub struct AgentsView {
 
 /// One agent as `GET /v1/agents` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct AgentView {
     name: String,
     description: String,
     tools: Vec<ToolView>,
+    /// The state's JSON Schema, for an agent with typed state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state_schema: Option<Value>,
+    /// The output's JSON Schema, for an agent that owes structured output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<Value>,
 }
 
 /// One tool of an agent: who runs it and when it needs approval.
@@ -180,6 +187,8 @@ impl From<&Agents> for AgentsView {
             name: a.name().into(),
             description: a.description().into(),
             tools: a.tools().iter().map(tool).collect(),
+            state_schema: a.state_schema().cloned(),
+            output_schema: a.output_schema().cloned(),
         };
         Self {
             agents: agents.iter().map(agent).collect(),

@@ -5,6 +5,7 @@
 //!
 //! The stream is complete only after `message_stop`; anything less is *truncated*.
 
+use super::strict::strict_schema;
 use super::{DecodeStep, Decoder, Frame};
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
@@ -14,6 +15,10 @@ use serde_json::{Map, Value, json};
 
 /// The API version header value this adapter speaks.
 pub const API_VERSION: &str = "2023-06-01";
+
+/// The beta that enables strict tool use (constrained decoding of tool arguments); sent
+/// only when a tool of the request is strict.
+pub const STRICT_TOOLS_BETA: &str = "structured-outputs-2025-11-13";
 
 /// Output cap sent when the agent sets none (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -103,7 +108,16 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
         body["tools"] = request
             .tools
             .iter()
-            .map(|t| json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema }))
+            .map(|t| {
+                let mut tool = json!({ "name": t.name, "description": t.description });
+                if t.strict {
+                    tool["input_schema"] = strict_schema(&t.input_schema);
+                    tool["strict"] = json!(true);
+                } else {
+                    tool["input_schema"] = t.input_schema.clone();
+                }
+                tool
+            })
             .collect();
     }
     if let Some(t) = request.settings.temperature {

@@ -12,6 +12,7 @@
 pub mod anthropic;
 pub mod openai;
 pub mod sse;
+pub mod strict;
 
 use crate::error::ProviderError;
 use crate::model::{Delta, Model, ModelRequest, ModelTurn};
@@ -215,6 +216,9 @@ impl ProviderConfig {
         let (url, body) = match self.kind {
             ProviderKind::Anthropic => {
                 headers.push(("anthropic-version".into(), anthropic::API_VERSION.into()));
+                if request.tools.iter().any(|t| t.strict) {
+                    headers.push(("anthropic-beta".into(), anthropic::STRICT_TOOLS_BETA.into()));
+                }
                 if let Some(key) = &self.api_key {
                     headers.push(("x-api-key".into(), key.clone()));
                 }

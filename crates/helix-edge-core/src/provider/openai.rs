@@ -11,6 +11,7 @@
 //! - The stream is complete after `[DONE]` or a `finish_reason`; one that ends before
 //!   either is *truncated*.
 
+use super::strict::strict_schema;
 use super::{DecodeStep, Decoder, Frame};
 use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
@@ -75,9 +76,14 @@ pub fn request_body(
             .tools
             .iter()
             .map(|t| {
-                json!({ "type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema
-                }})
+                let mut function = json!({ "name": t.name, "description": t.description });
+                if t.strict {
+                    function["parameters"] = strict_schema(&t.input_schema);
+                    function["strict"] = json!(true);
+                } else {
+                    function["parameters"] = t.input_schema.clone();
+                }
+                json!({ "type": "function", "function": function })
             })
             .collect();
         body["tool_choice"] = json!("auto");

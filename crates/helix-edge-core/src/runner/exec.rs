@@ -62,6 +62,7 @@ impl<S: Store> Runner<S> {
         let result = tool
             .execute(call.arguments.clone(), ctx.clone())
             .await
+            .and_then(|value| tool.check_output(&value).map(|()| value))
             .and_then(crate::message::bounded_result);
         let ms = self.host.now_ms().saturating_sub(started);
         let code = result

@@ -26,6 +26,7 @@ mod commit;
 mod emit;
 mod exec;
 mod ops;
+mod outcome;
 mod resolve;
 mod step;
 
@@ -131,6 +132,9 @@ pub enum RunError {
     /// The request is malformed in a way the API layer could not see.
     #[error("{0}")]
     Invalid(String),
+    /// A client tool's result does not match the tool's output schema.
+    #[error("{0}")]
+    ResultInvalid(String),
     /// The model could not be set up for the agent.
     #[error(transparent)]
     Provider(#[from] ProviderError),
@@ -150,6 +154,7 @@ impl Coded for RunError {
             Self::CheckpointNotFound(_) => "checkpoint_not_found",
             Self::CheckpointNotRestorable(_) => "checkpoint_not_restorable",
             Self::Invalid(_) => "validation_error",
+            Self::ResultInvalid(_) => "tool_output_invalid",
             Self::Provider(e) => e.code(),
         }
     }

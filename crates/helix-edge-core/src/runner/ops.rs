@@ -143,6 +143,13 @@ impl<S: Store> Runner<S> {
         if let (Some(overrides), Some(obj)) = (request.state, state.as_object_mut()) {
             obj.extend(overrides);
         }
+        if let Some(schema) = agent.state_schema() {
+            crate::schema::validate(schema, &state).map_err(|reason| {
+                RunError::Invalid(format!(
+                    "input.state does not match the agent's state: {reason}"
+                ))
+            })?;
+        }
         let now = self.host.now_ms();
         let run_id = self.host.new_id("run");
         let mut head = SessionHead {
@@ -252,6 +259,13 @@ impl<S: Store> Runner<S> {
                             limit: crate::message::MAX_TOOL_RESULT_BYTES,
                         }
                         .into());
+                    }
+                    // A result that breaks the tool's declared output schema is refused
+                    // (400), and the call stays open for one that matches.
+                    let agent = self.agents.get(&live.head.agent);
+                    let tool = agent.as_ref().and_then(|a| a.tool(&pending.tool_name));
+                    if let Some(Err(e)) = tool.map(|t| t.check_output(&result)) {
+                        return Err(RunError::ResultInvalid(e.to_string()));
                     }
                     Answer::ClientResult { result }
                 }

@@ -9,27 +9,20 @@ use super::calls::{Plan, normalize_calls, plan, share, unshare};
 use super::commit::Outcome;
 use super::emit::Emitter;
 use super::exec::{CallOutcome, result_hooks};
+use super::outcome::Stepped;
 use super::{Live, RunError, Runner};
-use crate::agent::{Agent, FINISH_TOOL};
+use crate::agent::Agent;
 use crate::chunk::ChunkBody;
-use crate::error::{Coded, ErrorInfo, ProviderError, ToolError};
+use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
 use crate::host::LogValue::{Num, Str};
-use crate::message::{Message, ToolCall};
+use crate::message::Message;
 use crate::model::{Delta, ModelRequest};
 use crate::state::{PatchOp, merge};
-use crate::store::{PendingCall, PendingKind, SessionHead, Store};
+use crate::store::{PendingCall, PendingKind, Store};
 use futures::future::{join_all, try_join};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::cell::RefCell;
-
-/// The text of the corrective nudge sent when a required output is missing.
-pub(crate) const OUTPUT_NUDGE: &str =
-    "You must finish by calling the __finish__ tool with your final answer as its arguments.";
-
-/// The nudge sent when an answer owing an output was cut off at the token limit.
-pub(crate) const MAX_TOKENS_NUDGE: &str = "Your answer was cut off at the output token limit. \
-    Call the __finish__ tool now, with a shorter final answer as its arguments.";
 
 impl<S: Store> Runner<S> {
     pub(crate) async fn model_step(&self, live: &mut Live, agent: &Agent) -> Result<(), RunError> {
@@ -256,6 +249,10 @@ impl<S: Store> Runner<S> {
         let mut head = live.head.clone();
         head.run.usage.add(&turn.usage);
         let mut messages = vec![assistant];
+        let text = match &messages[0] {
+            Message::Assistant { content, .. } => content.as_str(),
+            _ => "",
+        };
         let outcome = if let Some(stopped) = stopped {
             self.after_error_stop(live, agent, &mut head, &mut results, stopped)
         } else if output.is_some() {
@@ -276,23 +273,16 @@ impl<S: Store> Runner<S> {
             }
         } else if !pending.is_empty() {
             Outcome::Suspend(pending)
-        } else if calls.is_empty() && agent.output_schema().is_some() {
-            if self.nudge(&mut head, &mut results, OUTPUT_NUDGE) {
-                Outcome::Continue
-            } else {
-                Outcome::Fail(ErrorInfo {
-                    code: "output_missing".into(),
-                    message: format!(
-                        "The model answered in text {} times instead of calling {FINISH_TOOL}",
-                        head.run.nudges + 1
-                    ),
-                    retryable: true,
-                })
-            }
         } else if calls.is_empty() {
-            Outcome::Complete(None)
+            self.after_text(agent, &mut head, &mut results, text)
         } else {
-            Outcome::Continue
+            let step = Stepped {
+                text,
+                calls: &calls,
+                results: &results,
+                state: &live.state,
+            };
+            self.after_calls(agent, &head, step)
         };
         result_hooks(agent, &calls, &results, &call_writes);
         messages.extend(results.into_iter().flatten());
@@ -301,47 +291,6 @@ impl<S: Store> Runner<S> {
             live, agent, head, step, messages, state_ops, outcome, &emitter,
         )
         .await
-    }
-
-    /// What an answer that ended with an error stop reason leads to: a cut-off answer of
-    /// an agent that owes an output is nudged (within the nudge budget); everything else
-    /// fails the run with the classified error.
-    fn after_error_stop(
-        &self,
-        live: &Live,
-        agent: &Agent,
-        head: &mut SessionHead,
-        results: &mut Vec<Option<Message>>,
-        stopped: ProviderError,
-    ) -> Outcome {
-        let fields = [("code", Str(stopped.code()))];
-        self.log(live, Level::Warn, "model_stopped_in_error", &fields);
-        let recoverable = matches!(stopped, ProviderError::MaxTokens)
-            && agent.output_schema().is_some()
-            && self.nudge(head, results, MAX_TOKENS_NUDGE);
-        if recoverable {
-            Outcome::Continue
-        } else {
-            Outcome::Fail(ErrorInfo::of(&stopped))
-        }
-    }
-
-    /// Appends a corrective nudge as a user message, if the run has nudges left.
-    fn nudge(
-        &self,
-        head: &mut SessionHead,
-        results: &mut Vec<Option<Message>>,
-        text: &str,
-    ) -> bool {
-        if head.run.nudges >= self.config.max_output_nudges {
-            return false;
-        }
-        head.run.nudges += 1;
-        results.push(Some(Message::User {
-            content: text.into(),
-            metadata: Some(Map::from_iter([("nudge".to_string(), json!(true))])),
-        }));
-        true
     }
 
     /// Merges tool writes into `state`, reporting writes that no longer apply.
@@ -361,24 +310,5 @@ impl<S: Store> Runner<S> {
             });
         }
         ops.extend(merged.applied);
-    }
-
-    /// Checks a `__finish__` call against the output schema; the first valid one is the
-    /// output. Invalid output goes back to the model as a tool error it can fix.
-    fn finish_output(&self, agent: &Agent, call: &ToolCall, output: &mut Option<Value>) -> Message {
-        let schema = agent.output_schema().cloned().unwrap_or(Value::Bool(true));
-        match crate::schema::validate(&schema, &call.arguments) {
-            Ok(()) => {
-                output.get_or_insert_with(|| call.arguments.clone());
-                Message::tool_result(call, json!({"accepted": true}))
-            }
-            Err(reason) => {
-                let err = ToolError::InputInvalid {
-                    tool: FINISH_TOOL.into(),
-                    reason,
-                };
-                Message::tool_error(call, err.code(), &err.to_string())
-            }
-        }
     }
 }

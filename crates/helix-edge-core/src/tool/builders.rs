@@ -90,6 +90,35 @@ into_tool!(
     SubAgentTool
 );
 
+macro_rules! declared_output {
+    ($($builder:ident),*) => {$(
+        impl $builder {
+            /// Results must match `O`'s schema; one that does not is a tool error the
+            /// model sees (`tool_output_invalid`) — for a client tool, a submitted
+            /// result that does not is refused with 400.
+            pub fn output<O: JsonSchema>(self) -> Self {
+                self.output_schema(schema_of::<O>())
+            }
+
+            /// Results must match `schema` (see [`output`](Self::output)).
+            pub fn output_schema(mut self, schema: Value) -> Self {
+                self.0.output_schema = Some(schema);
+                self
+            }
+
+            /// Asks providers that support constrained decoding (OpenAI's `strict`,
+            /// Anthropic's strict tool use) to hold the arguments to the input schema;
+            /// a no-op elsewhere. Arguments are validated either way.
+            pub fn strict(mut self) -> Self {
+                self.0.strict = true;
+                self
+            }
+        }
+    )*};
+}
+
+declared_output!(ServerTool, ApprovalTool, FinishTool, ClientTool);
+
 impl Tool {
     /// A server tool with typed input `I`; its schema is derived from `I`.
     // It returns the builder of a server tool, which converts into a `Tool`.

@@ -3,7 +3,9 @@
 //! the run's abort signal.
 
 use crate::error::StateError;
-use crate::state::{PatchOp, StateWriter};
+use crate::state::{PatchOp, StateWriter, apply_change};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -132,6 +134,27 @@ impl ToolContext {
     /// Applies an arbitrary mutation; its patches are derived by diffing.
     pub fn update(&self, f: impl FnOnce(&mut Value)) -> Result<(), StateError> {
         self.writer()?.update(f)
+    }
+
+    /// The state as the agent's state type `S` (this call's view of it).
+    pub fn state_as<S: DeserializeOwned>(&self) -> Result<S, StateError> {
+        S::deserialize(self.writer()?.current())
+            .map_err(|e| StateError::TypeMismatch(e.to_string()))
+    }
+
+    /// Updates the state through its type: reads it as `S`, lets `f` change it, and
+    /// records the change as patch operations (keys `S` does not know are kept).
+    pub fn update_as<S: Serialize + DeserializeOwned>(
+        &self,
+        f: impl FnOnce(&mut S),
+    ) -> Result<(), StateError> {
+        let mut typed: S = self.state_as()?;
+        let as_json =
+            |s: &S| serde_json::to_value(s).map_err(|e| StateError::TypeMismatch(e.to_string()));
+        let before = as_json(&typed)?;
+        f(&mut typed);
+        let after = as_json(&typed)?;
+        self.update(|state| apply_change(state, &before, &after))
     }
 
     /// Emits a `custom` chunk on the session's stream.

@@ -97,6 +97,10 @@ pub struct Tool {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) input_schema: Value,
+    /// What a result must match, when declared.
+    pub(crate) output_schema: Option<Value>,
+    /// Constrained decoding of the arguments, where the provider supports it.
+    pub(crate) strict: bool,
     pub(crate) approval: Approval,
     pub(crate) execution: Execution,
     pub(crate) finish_with: bool,
@@ -132,9 +136,29 @@ impl Tool {
             name: name.into(),
             description: description.into(),
             input_schema,
+            output_schema: None,
+            strict: false,
             approval: Approval::Never,
             execution,
             finish_with: false,
+        }
+    }
+
+    /// The schema its results must match, if declared.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
+    /// A result that breaks the declared output schema, as the error the model sees.
+    pub(crate) fn check_output(&self, result: &Value) -> Result<(), ToolError> {
+        match &self.output_schema {
+            Some(schema) => {
+                crate::schema::validate(schema, result).map_err(|reason| ToolError::OutputInvalid {
+                    tool: self.name.clone(),
+                    reason,
+                })
+            }
+            None => Ok(()),
         }
     }
 
