@@ -285,7 +285,7 @@ fn retry_restores_a_checkpoint_and_runs_again() {
     w.model
         .calls(vec![w.model.call("add_note", json!({"text": "x"}))])
         .text("hi again");
-    let run = block(r.retry(SESSION, None)).unwrap();
+    let run = block(r.retry(SESSION, None, None)).unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
     let s = w.session();
     assert_eq!(
@@ -302,11 +302,11 @@ fn retry_restores_a_checkpoint_and_runs_again() {
         .find(|c| c.step_count == 1 && c.run_id == run)
         .unwrap();
     assert_eq!(
-        block(r.retry(SESSION, Some("nope"))),
+        block(r.retry(SESSION, Some("nope"), None)),
         Err(RunError::CheckpointNotFound("nope".into()))
     );
     w.model.text("third time");
-    block(r.retry(SESSION, Some(&first_step.id))).unwrap();
+    block(r.retry(SESSION, Some(&first_step.id), None)).unwrap();
     drive(&r);
     assert_eq!(w.messages().len(), first_step.message_count as usize + 1);
     assert_consistent(&w, &initial());
@@ -327,7 +327,7 @@ fn a_suspended_checkpoint_cannot_be_restored() {
         .find(|c| !c.restorable())
         .unwrap();
     assert_eq!(
-        block(r.retry(SESSION, Some(&suspended.id))),
+        block(r.retry(SESSION, Some(&suspended.id), None)),
         Err(RunError::Aborted)
     );
 }

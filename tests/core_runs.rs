@@ -366,7 +366,7 @@ fn busy_sessions_refuse_new_messages_and_retries() {
         Err(RunError::Busy(_))
     ));
     assert!(matches!(
-        block(r.retry(SESSION, None)),
+        block(r.retry(SESSION, None, None)),
         Err(RunError::Busy(_))
     ));
     let again = block(r.create(create_request("tester", "dup")));

@@ -66,11 +66,8 @@ impl Children for LocalChildren {
                 } => self
                     .runner
                     .create(CreateSession {
-                        session_id: child_id.into(),
-                        agent,
-                        message,
-                        state: None,
                         parent: Some(parent),
+                        ..CreateSession::new(child_id, agent, message)
                     })
                     .await
                     .map(drop),
@@ -184,14 +181,7 @@ impl Tree {
     }
 
     fn start(&self, agent: &str, message: &str) {
-        block(self.parent.create(CreateSession {
-            session_id: ROOT.into(),
-            agent: agent.into(),
-            message: message.into(),
-            state: None,
-            parent: None,
-        }))
-        .unwrap();
+        block(self.parent.create(CreateSession::new(ROOT, agent, message))).unwrap();
     }
 
     fn drive_parent(&self) -> Progress {

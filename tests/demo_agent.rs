@@ -25,13 +25,7 @@ fn run(message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStore>, Progress) {
         Rc::new(ManualHost::new(1_795_314_660_000, "")),
         RunnerConfig::new("demo"),
     );
-    let create = CreateSession {
-        session_id: "d".into(),
-        agent: "assistant".into(),
-        message: message.into(),
-        state: None,
-        parent: None,
-    };
+    let create = CreateSession::new("d", "assistant", message);
     futures::executor::block_on(runner.create(create)).unwrap();
     let progress = futures::executor::block_on(runner.drive("d", 20)).unwrap();
     (runner, store, progress)

@@ -74,14 +74,7 @@ fn world() -> (
 }
 
 fn create(runner: &Runner<Rc<PlannedStore>>, id: &str) {
-    block_on(runner.create(CreateSession {
-        session_id: id.into(),
-        agent: "limits".into(),
-        message: "go".into(),
-        state: None,
-        parent: None,
-    }))
-    .unwrap();
+    block_on(runner.create(CreateSession::new(id, "limits", "go"))).unwrap();
 }
 
 fn messages(store: &PlannedStore, id: &str) -> Vec<Message> {

@@ -172,13 +172,7 @@ pub fn summarizer() -> Agent {
 
 /// A request to create the test session.
 pub fn create_request(agent: &str, message: &str) -> CreateSession {
-    CreateSession {
-        session_id: SESSION.into(),
-        agent: agent.into(),
-        message: message.into(),
-        state: None,
-        parent: None,
-    }
+    CreateSession::new(SESSION, agent, message)
 }
 
 pub struct World {

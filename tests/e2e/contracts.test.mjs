@@ -1,11 +1,13 @@
 // Agent contracts over HTTP against the real worker (wrangler dev, local D1 and Durable
 // Objects, a scripted OpenAI-compatible model): typed state checked on create, a
 // client result checked against its tool's output schema, typed output that is not an
-// object, and the schemas `GET /v1/agents` shows.
+// object, the schemas `GET /v1/agents` shows, a retry with a replacement message and a
+// fork, each announced by `stream_resync` with its reason.
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { api, startWithMock, waitFor } from './client.mjs';
+import { API_TOKEN, api, replayPatches, startWithMock, waitFor } from './client.mjs';
+import { openStream } from './sse.mjs';
 
 let worker;
 let llm;
@@ -72,4 +74,66 @@ test('GET /v1/agents shows typed state and output schemas', async () => {
   const lister = body.agents.find((a) => a.name === 'lister');
   assert.equal(lister.outputSchema.type, 'array');
   assert.equal(body.agents.find((a) => a.name === 'assistant').stateSchema, undefined);
+});
+
+const stream = (id) => openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, {
+  headers: { authorization: `Bearer ${API_TOKEN}` },
+});
+const transcript = async (id) => (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=100`))
+  .body.messages.map((m) => `${m.role}: ${m.content ?? ''}`);
+
+test('a retry with a message replaces the run\'s input, announced as a rollback', async () => {
+  const id = newId('edit');
+  llm.push({ calls: [{ name: 'add_note', args: { text: 'first try' } }] }, { text: 'First answer.' });
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'original' })).status, 201);
+  assert.equal((await waitFor(worker, id, (s) => s.status === 'completed', 20_000)).state.notes.length, 1);
+  assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/retry`, { message: '  ' })).status, 400);
+
+  llm.push({ text: 'Second answer.' });
+  const retry = await api(worker, 'POST', `/v1/sessions/${id}/retry`, { message: 'edited' });
+  assert.equal(retry.status, 202, JSON.stringify(retry.body));
+  const done = await waitFor(worker, id, (s) => s.status === 'completed' && s.stepCount > 0, 20_000);
+  assert.deepEqual(await transcript(id), ['user: edited', 'assistant: Second answer.']);
+  assert.deepEqual(done.state, { notes: [] }, 'the note is rolled back');
+  const events = await (await stream(id)).until((e) => e.type === 'stream_resync');
+  const resync = events.find((e) => e.type === 'stream_resync');
+  assert.equal(resync.json.reason, 'rollback');
+  assert.equal(resync.json.fromSequence, resync.id, 'a rollback discards nothing');
+  assert.equal(resync.json.messageCount, 0);
+  const all = await (await stream(id)).until((e) => e.type === 'run_finished' && e.id > resync.id);
+  assert.deepEqual(replayPatches({ notes: [] }, all), done.state, 'patches still replay to the state');
+});
+
+test('a fork continues from a checkpoint in a new session; the source stays as it was', async () => {
+  const id = newId('source');
+  llm.push(
+    { calls: [{ name: 'add_note', args: { text: 'shared' } }] },
+    { calls: [{ name: 'add_note', args: { text: 'source only' } }] },
+    { text: 'Source done.' },
+  );
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'go' })).status, 201);
+  await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  const { checkpoints } = (await api(worker, 'GET', `/v1/sessions/${id}/checkpoints`)).body;
+  const afterFirst = checkpoints[1];
+
+  const forkId = newId('fork');
+  assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/fork`, { sessionId: 'bad id!' })).status, 400);
+  assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/fork`, { checkpointId: 'ckpt_nope' })).status, 404);
+  llm.push({ text: 'Fork answer.' });
+  const fork = await api(worker, 'POST', `/v1/sessions/${id}/fork`, { checkpointId: afterFirst.id, sessionId: forkId });
+  assert.equal(fork.status, 201, JSON.stringify(fork.body));
+  assert.equal(fork.body.sessionId, forkId);
+  assert.ok(fork.body.runId);
+  const forked = await waitFor(worker, forkId, (s) => s.status === 'completed', 20_000);
+  assert.deepEqual(forked.state, { notes: [{ text: 'shared' }] });
+  assert.deepEqual(forked.forkedFrom, { sessionId: id, checkpointId: afterFirst.id, stepCount: afterFirst.stepCount });
+  const lines = await transcript(forkId);
+  assert.equal(lines.length, 4);
+  assert.equal(lines[3], 'assistant: Fork answer.');
+  const events = await (await stream(forkId)).until((e) => e.type === 'run_finished');
+  assert.deepEqual(events.slice(0, 2).map((e) => e.type), ['run_started', 'stream_resync']);
+  assert.equal(events[1].json.reason, 'branch');
+  assert.equal(events[1].json.fromSequence, events[1].id);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).body.state.notes.length, 2, 'the source is untouched');
+  assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/fork`, { sessionId: forkId })).status, 409, 'the id is taken');
 });

@@ -77,6 +77,7 @@ const VALID_BODIES = {
   resumeSession: () => ({}),
   abortSession: () => ({ reason: 'fuzz' }),
   retrySession: () => ({ checkpointId: 'ckpt_nope' }),
+  forkSession: () => ({ checkpointId: 'ckpt_nope' }),
 };
 
 const HOSTILE = [

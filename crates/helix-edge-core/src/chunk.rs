@@ -161,20 +161,36 @@ pub enum ChunkBody {
         /// `completed`, `failed` or `aborted`.
         status: RunStatus,
     },
-    /// Chunks from `from_sequence` on belonged to a step that never committed: discard
-    /// them; the run continues from the checkpoint named here.
+    /// The session continues from the checkpoint named here. After a crash
+    /// (`crash_recovery`), chunks from `from_sequence` up to this event belonged to a
+    /// step that never committed: discard them. After a retry (`rollback`) the transcript
+    /// was cut back to `message_count` (the state patch before this event restores the
+    /// state); a fork (`branch`) starts from another session's checkpoint. For those two
+    /// `from_sequence` is this event's own sequence: nothing is discarded.
     StreamResync {
-        /// The checkpoint the run continues from.
+        /// The checkpoint the session continues from (for a branch, the source's).
         checkpoint_id: String,
         /// Session step count at that checkpoint.
         step_count: u32,
-        /// Transcript length at that checkpoint.
+        /// Transcript length at that checkpoint (after a rollback: as restored).
         message_count: u64,
         /// First discarded sequence number.
         from_sequence: u64,
         /// Why.
-        reason: String,
+        reason: ResyncReason,
     },
+}
+
+/// Why a stream resynchronises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResyncReason {
+    /// A step was torn by a crash and is run again.
+    CrashRecovery,
+    /// A retry restored a checkpoint.
+    Rollback,
+    /// The session is a fork of another session's checkpoint.
+    Branch,
 }
 
 /// Who executes a tool.
@@ -326,7 +342,7 @@ mod tests {
                 step_count: 3,
                 message_count: 7,
                 from_sequence: 12,
-                reason: "recovered".into(),
+                reason: ResyncReason::CrashRecovery,
             },
         ];
         for body in bodies {

@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 use helix_edge_core::api::{
-    CreateSessionBody, MessageBody, OPENAPI, ROUTES, ReasonBody, RetryBody, ToolResultBody,
-    parse_body,
+    CreateSessionBody, ForkBody, MessageBody, OPENAPI, ROUTES, ReasonBody, RetryBody,
+    ToolResultBody, parse_body,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -150,7 +150,14 @@ fn request_body_schemas_agree_with_the_parsers() {
     ));
     agrees::<MessageBody>(&schema("SendMessage"), json!({"message": "more"}));
     agrees::<ReasonBody>(&schema("Reason"), json!({"reason": "why"}));
-    agrees::<RetryBody>(&schema("Retry"), json!({"checkpointId": "ckpt_1"}));
+    agrees::<RetryBody>(
+        &schema("Retry"),
+        json!({"checkpointId": "ckpt_1", "message": "edited"}),
+    );
+    agrees::<ForkBody>(
+        &schema("Fork"),
+        json!({"checkpointId": "ckpt_1", "sessionId": "f-1", "message": "and then?"}),
+    );
 
     let [approval, client] = [0, 1].map(|i| schema("ToolResult")["oneOf"][i].clone());
     agrees::<ToolResultBody>(

@@ -67,14 +67,7 @@ fn run(agent: Agent, streams: Vec<Vec<u8>>) -> (Loaded, Vec<Message>, Vec<Stream
         Rc::new(ManualHost::new(1_795_000_000_000, "")),
         RunnerConfig::new("p1"),
     );
-    block(runner.create(CreateSession {
-        session_id: "s1".into(),
-        agent: name,
-        message: "hi".into(),
-        state: None,
-        parent: None,
-    }))
-    .unwrap();
+    block(runner.create(CreateSession::new("s1", name, "hi"))).unwrap();
     let progress = block(runner.drive("s1", 10)).unwrap();
     let loaded = block(store.load("s1")).unwrap().unwrap();
     assert_eq!(progress, Progress::Idle(loaded.head.status));

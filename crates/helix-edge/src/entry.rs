@@ -78,7 +78,8 @@ async fn dispatch(
                 | Operation::Interrupt
                 | Operation::Resume
                 | Operation::Abort
-                | Operation::Retry => Some(read_body(&req).await?),
+                | Operation::Retry
+                | Operation::Fork => Some(read_body(&req).await?),
                 _ => None,
             };
             let request = ObjectRequest {

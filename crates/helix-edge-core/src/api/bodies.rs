@@ -122,13 +122,7 @@ impl CreateSessionBody {
     ) -> Result<CreateSession, ApiError> {
         let session_id = match self.session_id.clone() {
             Some(id) if valid_session_id(&id) => id,
-            Some(_) => {
-                return Err(ApiError::client(
-                    400,
-                    "invalid_session_id",
-                    "sessionId must match ^[A-Za-z0-9._-]{1,128}$.",
-                ));
-            }
+            Some(_) => return Err(invalid_session_id()),
             None => generated(),
         };
         let agent = self.agent.clone();
@@ -136,9 +130,11 @@ impl CreateSessionBody {
         Ok(CreateSession {
             session_id,
             agent,
-            message,
+            history: Vec::new(),
+            input: vec![crate::message::Message::user(message)],
             state,
             parent: None,
+            fork: None,
         })
     }
 }
@@ -290,9 +286,68 @@ pub struct ReasonBody {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RetryBody {
-    /// The checkpoint to restore (the latest restorable one by default).
+    /// The checkpoint to restore (by default the latest restorable one; with a message,
+    /// the latest one before the latest run's input).
     #[serde(default)]
     pub checkpoint_id: Option<String>,
+    /// A user message in place of the run's input (or after the checkpoint).
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl RetryBody {
+    /// The checkpoint and the message, validated (a message must not be blank).
+    pub fn into_parts(self) -> Result<(Option<String>, Option<String>), ApiError> {
+        Ok((self.checkpoint_id, not_blank(self.message)?))
+    }
+}
+
+/// Body of `fork` (optional).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ForkBody {
+    /// The checkpoint to copy (as for `retry`).
+    #[serde(default)]
+    pub checkpoint_id: Option<String>,
+    /// The new session's id (generated when absent).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// A user message the fork's run answers (as for `retry`).
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl ForkBody {
+    /// The checkpoint, the new session's id (given and valid, or `generated()`) and the
+    /// message (not blank).
+    pub fn into_parts(
+        self,
+        generated: impl FnOnce() -> String,
+    ) -> Result<(Option<String>, String, Option<String>), ApiError> {
+        let id = match self.session_id {
+            Some(id) if valid_session_id(&id) => id,
+            Some(_) => return Err(invalid_session_id()),
+            None => generated(),
+        };
+        Ok((self.checkpoint_id, id, not_blank(self.message)?))
+    }
+}
+
+/// A message that is absent, or present and not blank.
+fn not_blank(message: Option<String>) -> Result<Option<String>, ApiError> {
+    match message {
+        Some(m) if m.trim().is_empty() => Err(ApiError::validation("message must not be empty.")),
+        other => Ok(other),
+    }
+}
+
+/// The 400 for a session id that breaks the id rule.
+fn invalid_session_id() -> ApiError {
+    ApiError::client(
+        400,
+        "invalid_session_id",
+        "sessionId must match ^[A-Za-z0-9._-]{1,128}$.",
+    )
 }
 
 #[cfg(test)]

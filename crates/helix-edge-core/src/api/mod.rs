@@ -11,8 +11,8 @@ mod url;
 mod views;
 
 pub use bodies::{
-    CreateSessionBody, FullInput, Input, MessageBody, ReasonBody, RetryBody, ToolResultBody,
-    parse_body,
+    CreateSessionBody, ForkBody, FullInput, Input, MessageBody, ReasonBody, RetryBody,
+    ToolResultBody, parse_body,
 };
 pub use error::ApiError;
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};

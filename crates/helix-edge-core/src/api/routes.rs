@@ -41,6 +41,8 @@ pub enum Operation {
     ListCheckpoints,
     /// `POST /v1/sessions/{id}/retry`.
     Retry,
+    /// `POST /v1/sessions/{id}/fork`.
+    Fork,
 }
 
 /// One route: a method, a path template (`{id}` is a session id) and its operation.
@@ -88,6 +90,7 @@ pub const ROUTES: &[RouteSpec] = &[
         Operation::ListCheckpoints,
     ),
     r("POST", "/v1/sessions/{id}/retry", Operation::Retry),
+    r("POST", "/v1/sessions/{id}/fork", Operation::Fork),
 ];
 
 /// A request matched to its route.

@@ -3,7 +3,8 @@
 use crate::agent::{Agent, Agents};
 use crate::error::ErrorInfo;
 use crate::store::{
-    CheckpointRecord, CheckpointStatus, Loaded, PendingCall, PendingKind, RunRecord, SessionStatus,
+    CheckpointRecord, CheckpointStatus, ForkOrigin, Loaded, PendingCall, PendingKind, RunRecord,
+    SessionStatus,
 };
 use crate::tool::{Approval, Tool};
 use serde::Serialize;
@@ -50,6 +51,8 @@ pub struct SessionView {
     pending_tool_calls: Vec<PendingView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     suspended_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forked_from: Option<ForkOrigin>,
 }
 
 impl From<Loaded> for SessionView {
@@ -77,6 +80,7 @@ impl From<Loaded> for SessionView {
             output: h.output,
             error: h.error,
             suspended_reason,
+            forked_from: h.forked_from,
         }
     }
 }

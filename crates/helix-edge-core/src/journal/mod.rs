@@ -71,6 +71,9 @@ impl StreamLog for MemoryJournal {
     fn emit(&self, event: StreamEvent) -> u64 {
         self.stream.emit(event)
     }
+    fn next_sequence(&self) -> u64 {
+        self.stream.next_sequence()
+    }
     fn stage(&self, commit_id: &str, version: u64, events: Vec<StreamEvent>) {
         self.stream.stage(commit_id, version, events)
     }

@@ -41,6 +41,8 @@ pub struct Frame {
 pub trait StreamLog {
     /// Appends a live event; returns its sequence number (gap-free from 1).
     fn emit(&self, event: StreamEvent) -> u64;
+    /// The sequence number the next appended event gets.
+    fn next_sequence(&self) -> u64;
     /// Holds `events` back until commit `commit_id` (creating `version`) lands.
     fn stage(&self, commit_id: &str, version: u64, events: Vec<StreamEvent>);
     /// Commit `commit_id` landed: appends its batch and confirms everything so far.
@@ -82,6 +84,10 @@ impl StreamLog for MemoryStreamLog {
         let mut events = self.events.borrow_mut();
         events.push(event);
         events.len() as u64
+    }
+
+    fn next_sequence(&self) -> u64 {
+        self.events.borrow().len() as u64 + 1
     }
 
     fn stage(&self, commit_id: &str, version: u64, events: Vec<StreamEvent>) {

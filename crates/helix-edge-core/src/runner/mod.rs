@@ -20,6 +20,7 @@
 //! - A step that keeps failing to commit (crashes) fails the run after
 //!   [`RunnerConfig::max_step_attempts`] attempts instead of spending model calls forever.
 
+mod branch;
 mod calls;
 mod children;
 mod commit;
@@ -399,7 +400,7 @@ impl<S: Store> Runner<S> {
                 step_count: live.head.step_count,
                 message_count: live.head.message_count,
                 from_sequence,
-                reason: "A step was interrupted before it committed; it is run again.".into(),
+                reason: crate::chunk::ResyncReason::CrashRecovery,
             });
             self.journal.stream.confirm(live.head.version);
         }

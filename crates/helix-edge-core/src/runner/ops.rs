@@ -3,17 +3,18 @@
 //! validates against durable state and makes at most one commit; the work itself
 //! happens in `drive`.
 
+use super::branch::Restore;
 use super::children::ChildOrder;
 use super::{Live, RunError, Runner};
-use crate::chunk::{ChunkBody, RunStatus, StreamEvent};
+use crate::chunk::{ChunkBody, ResyncReason, RunStatus, StreamEvent};
 use crate::error::ErrorInfo;
 use crate::message::Message;
 use crate::model::Usage;
 use crate::state::diff;
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, CheckpointStatus, Commit, InterruptRequest,
-    NewSession, ParentRef, PendingKind, RunRecord, SessionHead, SessionStatus, StateChange, Store,
-    StoreError,
+    Answer, AnswerOutcome, CheckpointRecord, CheckpointStatus, Commit, ForkOrigin,
+    InterruptRequest, NewSession, ParentRef, PendingKind, RunRecord, SessionHead, SessionStatus,
+    StateChange, Store, StoreError,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -27,14 +28,41 @@ pub struct CreateSession {
     pub session_id: String,
     /// The agent to run.
     pub agent: String,
-    /// The user's first message, exactly as submitted.
-    pub message: String,
-    /// Top-level keys that override the agent's initial state.
+    /// Earlier conversation the transcript starts with (validated by the API layer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Message>,
+    /// The user messages the first run answers, exactly as submitted. Empty only for a
+    /// fork, whose run goes on from its checkpoint.
+    pub input: Vec<Message>,
+    /// Top-level keys that override the agent's initial state (for a fork: the whole
+    /// state at its checkpoint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Map<String, Value>>,
     /// For a child session (a sub-agent call): where it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRef>,
+    /// For a fork: the checkpoint it branches from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkOrigin>,
+}
+
+impl CreateSession {
+    /// A session of `agent` whose first run answers `message`.
+    pub fn new(
+        session_id: impl Into<String>,
+        agent: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            agent: agent.into(),
+            history: Vec::new(),
+            input: vec![Message::user(message)],
+            state: None,
+            parent: None,
+            fork: None,
+        }
+    }
 }
 
 /// A created session.
@@ -98,7 +126,7 @@ pub enum Routed {
 }
 
 /// A new run may start only when no run is active and the session is not aborted.
-fn ensure_idle(head: &SessionHead) -> Result<(), RunError> {
+pub(crate) fn ensure_idle(head: &SessionHead) -> Result<(), RunError> {
     match head.status {
         SessionStatus::Active => Err(RunError::Busy("a run is active or calls are pending")),
         SessionStatus::Aborted => Err(RunError::Aborted),
@@ -119,7 +147,7 @@ pub(crate) fn head_only(head: SessionHead, clear_interrupt: bool) -> Commit {
     }
 }
 
-fn new_run(run_id: String, turn: u32, now: u64) -> RunRecord {
+pub(crate) fn new_run(run_id: String, turn: u32, now: u64, input_at: u64) -> RunRecord {
     RunRecord {
         run_id,
         turn,
@@ -131,6 +159,7 @@ fn new_run(run_id: String, turn: u32, now: u64) -> RunRecord {
         usage: Usage::default(),
         nudges: 0,
         deferred_output: None,
+        input_at,
     }
 }
 
@@ -139,10 +168,21 @@ impl<S: Store> Runner<S> {
     /// wins; the others get `session_exists`.
     pub async fn create(&self, request: CreateSession) -> Result<Created, RunError> {
         let agent = self.agent(&request.agent)?;
-        let mut state = agent.initial_state().clone();
-        if let (Some(overrides), Some(obj)) = (request.state, state.as_object_mut()) {
-            obj.extend(overrides);
+        if request.input.is_empty() && request.fork.is_none() {
+            return Err(RunError::Invalid(
+                "input must hold at least one message".into(),
+            ));
         }
+        let state = match (request.fork.is_some(), request.state) {
+            (true, Some(whole)) => Value::Object(whole),
+            (_, overrides) => {
+                let mut state = agent.initial_state().clone();
+                if let (Some(overrides), Some(obj)) = (overrides, state.as_object_mut()) {
+                    obj.extend(overrides);
+                }
+                state
+            }
+        };
         if let Some(schema) = agent.state_schema() {
             crate::schema::validate(schema, &state).map_err(|reason| {
                 RunError::Invalid(format!(
@@ -152,15 +192,19 @@ impl<S: Store> Runner<S> {
         }
         let now = self.host.now_ms();
         let run_id = self.host.new_id("run");
+        let input_at = request.history.len() as u64;
+        let mut messages = request.history;
+        messages.extend(request.input);
+        let step_count = request.fork.as_ref().map_or(0, |f| f.step_count);
         let mut head = SessionHead {
             id: request.session_id.clone(),
             agent: request.agent,
             status: SessionStatus::Active,
             version: 1,
             commit_id: self.host.new_id("commit"),
-            step_count: 0,
-            message_count: 1,
-            run: new_run(run_id.clone(), 1, now),
+            step_count,
+            message_count: messages.len() as u64,
+            run: new_run(run_id.clone(), 1, now, input_at),
             pending: vec![],
             suspended_reason: None,
             output: None,
@@ -169,22 +213,31 @@ impl<S: Store> Runner<S> {
             created_at: now,
             updated_at: now,
             parent: request.parent,
+            forked_from: request.fork.clone(),
         };
         let checkpoint = CheckpointRecord {
             id: self.host.new_id("ckpt"),
-            step_count: 0,
-            message_count: 1,
+            step_count,
+            message_count: head.message_count,
             timestamp: now,
             status: CheckpointStatus::Active,
             run_id: run_id.clone(),
         };
         head.checkpoint_id = Some(checkpoint.id.clone());
-        let started = self
-            .emitter(&head, None)
-            .event(ChunkBody::RunStarted { turn: 1 });
+        let emitter = self.emitter(&head, None);
+        let mut events = vec![emitter.event(ChunkBody::RunStarted { turn: 1 })];
+        if let Some(fork) = request.fork {
+            // The session's first events: nothing else can come between them.
+            events.push(emitter.event(ChunkBody::StreamResync {
+                checkpoint_id: fork.checkpoint_id,
+                step_count: fork.step_count,
+                message_count: input_at,
+                from_sequence: self.journal.stream.next_sequence() + 1,
+                reason: ResyncReason::Branch,
+            }));
+        }
         let commit_id = head.commit_id.clone();
-        self.journal.stream.stage(&commit_id, 1, vec![started]);
-        let messages = vec![Message::user(request.message)];
+        self.journal.stream.stage(&commit_id, 1, events);
         let session = NewSession {
             head,
             state,
@@ -341,17 +394,23 @@ impl<S: Store> Runner<S> {
         Ok(run_id)
     }
 
-    /// Starts a new run: a follow-up message, or a restore of a checkpoint.
-    async fn start_run(
+    /// Starts a new run: a follow-up message, or a restore of a checkpoint (with a
+    /// message to run on, for a retry that replaces the user's message).
+    pub(crate) async fn start_run(
         &self,
         live: &mut Live,
         message: Option<Message>,
-        restore: Option<(CheckpointRecord, Value)>,
+        restore: Option<Restore>,
     ) -> Result<String, RunError> {
         let now = self.host.now_ms();
         let mut head = live.head.clone();
         let run_id = self.host.new_id("run");
-        head.run = new_run(run_id.clone(), live.head.run.turn + 1, now);
+        let input_at = match &restore {
+            Some(r) if message.is_some() => r.keep,
+            Some(r) => r.input_at,
+            None => head.message_count,
+        };
+        head.run = new_run(run_id.clone(), live.head.run.turn + 1, now, input_at);
         head.status = SessionStatus::Active;
         head.pending.clear();
         head.suspended_reason = None;
@@ -359,28 +418,26 @@ impl<S: Store> Runner<S> {
         head.error = None;
         head.updated_at = now;
         let emitter = self.emitter(&head, None);
-        let mut post = Vec::new();
+        let mut post = vec![emitter.event(ChunkBody::RunStarted {
+            turn: head.run.turn,
+        })];
+        let mut rollback = None;
         let (truncate, state) = match restore {
-            Some((ckpt, state)) => {
+            Some(r) => {
                 let mut patches = Vec::new();
-                diff("", &live.state, &state, &mut patches);
+                diff("", &live.state, &r.state, &mut patches);
                 if !patches.is_empty() {
                     post.push(emitter.event(ChunkBody::StatePatch { patches }));
                 }
-                head.step_count = ckpt.step_count;
-                head.message_count = ckpt.message_count;
-                head.checkpoint_id = Some(ckpt.id);
-                live.state = state.clone();
-                (Some(ckpt.message_count), StateChange::Replace(state))
+                head.step_count = r.checkpoint.step_count;
+                head.message_count = r.keep;
+                head.checkpoint_id = Some(r.checkpoint.id.clone());
+                live.state = r.state.clone();
+                rollback = Some((r.checkpoint, r.keep));
+                (Some(r.keep), StateChange::Replace(r.state))
             }
             None => (None, StateChange::None),
         };
-        post.insert(
-            0,
-            emitter.event(ChunkBody::RunStarted {
-                turn: head.run.turn,
-            }),
-        );
         let messages: Vec<Message> = message.into_iter().collect();
         head.message_count += messages.len() as u64;
         let commit = Commit {
@@ -393,6 +450,17 @@ impl<S: Store> Runner<S> {
             subsessions: Vec::new(),
         };
         self.commit(live, commit, post).await?;
+        if let Some((checkpoint, kept)) = rollback {
+            // Told right after the commit, with nothing in between: its sequence is the
+            // one it names (nothing before it is discarded).
+            emitter.chunk(ChunkBody::StreamResync {
+                checkpoint_id: checkpoint.id,
+                step_count: checkpoint.step_count,
+                message_count: kept,
+                from_sequence: self.journal.stream.next_sequence(),
+                reason: ResyncReason::Rollback,
+            });
+        }
         // A new run starts clean: an interrupt meant for the previous one is dropped.
         self.interrupt_requested.borrow_mut().take();
         Ok(run_id)
@@ -490,41 +558,5 @@ impl<S: Store> Runner<S> {
             }
         }
         Err(RunError::Busy("the session kept changing; try again"))
-    }
-
-    /// Restores a checkpoint (the latest restorable one by default) and starts a new run
-    /// from it.
-    pub async fn retry(
-        &self,
-        session_id: &str,
-        checkpoint_id: Option<&str>,
-    ) -> Result<String, RunError> {
-        let mut live = self.load(session_id).await?;
-        ensure_idle(&live.head)?;
-        let checkpoints = self.store.checkpoints(session_id).await?;
-        let chosen = match checkpoint_id {
-            Some(id) => {
-                let c = checkpoints
-                    .iter()
-                    .find(|c| c.id == id)
-                    .ok_or_else(|| RunError::CheckpointNotFound(id.into()))?;
-                if !c.restorable() {
-                    return Err(RunError::CheckpointNotRestorable(id.into()));
-                }
-                c.id.clone()
-            }
-            None => checkpoints
-                .iter()
-                .rev()
-                .find(|c| c.restorable())
-                .map(|c| c.id.clone())
-                .ok_or_else(|| RunError::CheckpointNotFound("latest".into()))?,
-        };
-        let restore = self
-            .store
-            .checkpoint_state(session_id, &chosen)
-            .await?
-            .ok_or_else(|| RunError::CheckpointNotFound(chosen.clone()))?;
-        self.start_run(&mut live, None, Some(restore)).await
     }
 }

@@ -50,6 +50,7 @@ fn head(id: &str) -> SessionHead {
             usage: Usage::default(),
             nudges: 0,
             deferred_output: None,
+            input_at: 0,
         },
         pending: vec![],
         suspended_reason: None,
@@ -59,6 +60,7 @@ fn head(id: &str) -> SessionHead {
         created_at: 1_000,
         updated_at: 1_000,
         parent: None,
+        forked_from: None,
     }
 }
 

@@ -68,6 +68,10 @@ pub struct RunRecord {
     /// Corrective nudges sent because a required output was missing.
     #[serde(default)]
     pub nudges: u32,
+    /// Where the run's own input starts in the transcript (the index of its first user
+    /// message; for a retry, that of the run it redoes).
+    #[serde(default)]
+    pub input_at: u64,
     /// The output a run that finished in the same step as sub-agent calls completes
     /// with once those sub-agents have ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,6 +213,18 @@ pub struct ParentRef {
     pub root_id: String,
 }
 
+/// Where a forked session branched from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkOrigin {
+    /// The session it was forked from.
+    pub session_id: String,
+    /// The checkpoint of that session it starts from.
+    pub checkpoint_id: String,
+    /// That checkpoint's step count.
+    pub step_count: u32,
+}
+
 /// A parent's durable reference to one of its child sessions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -296,6 +312,9 @@ pub struct SessionHead {
     /// For a child session: where it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRef>,
+    /// For a fork: where it branched from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOrigin>,
 }
 
 /// A restorable point: the state and transcript length after a commit.

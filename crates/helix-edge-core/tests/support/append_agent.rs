@@ -84,11 +84,8 @@ pub fn create(runner: &Runner<PlannedStore>, id: &str, items: usize) {
     let mut state = Map::new();
     state.insert("items".into(), big_state(items)["items"].take());
     block_on(runner.create(CreateSession {
-        session_id: id.into(),
-        agent: "bench".into(),
-        message: "go".into(),
         state: Some(state),
-        parent: None,
+        ..CreateSession::new(id, "bench", "go")
     }))
     .unwrap();
 }

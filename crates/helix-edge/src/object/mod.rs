@@ -238,6 +238,7 @@ impl Inner {
             Operation::Resume => self.resume(runner, &id, &body).await,
             Operation::Abort => self.abort(runner, &id, &body).await,
             Operation::Retry => self.retry(runner, &id, &body).await,
+            Operation::Fork => self.fork(runner, &id, &body).await,
             Operation::ListRuns => self.runs(runner, &id).await,
             Operation::ListCheckpoints => self.checkpoints(runner, &id).await,
             // The worker answers the rest itself.

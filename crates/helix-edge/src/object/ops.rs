@@ -3,8 +3,8 @@
 
 use super::{Answer, Inner, accepted};
 use crate::api::{
-    CheckpointView, MessageBody, ReasonBody, RetryBody, RunView, SessionView, ToolResultBody, page,
-    parse_body,
+    CheckpointView, ForkBody, MessageBody, ReasonBody, RetryBody, RunView, SessionView,
+    ToolResultBody, page, parse_body,
 };
 use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, session_token};
 use crate::host::Level;
@@ -180,10 +180,30 @@ impl Inner {
 
     /// `POST …/retry`.
     pub(super) async fn retry(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
-        let RetryBody { checkpoint_id } = parse_body(or_empty(body))?;
-        let run_id = runner.retry(id, checkpoint_id.as_deref()).await?;
+        let (checkpoint, message) = parse_body::<RetryBody>(or_empty(body))?.into_parts()?;
+        let run_id = runner.retry(id, checkpoint.as_deref(), message).await?;
         self.schedule(id);
         json_response(202, &json!({ "runId": run_id }))
+    }
+
+    /// `POST …/fork`: the new session is created by its own object, from the request
+    /// this one builds out of its checkpoint; its 201 is the answer.
+    pub(super) async fn fork(&self, runner: &R, id: &str, body: &[u8]) -> Answer {
+        let generated = || format!("s_{}", crate::worker_host::random_hex(16));
+        let (checkpoint, new_id, message) =
+            parse_body::<ForkBody>(or_empty(body))?.into_parts(generated)?;
+        let request = runner
+            .fork_request(id, checkpoint.as_deref(), new_id.clone(), message)
+            .await?;
+        let body = serde_json::to_vec(&request).map_err(|e| internal("fork", e))?;
+        let create = ObjectRequest::post(super::CREATE_PATH, body);
+        let resp = call_object(&self.env, self.app.sessions(), &new_id, create).await?;
+        log(
+            Level::Info,
+            "session_forked",
+            json!({ "session": id, "fork": new_id }),
+        );
+        Ok(resp)
     }
 
     /// `GET …/runs`.

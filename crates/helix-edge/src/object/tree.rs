@@ -80,11 +80,8 @@ impl Children for DoChildren {
                     parent,
                 } => {
                     let request = CreateSession {
-                        session_id: child_id.to_string(),
-                        agent,
-                        message,
-                        state: None,
                         parent: Some(parent),
+                        ..CreateSession::new(child_id.to_string(), agent, message)
                     };
                     let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
                     // 409: created before (a retried start finds the same child).

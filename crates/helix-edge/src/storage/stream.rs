@@ -239,6 +239,10 @@ impl StreamLog for SqlStreamLog {
         self.append(event.name(), &event.data_json())
     }
 
+    fn next_sequence(&self) -> u64 {
+        self.last_seq.get() + 1
+    }
+
     fn stage(&self, commit_id: &str, version: u64, events: Vec<StreamEvent>) {
         let events = events
             .iter()

@@ -1,0 +1,128 @@
+//! Going back to a checkpoint: `retry` restores one in the session and runs again from
+//! it; `fork` copies one (transcript and state) into a new session that continues on its
+//! own. Either may bring a user message: it takes the place of the checkpoint's run
+//! input when the checkpoint holds nothing after that input, and otherwise follows the
+//! checkpoint's transcript. Without a checkpoint id, a retry or fork with a message goes
+//! back to just before the latest run's input (the user edits their last message);
+//! without one, to the latest restorable checkpoint.
+
+use super::ops::{CreateSession, ensure_idle};
+use super::{RunError, Runner};
+use crate::message::Message;
+use crate::store::{CheckpointRecord, ForkOrigin, SessionHead, Store, StoreError};
+use serde_json::Value;
+
+/// Where a run restarts: a checkpoint, its state, and how much of its transcript stays.
+pub(crate) struct Restore {
+    pub checkpoint: CheckpointRecord,
+    pub state: Value,
+    /// Messages kept (the checkpoint's, less its run's input when a message replaces it).
+    pub keep: u64,
+    /// Where the checkpoint's run input starts.
+    pub input_at: u64,
+}
+
+impl<S: Store> Runner<S> {
+    /// Restores a checkpoint (see the module) and starts a new run from it, answering
+    /// `message` when there is one.
+    pub async fn retry(
+        &self,
+        session_id: &str,
+        checkpoint_id: Option<&str>,
+        message: Option<String>,
+    ) -> Result<String, RunError> {
+        let mut live = self.load(session_id).await?;
+        ensure_idle(&live.head)?;
+        let restore = self
+            .restore_point(&live.head, checkpoint_id, message.is_some())
+            .await?;
+        let message = message.map(Message::user);
+        self.start_run(&mut live, message, Some(restore)).await
+    }
+
+    /// The request that creates `new_id` as a fork of this session at a checkpoint (see
+    /// the module); the new session's object runs it.
+    pub async fn fork_request(
+        &self,
+        session_id: &str,
+        checkpoint_id: Option<&str>,
+        new_id: String,
+        message: Option<String>,
+    ) -> Result<CreateSession, RunError> {
+        let live = self.load(session_id).await?;
+        let restore = self
+            .restore_point(&live.head, checkpoint_id, message.is_some())
+            .await?;
+        let history = self.store.messages(session_id, 0, restore.keep).await?;
+        let Value::Object(state) = restore.state else {
+            return Err(StoreError::Corrupt("a checkpoint's state is not an object".into()).into());
+        };
+        Ok(CreateSession {
+            session_id: new_id,
+            agent: live.head.agent.clone(),
+            history,
+            input: message.map(Message::user).into_iter().collect(),
+            state: Some(state),
+            parent: None,
+            fork: Some(ForkOrigin {
+                session_id: session_id.into(),
+                checkpoint_id: restore.checkpoint.id,
+                step_count: restore.checkpoint.step_count,
+            }),
+        })
+    }
+
+    /// The checkpoint to go back to and what of it to keep.
+    async fn restore_point(
+        &self,
+        head: &SessionHead,
+        checkpoint_id: Option<&str>,
+        with_message: bool,
+    ) -> Result<Restore, RunError> {
+        let id = &head.id;
+        let checkpoints = self.store.checkpoints(id).await?;
+        let chosen = match checkpoint_id {
+            Some(wanted) => {
+                let c = checkpoints.iter().find(|c| c.id == wanted);
+                let c = c.ok_or_else(|| RunError::CheckpointNotFound(wanted.into()))?;
+                if !c.restorable() {
+                    return Err(RunError::CheckpointNotRestorable(wanted.into()));
+                }
+                c
+            }
+            None => {
+                // With a message: no later than the latest run's input.
+                let before = head.run.input_at + 1;
+                let fits = |c: &&CheckpointRecord| !with_message || c.message_count <= before;
+                let found = checkpoints
+                    .iter()
+                    .rev()
+                    .filter(|c| c.restorable())
+                    .find(fits);
+                found.ok_or_else(|| RunError::CheckpointNotFound("latest".into()))?
+            }
+        };
+        let (checkpoint, state) = self
+            .store
+            .checkpoint_state(id, &chosen.id)
+            .await?
+            .ok_or_else(|| RunError::CheckpointNotFound(chosen.id.clone()))?;
+        let runs = self.store.runs(id).await?;
+        let run = runs.iter().find(|r| r.run_id == checkpoint.run_id);
+        let input_at = run.map_or(0, |r| r.input_at).min(checkpoint.message_count);
+        let mut keep = checkpoint.message_count;
+        if with_message && keep > input_at {
+            // Nothing answered the run's input yet: the message takes its place.
+            let after = self.store.messages(id, input_at, keep - input_at).await?;
+            if after.iter().all(|m| matches!(m, Message::User { .. })) {
+                keep = input_at;
+            }
+        }
+        Ok(Restore {
+            checkpoint,
+            state,
+            keep,
+            input_at,
+        })
+    }
+}

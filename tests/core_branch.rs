@@ -1,0 +1,185 @@
+//! Going back to a checkpoint: a retry with a replacement message (the user edits their
+//! last message) and a fork into a new session that continues on its own, each announced
+//! by `stream_resync` with its reason; the stream's patches still replay to the state.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+mod common;
+
+use common::*;
+use helix_edge::chunk::{ChunkBody, ResyncReason, StreamEvent};
+use helix_edge::message::Message;
+use helix_edge::runner::{Progress, RunError};
+use helix_edge::store::{SessionStatus, Store};
+use serde_json::json;
+
+/// Each `stream_resync` with the sequence it has in the stream.
+fn resyncs(w: &World) -> Vec<(u64, ResyncReason, u64, u64)> {
+    w.journal
+        .events()
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            StreamEvent::Chunk(c) => match c.body {
+                ChunkBody::StreamResync {
+                    reason,
+                    from_sequence,
+                    message_count,
+                    ..
+                } => Some((i as u64 + 1, reason, from_sequence, message_count)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::User { content, .. } => format!("user: {content}"),
+            Message::Assistant { content, .. } => format!("assistant: {content}"),
+            Message::Tool { tool_name, .. } => format!("tool: {tool_name}"),
+            Message::System { content, .. } => format!("system: {content}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_retry_with_a_message_replaces_the_first_runs_input() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "n"}))])
+        .text("first answer");
+    w.create(&r, "tester", "original question");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    w.model.text("second answer");
+    block(r.retry(SESSION, None, Some("edited question".into()))).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        texts(&w.messages()),
+        ["user: edited question", "assistant: second answer"]
+    );
+    assert_eq!(
+        w.session().state,
+        json!({"notes": []}),
+        "the note is rolled back"
+    );
+    assert_eq!(
+        texts(&w.model.seen().last().unwrap().messages),
+        ["user: edited question"]
+    );
+    let [(seq, reason, from, count)] = resyncs(&w)[..] else {
+        panic!("one resync: {:?}", resyncs(&w))
+    };
+    assert_eq!(reason, ResyncReason::Rollback);
+    assert_eq!(from, seq, "a rollback discards nothing");
+    assert_eq!(count, 0, "nothing of the checkpoint's transcript is kept");
+    assert_consistent(&w, &json!({"notes": []}));
+}
+
+#[test]
+fn a_retry_with_a_message_after_a_follow_up_replaces_only_the_follow_up() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model.text("a1");
+    w.create(&r, "tester", "q1");
+    drive(&r);
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "from q2"}))])
+        .text("a2");
+    block(r.send_message(SESSION, "q2".into())).unwrap();
+    drive(&r);
+    assert_eq!(w.session().state["notes"].as_array().unwrap().len(), 1);
+
+    w.model.text("a2 again");
+    block(r.retry(SESSION, None, Some("q2 edited".into()))).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        texts(&w.messages()),
+        [
+            "user: q1",
+            "assistant: a1",
+            "user: q2 edited",
+            "assistant: a2 again"
+        ]
+    );
+    assert_eq!(w.session().state, json!({"notes": []}));
+    assert_consistent(&w, &json!({"notes": []}));
+
+    // A retry without a message reruns from the latest checkpoint, input included.
+    w.model.text("a2 third");
+    block(r.retry(SESSION, None, None)).unwrap();
+    drive(&r);
+    assert_eq!(texts(&w.messages()).last().unwrap(), "assistant: a2 third");
+}
+
+#[test]
+fn a_fork_copies_a_checkpoint_into_a_session_that_continues_on_its_own() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "kept"}))])
+        .calls(vec![
+            w.model.call("add_note", json!({"text": "source only"})),
+        ])
+        .text("source done");
+    w.create(&r, "tester", "go");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let checkpoints = block(w.store.checkpoints(SESSION)).unwrap();
+    let after_first = &checkpoints[1];
+    assert_eq!(after_first.message_count, 3);
+
+    let request =
+        block(r.fork_request(SESSION, Some(&after_first.id), "fork1".into(), None)).unwrap();
+    assert_eq!(request.history.len(), 3);
+    block(r.create(request)).unwrap();
+    let fork = block(w.store.load("fork1")).unwrap().unwrap();
+    assert_eq!(fork.state, json!({"notes": [{"text": "kept"}]}));
+    assert_eq!(fork.head.message_count, 3);
+    let origin = fork.head.forked_from.clone().unwrap();
+    assert_eq!(
+        (origin.session_id.as_str(), origin.checkpoint_id.as_str()),
+        (SESSION, after_first.id.as_str())
+    );
+    let [(seq, reason, from, count)] = resyncs(&w)[..] else {
+        panic!("one resync")
+    };
+    assert_eq!((reason, from, count), (ResyncReason::Branch, seq, 3));
+
+    w.model.text("fork answer");
+    assert_eq!(
+        block(r.drive("fork1", 10)).unwrap(),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    let forked = block(w.store.messages("fork1", 0, 100)).unwrap();
+    assert_eq!(
+        texts(&forked),
+        [
+            "user: go",
+            "assistant: ",
+            "tool: add_note",
+            "assistant: fork answer"
+        ]
+    );
+    assert_eq!(
+        w.session().state["notes"].as_array().unwrap().len(),
+        2,
+        "the source is untouched"
+    );
+
+    // With a message, the fork answers it; its id must be free.
+    let request =
+        block(r.fork_request(SESSION, None, "fork2".into(), Some("and then?".into()))).unwrap();
+    assert_eq!(
+        request.history.len(),
+        0,
+        "back to before the latest run's input"
+    );
+    assert_eq!(request.input, vec![Message::user("and then?")]);
+    let taken = block(r.fork_request(SESSION, None, "fork1".into(), None)).unwrap();
+    assert!(matches!(block(r.create(taken)), Err(RunError::Store(_))));
+}
