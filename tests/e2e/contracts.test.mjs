@@ -2,7 +2,8 @@
 // Objects, a scripted OpenAI-compatible model): typed state checked on create, a
 // client result checked against its tool's output schema, typed output that is not an
 // object, the schemas `GET /v1/agents` shows, a retry with a replacement message and a
-// fork, each announced by `stream_resync` with its reason.
+// fork, each announced by `stream_resync` with its reason; rich input (a list of
+// messages with metadata and attachments, prior history) as the model receives it.
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -136,4 +137,51 @@ test('a fork continues from a checkpoint in a new session; the source stays as i
   assert.equal(events[1].json.fromSequence, events[1].id);
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).body.state.notes.length, 2, 'the source is untouched');
   assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/fork`, { sessionId: forkId })).status, 409, 'the id is taken');
+});
+
+test('rich input: history, several messages, metadata and attachments reach the model as content parts', async () => {
+  const id = newId('rich');
+  const png = { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' };
+  const pdf = { type: 'file', mediaType: 'application/pdf', url: 'https://example.com/r.pdf', name: 'r.pdf' };
+  const history = [
+    { role: 'user', content: 'Earlier question' },
+    { role: 'assistant', content: '', toolCalls: [{ id: 'h1', name: 'add_note', arguments: { text: 'old' } }] },
+    { role: 'tool', toolCallId: 'h1', toolName: 'add_note', content: { count: 1 }, isError: false },
+    { role: 'assistant', content: 'Earlier answer' },
+  ];
+  const bad = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'x', messages: history.slice(0, 2) });
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.error.message, /never answered/);
+  const tiff = await api(worker, 'POST', '/v1/sessions',
+    { agent: 'assistant', sessionId: id, input: { message: 'x', attachments: [{ ...png, mediaType: 'image/tiff' }] } });
+  assert.equal(tiff.status, 400);
+  assert.match(tiff.body.error.message, /attachments\[0\]/);
+
+  llm.push({ reasoning: 'Looking at the picture.', text: 'A pixel.' });
+  const input = [{ message: 'context for the UI', metadata: { hidden: true } }, { message: 'What is this?', attachments: [png, pdf] }];
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input, messages: history });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  const sent = llm.requests.at(-1).body.messages;
+  assert.deepEqual(sent.slice(1, 5).map((m) => m.role), ['user', 'assistant', 'tool', 'assistant'], 'history first');
+  assert.equal(sent[5].content, 'context for the UI');
+  assert.deepEqual(sent[6].content, [
+    { type: 'text', text: 'What is this?' },
+    { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+    { type: 'text', text: '[Attachment: r.pdf (application/pdf) at https://example.com/r.pdf]' },
+  ]);
+  const { body } = await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=100`);
+  assert.equal(body.total, 7);
+  assert.deepEqual(body.messages[4].metadata, { hidden: true });
+  assert.deepEqual(body.messages[5].attachments, [png, pdf]);
+  assert.equal(body.messages[6].thinking[0].content, 'Looking at the picture.');
+  const stripped = (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=100&includeThinking=false`)).body;
+  assert.equal(stripped.messages[6].thinking, undefined);
+  assert.equal(stripped.messages[6].content, 'A pixel.');
+
+  llm.push({ text: 'Another.' });
+  const more = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: '', attachments: [png] });
+  assert.equal(more.status, 202, JSON.stringify(more.body));
+  await waitFor(worker, id, (s) => s.status === 'completed' && s.stepCount === 2, 20_000);
+  assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'x', state: {} })).status, 400);
 });

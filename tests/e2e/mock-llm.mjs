@@ -1,7 +1,6 @@
 // An OpenAI-compatible Chat Completions server on loopback, for the end-to-end suite.
-// Tests queue the model's answers (text, tool calls, a refusal, a finish reason, faults);
-// every request is recorded.
-// With an empty queue it answers "ok".
+// Tests queue the model's answers (reasoning, text, tool calls, a refusal, a finish
+// reason, faults); every request is recorded. With an empty queue it answers "ok".
 
 import { createServer } from 'node:http';
 
@@ -13,6 +12,9 @@ let nextId = 1;
 function chunks(answer) {
   const base = { id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: 0, model: 'mock' };
   const out = [{ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] }];
+  if (answer.reasoning) {
+    out.push({ ...base, choices: [{ index: 0, delta: { reasoning_content: answer.reasoning } }] });
+  }
   const text = answer.text ?? '';
   const size = answer.chunkSize ?? 8;
   for (let i = 0; i < text.length; i += size) {

@@ -126,10 +126,7 @@ impl DemoModel {
     fn answer(&self, request: &ModelRequest<'_>) -> ModelTurn {
         let wants_output = has(&request.tools, FINISH_TOOL);
         let last_user = request.messages.iter().rev().find_map(|m| match m {
-            Message::User {
-                content,
-                metadata: None,
-            } => Some(content.as_str()),
+            Message::User { content, .. } if !m.is_nudge() => Some(content.as_str()),
             _ => None,
         });
         let after_tools = matches!(request.messages.last(), Some(Message::Tool { .. }));
@@ -143,10 +140,10 @@ impl DemoModel {
         };
         if after_tools
             || wants_output
-                && !matches!(
-                    request.messages.last(),
-                    Some(Message::User { metadata: None, .. })
-                )
+                && !request
+                    .messages
+                    .last()
+                    .is_some_and(|m| matches!(m, Message::User { .. }) && !m.is_nudge())
         {
             let summary = summarize(request.messages);
             if wants_output {

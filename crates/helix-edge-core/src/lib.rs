@@ -12,7 +12,8 @@
 //!   conformance suite), [`journal`] (the stream log and suspension context contract),
 //!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, ids, logs),
 //!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions).
-//! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript), [`api`]
+//! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript) and
+//!   [`attachment`] (files users attach to messages), [`api`]
 //!   (routes, bodies, views and errors of the HTTP API), [`auth`] (tokens).
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
 //!   sans IO), `demo` (feature `demo`: the built-in deterministic model), [`scripted`]
@@ -20,6 +21,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod attachment;
 pub mod auth;
 pub mod chunk;
 #[cfg(feature = "demo")]

@@ -1,6 +1,7 @@
 //! The transcript: messages exchanged between the user, the model and the tools, in the
 //! JSON form they are stored in and served by `GET /v1/sessions/{id}/messages`.
 
+use crate::attachment::Attachment;
 use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -63,7 +64,11 @@ pub enum Message {
     User {
         /// The text.
         content: String,
-        /// Free-form annotations (never sent to the model).
+        /// Files attached to it (images, PDFs…), sent to the model with the text.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
+        /// Free-form annotations (never sent to the model), such as `{"hidden": true}`
+        /// for a message a UI does not show.
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
     },
@@ -105,8 +110,21 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
             content: content.into(),
+            attachments: Vec::new(),
             metadata: None,
         }
+    }
+
+    /// Drops an assistant message's reasoning blocks (for readers that do not want them).
+    pub fn strip_thinking(&mut self) {
+        if let Self::Assistant { thinking, .. } = self {
+            thinking.clear();
+        }
+    }
+
+    /// Whether it is a corrective nudge the runtime added (not the user's words).
+    pub fn is_nudge(&self) -> bool {
+        matches!(self, Self::User { metadata: Some(m), .. } if m.get("nudge") == Some(&Value::Bool(true)))
     }
 
     /// An assistant message with only text.
@@ -144,7 +162,7 @@ impl Message {
 
 /// Any [`Message`] as one flat record (see [`crate::wire`]).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct MessageWire {
     role: Role,
     #[serde(default, deserialize_with = "present")]
@@ -153,6 +171,8 @@ struct MessageWire {
     tool_calls: Vec<ToolCall>,
     #[serde(default)]
     thinking: Vec<Thinking>,
+    #[serde(default)]
+    attachments: Vec<Attachment>,
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
     tool_call_id: Option<String>,
@@ -187,6 +207,7 @@ impl TryFrom<MessageWire> for Message {
             },
             Role::User => Self::User {
                 content: text(w.content)?,
+                attachments: w.attachments,
                 metadata,
             },
             Role::Assistant => Self::Assistant {
@@ -208,6 +229,7 @@ impl TryFrom<MessageWire> for Message {
 
 /// A tool call requested by the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolCall {
     /// The provider's id for the call (unique within the session).
     pub id: String,
@@ -219,6 +241,7 @@ pub struct ToolCall {
 
 /// One block of reasoning returned by the model.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Thinking {
     /// The reasoning text (empty when the provider withheld it).
     pub content: String,

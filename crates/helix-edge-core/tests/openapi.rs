@@ -86,12 +86,26 @@ fn accepts<T: DeserializeOwned>(body: &Value) -> bool {
     parse_body::<T>(body.to_string().as_bytes()).is_ok()
 }
 
+/// Whether a create with this body is accepted (parsed and checked).
+fn creates(body: &Value) -> bool {
+    parse_body::<CreateSessionBody>(body.to_string().as_bytes())
+        .and_then(|b| b.into_request(|| "gen".into()))
+        .is_ok()
+}
+
+/// Whether a follow-up with this body is accepted.
+fn follows(body: &Value) -> bool {
+    parse_body::<MessageBody>(body.to_string().as_bytes())
+        .and_then(MessageBody::into_messages)
+        .is_ok()
+}
+
 /// For an object schema: a complete valid body is accepted; dropping any field the
 /// schema requires is rejected, dropping an optional one is not; an unknown field is
 /// rejected when the schema forbids additional properties; every property given the
-/// wrong JSON type is rejected.
-fn agrees<T: DeserializeOwned>(schema: &Value, valid: Value) {
-    assert!(accepts::<T>(&valid), "valid body rejected: {valid}");
+/// wrong JSON type is rejected. `accepts` says what the server does with a body.
+fn agrees(schema: &Value, valid: Value, accepts: impl Fn(&Value) -> bool) {
+    assert!(accepts(&valid), "valid body rejected: {valid}");
     let required: BTreeSet<&str> = schema["required"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -100,7 +114,7 @@ fn agrees<T: DeserializeOwned>(schema: &Value, valid: Value) {
         let mut without = valid.clone();
         without.as_object_mut().unwrap().remove(key);
         assert_eq!(
-            accepts::<T>(&without),
+            accepts(&without),
             !required.contains(key.as_str()),
             "dropping '{key}' from {valid}: the schema says required = {}",
             required.contains(key.as_str())
@@ -115,7 +129,7 @@ fn agrees<T: DeserializeOwned>(schema: &Value, valid: Value) {
     if schema["additionalProperties"] == json!(false) {
         let mut extra = valid.clone();
         extra["unexpected"] = json!(1);
-        assert!(!accepts::<T>(&extra), "unknown field accepted: {extra}");
+        assert!(!accepts(&extra), "unknown field accepted: {extra}");
     }
     for (key, prop) in schema["properties"].as_object().unwrap() {
         let wrong = match prop.get("type").and_then(Value::as_str) {
@@ -123,51 +137,125 @@ fn agrees<T: DeserializeOwned>(schema: &Value, valid: Value) {
             Some("boolean") => json!("yes"),
             Some("object") => json!("not an object"),
             Some("integer") => json!("1"),
+            Some("array") => json!("not a list"),
             _ => continue,
         };
         let mut bad = valid.clone();
         bad[key] = wrong;
-        assert!(
-            !accepts::<T>(&bad),
-            "wrong type for '{key}' accepted: {bad}"
-        );
+        assert!(!accepts(&bad), "wrong type for '{key}' accepted: {bad}");
     }
 }
 
 #[test]
 fn request_body_schemas_agree_with_the_parsers() {
-    agrees::<CreateSessionBody>(
+    let png =
+        json!({"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo=", "name": "p.png"});
+    let call = json!({"id": "c1", "name": "add_note", "arguments": {"text": "x"}});
+    let create = |input: Value| json!({"agent": "assistant", "input": input});
+    agrees(
         &schema("CreateSession"),
-        json!({"agent": "assistant", "sessionId": "s-1", "input": "hi"}),
+        json!({"agent": "assistant", "sessionId": "s-1", "input": "hi", "messages": [
+            {"role": "user", "content": "earlier"}
+        ]}),
+        creates,
     );
-    let full_input = &schema("CreateSession")["properties"]["input"]["oneOf"][1];
-    assert_eq!(full_input["required"], json!(["message"]));
-    assert!(accepts::<CreateSessionBody>(
-        &json!({"agent": "a", "input": {"message": "m", "state": {"k": 1}}})
-    ));
-    assert!(!accepts::<CreateSessionBody>(
-        &json!({"agent": "a", "input": {"message": "m", "other": 1}})
-    ));
-    agrees::<MessageBody>(&schema("SendMessage"), json!({"message": "more"}));
-    agrees::<ReasonBody>(&schema("Reason"), json!({"reason": "why"}));
-    agrees::<RetryBody>(
+    agrees(
+        &schema("InputOne"),
+        json!({"message": "m", "metadata": {"hidden": true}, "attachments": [png], "state": {"k": 1}}),
+        |v| creates(&create(v.clone())),
+    );
+    agrees(
+        &schema("InputMany"),
+        json!({"messages": ["a", {"message": "b"}], "state": {"k": 1}}),
+        |v| creates(&create(v.clone())),
+    );
+    agrees(
+        &schema("UserMessage")["oneOf"][1],
+        json!({"message": "m", "metadata": {}, "attachments": [png]}),
+        |v| creates(&create(json!([v]))),
+    );
+    // Exactly one of `data` and `url` (the schema's oneOf): with no url, data is required
+    // (and `url` is checked on its own below).
+    let mut attachment = schema("Attachment");
+    assert_eq!(
+        attachment["oneOf"],
+        json!([{"required": ["data"]}, {"required": ["url"]}])
+    );
+    attachment["required"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("data"));
+    attachment["properties"]
+        .as_object_mut()
+        .unwrap()
+        .remove("url");
+    let attached = |v: &Value| creates(&create(json!({"message": "m", "attachments": [v]})));
+    agrees(&attachment, png.clone(), attached);
+    let mut both = png.clone();
+    both["url"] = json!("https://e.x/p.png");
+    assert!(!attached(&both), "data and url together are refused");
+    let mut by_url = png.clone();
+    by_url.as_object_mut().unwrap().remove("data");
+    by_url["url"] = json!("https://e.x/p.png");
+    assert!(attached(&by_url));
+    let mut tiff = png.clone();
+    tiff["mediaType"] = json!("image/tiff");
+    assert!(!attached(&tiff), "the image media types are enumerated");
+    let [user, assistant, tool] = [0, 1, 2].map(|i| schema("HistoryMessage")["oneOf"][i].clone());
+    let history = |m: &Value| creates(&json!({"agent": "a", "input": "x", "messages": [m]}));
+    agrees(
+        &user,
+        json!({"role": "user", "content": "u", "attachments": [png], "metadata": {}}),
+        history,
+    );
+    agrees(
+        &assistant,
+        json!({"role": "assistant", "content": "a", "toolCalls": [], "thinking": [], "metadata": {}}),
+        history,
+    );
+    agrees(
+        &tool,
+        json!({"role": "tool", "toolCallId": "c1", "toolName": "add_note", "content": 1, "isError": false, "metadata": {}}),
+        |m| {
+            let opener = json!({"role": "assistant", "content": "", "toolCalls": [call]});
+            creates(&json!({"agent": "a", "input": "x", "messages": [opener, m]}))
+        },
+    );
+    let [one, many] = [0, 1].map(|i| schema("SendMessage")["oneOf"][i].clone());
+    agrees(
+        &one,
+        json!({"message": "more", "metadata": {}, "attachments": [png]}),
+        follows,
+    );
+    agrees(&many, json!({"messages": ["a", "b"]}), follows);
+    assert!(!follows(&json!({"message": "m", "state": {}})));
+    agrees(
+        &schema("Reason"),
+        json!({"reason": "why"}),
+        accepts::<ReasonBody>,
+    );
+    agrees(
         &schema("Retry"),
         json!({"checkpointId": "ckpt_1", "message": "edited"}),
+        accepts::<RetryBody>,
     );
-    agrees::<ForkBody>(
+    agrees(
         &schema("Fork"),
         json!({"checkpointId": "ckpt_1", "sessionId": "f-1", "message": "and then?"}),
+        accepts::<ForkBody>,
     );
 
     let [approval, client] = [0, 1].map(|i| schema("ToolResult")["oneOf"][i].clone());
-    agrees::<ToolResultBody>(
+    agrees(
         &approval,
         json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": "ok"}),
+        accepts::<ToolResultBody>,
     );
     // `result` may be any JSON, so it has no wrong type; `error` is checked.
-    agrees::<ToolResultBody>(
+    agrees(
         &client,
         json!({"kind": "client-tool-result", "toolCallId": "c", "result": {"v": 1}, "error": "e"}),
+        accepts::<ToolResultBody>,
     );
     assert!(!accepts::<ToolResultBody>(
         &json!({"kind": "other", "toolCallId": "c"})

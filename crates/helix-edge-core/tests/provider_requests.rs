@@ -44,6 +44,7 @@ fn transcript() -> Vec<Message> {
         Message::tool_result(&call, json!({"temp": 21})),
         Message::User {
             content: "Finish with __finish__.".into(),
+            attachments: vec![],
             metadata: Some(Map::new()),
         },
         Message::assistant_text("It is 21°C."),
@@ -299,4 +300,65 @@ fn strict_tools_are_sent_closed_and_marked_strict_to_both_providers() {
     assert_eq!(header(&http.headers, "anthropic-beta"), None);
     let body: Value = serde_json::from_str(&http.body).unwrap();
     assert_eq!(body["tools"][0].get("strict"), None);
+}
+
+#[test]
+fn attachments_reach_each_provider_in_its_own_content_parts() {
+    let attachment = |v: Value| serde_json::from_value(v).unwrap();
+    let messages = [Message::User {
+        content: "What is in these?".into(),
+        attachments: vec![
+            attachment(json!({"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="})),
+            attachment(
+                json!({"type": "image", "mediaType": "image/jpeg", "url": "https://e.x/cat.jpg"}),
+            ),
+            attachment(
+                json!({"type": "file", "mediaType": "application/pdf", "data": "JVBERi0=", "name": "a.pdf"}),
+            ),
+            attachment(
+                json!({"type": "file", "mediaType": "application/pdf", "url": "https://e.x/b.pdf", "name": "b.pdf"}),
+            ),
+            attachment(
+                json!({"type": "file", "mediaType": "text/plain", "data": "aGVsbG8=", "name": "c.txt"}),
+            ),
+        ],
+        metadata: Some(Map::from_iter([("hidden".to_string(), json!(true))])),
+    }];
+    let settings = ModelSettings::default();
+    let request = ModelRequest {
+        system: String::new(),
+        messages: &messages,
+        tools: vec![],
+        settings: &settings,
+        abort: Default::default(),
+    };
+
+    let openai = config(&[("LLM_PROVIDER", "openai"), ("LLM_API_KEY", "k")]).unwrap();
+    let body: Value = serde_json::from_str(&openai.request(&request).body).unwrap();
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "What is in these?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "image_url", "image_url": {"url": "https://e.x/cat.jpg"}},
+            {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}},
+            {"type": "text", "text": "[Attachment: b.pdf (application/pdf) at https://e.x/b.pdf]"},
+            {"type": "file", "file": {"filename": "c.txt", "file_data": "data:text/plain;base64,aGVsbG8="}}
+        ]}),
+        "metadata never reaches the model"
+    );
+
+    let anthropic = config(&[("LLM_PROVIDER", "anthropic"), ("LLM_API_KEY", "k")]).unwrap();
+    let body: Value = serde_json::from_str(&anthropic.request(&request).body).unwrap();
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://e.x/cat.jpg"}},
+            {"type": "document", "title": "a.pdf", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+            {"type": "document", "title": "b.pdf", "source": {"type": "url", "url": "https://e.x/b.pdf"}},
+            {"type": "document", "title": "c.txt", "source": {"type": "text", "media_type": "text/plain", "data": "hello"}},
+            {"type": "text", "text": "What is in these?"}
+        ]})
+    );
 }

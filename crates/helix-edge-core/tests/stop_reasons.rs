@@ -112,7 +112,7 @@ fn a_recorded_cut_off_fails_a_plain_agent_but_nudges_one_that_owes_an_output() {
     assert_eq!(s.head.output, Some(json!({"summary": "short"})));
     assert_eq!(s.head.run.nudges, 1);
     assert!(
-        matches!(&messages[2], Message::User { content, metadata: Some(_) } if content.contains("cut off")),
+        matches!(&messages[2], Message::User { content, metadata: Some(_), .. } if content.contains("cut off")),
         "{messages:?}"
     );
 }

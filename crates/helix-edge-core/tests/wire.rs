@@ -46,7 +46,15 @@ fn every_message_reads_back_as_written() {
         },
         Message::User {
             content: "hi".into(),
+            attachments: vec![],
             metadata: Some(metadata.clone()),
+        },
+        Message::User {
+            content: "look".into(),
+            attachments: vec![serde_json::from_value(json!({
+                "type": "image", "mediaType": "image/png", "url": "https://e.x/a.png", "name": "a.png"
+            })).unwrap()],
+            metadata: None,
         },
         Message::assistant_text("hello"),
         Message::Assistant {
@@ -252,7 +260,7 @@ fn tool_result_bodies_take_only_the_fields_of_their_kind() {
 }
 
 #[test]
-fn a_create_input_is_a_message_or_an_object_with_one() {
+fn a_create_input_is_a_message_an_object_or_a_list() {
     let input = |input: Value| {
         parse_body::<CreateSessionBody>(
             json!({"agent": "a", "input": input}).to_string().as_bytes(),
@@ -261,14 +269,18 @@ fn a_create_input_is_a_message_or_an_object_with_one() {
         .map_err(|e| e.message)
     };
     assert_eq!(input(json!("hi")), Ok(Input::Text("hi".into())));
-    let Ok(Input::Full(full)) = input(json!({"message": "hi", "state": {"k": 1}})) else {
+    let Ok(Input::Object(object)) = input(json!({"message": "hi", "state": {"k": 1}})) else {
         panic!("the object form was refused");
     };
+    assert_eq!(object.state.as_ref().unwrap()["k"], json!(1));
     assert_eq!(
-        (full.message.as_str(), full.state.unwrap()["k"].clone()),
-        ("hi", json!(1))
+        object.into_messages("input").unwrap(),
+        vec![Message::user("hi")]
     );
-    for wrong in [json!(1), json!(["hi"]), json!(null), json!({"state": {}})] {
+    assert!(
+        matches!(input(json!(["hi", {"message": "there"}])), Ok(Input::List(l)) if l.len() == 2)
+    );
+    for wrong in [json!(1), json!([1]), json!(null), json!(true)] {
         assert!(input(wrong.clone()).is_err(), "{wrong} accepted");
     }
     assert!(

@@ -2,12 +2,14 @@
 //! missing fields are a 400 that names the field), then the checks serde cannot express.
 
 use super::ApiError;
+use super::input::{Input, InputObject, check_history};
 use crate::auth::valid_session_id;
+use crate::message::Message;
 use crate::runner::{CreateSession, Submission};
 use crate::wire::{absent, present, required};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Parses a JSON request body, rejecting invalid UTF-8, invalid JSON, wrong types,
 /// missing and unknown fields with a 400 that says what is wrong.
@@ -42,52 +44,6 @@ pub fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// `input` of `POST /v1/sessions`: a message, or a message with initial state.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Input {
-    /// Just the message.
-    Text(String),
-    /// The message and top-level state overrides.
-    Full(FullInput),
-}
-
-/// A string is [`Input::Text`], an object [`Input::Full`]: the JSON type decides, so
-/// nothing is buffered to try one form after the other. Anything else, an array
-/// included, is refused, as the OpenAPI document says.
-impl<'de> Deserialize<'de> for Input {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Either;
-        impl<'de> serde::de::Visitor<'de> for Either {
-            type Value = Input;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a message string or an object with `message` (and optional `state`)")
-            }
-            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Input, E> {
-                Ok(Input::Text(text.to_string()))
-            }
-            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Input, E> {
-                Ok(Input::Text(text))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Input, A::Error> {
-                let map = serde::de::value::MapAccessDeserializer::new(map);
-                FullInput::deserialize(map).map(Input::Full)
-            }
-        }
-        d.deserialize_any(Either)
-    }
-}
-
-/// The object form of [`Input`].
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FullInput {
-    /// The user's message.
-    pub message: String,
-    /// Keys that override the agent's initial state.
-    #[serde(default)]
-    pub state: Option<Map<String, Value>>,
-}
-
 /// Body of `POST /v1/sessions`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -97,41 +53,32 @@ pub struct CreateSessionBody {
     /// The id to use (generated when absent).
     #[serde(default)]
     pub session_id: Option<String>,
-    /// The first message.
+    /// What the first run answers.
     pub input: Input,
+    /// The conversation the session starts from (before `input`).
+    #[serde(default)]
+    pub messages: Vec<Message>,
 }
 
 impl CreateSessionBody {
-    /// The message and state overrides, validated.
-    pub fn into_parts(self) -> Result<(String, Option<Map<String, Value>>), ApiError> {
-        let (message, state) = match self.input {
-            Input::Text(message) => (message, None),
-            Input::Full(FullInput { message, state }) => (message, state),
-        };
-        if message.trim().is_empty() {
-            return Err(ApiError::validation("input.message must not be empty."));
-        }
-        Ok((message, state))
-    }
-
     /// The runner's request, validated: the session id given (it must be of the form
     /// `^[A-Za-z0-9._-]{1,128}$`) or `generated()` when there is none.
     pub fn into_request(
         self,
         generated: impl FnOnce() -> String,
     ) -> Result<CreateSession, ApiError> {
-        let session_id = match self.session_id.clone() {
+        let session_id = match self.session_id {
             Some(id) if valid_session_id(&id) => id,
             Some(_) => return Err(invalid_session_id()),
             None => generated(),
         };
-        let agent = self.agent.clone();
-        let (message, state) = self.into_parts()?;
+        check_history(&self.messages)?;
+        let (input, state) = self.input.into_parts()?;
         Ok(CreateSession {
             session_id,
-            agent,
-            history: Vec::new(),
-            input: vec![crate::message::Message::user(message)],
+            agent: self.agent,
+            history: self.messages,
+            input,
             state,
             parent: None,
             fork: None,
@@ -255,21 +202,21 @@ impl ToolResultBody {
     }
 }
 
-/// Body of `POST /v1/sessions/{id}/messages`.
+/// Body of `POST /v1/sessions/{id}/messages`: one `message` (with its `metadata` and
+/// `attachments`) or a list of `messages`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MessageBody {
-    /// The follow-up message.
-    pub message: String,
-}
+#[serde(transparent)]
+pub struct MessageBody(InputObject);
 
 impl MessageBody {
-    /// The message, validated (not blank).
-    pub fn into_message(self) -> Result<String, ApiError> {
-        if self.message.trim().is_empty() {
-            return Err(ApiError::validation("message must not be empty."));
+    /// The user messages, checked.
+    pub fn into_messages(self) -> Result<Vec<Message>, ApiError> {
+        if self.0.state.is_some() {
+            return Err(ApiError::validation(
+                "state is set when a session is created, not with a message.",
+            ));
         }
-        Ok(self.message)
+        self.0.into_messages("body")
     }
 }
 
@@ -357,7 +304,9 @@ mod tests {
     #[test]
     fn bodies_are_parsed_strictly_with_clear_errors() {
         let ok: CreateSessionBody = parse_body(br#"{"agent":"a","input":"hi"}"#).unwrap();
-        assert_eq!(ok.into_parts().unwrap(), ("hi".to_string(), None));
+        let request = ok.into_request(|| "gen".into()).unwrap();
+        assert_eq!(request.input, vec![Message::user("hi")]);
+        assert_eq!((request.session_id.as_str(), request.state), ("gen", None));
         let full: CreateSessionBody =
             parse_body(br#"{"agent":"a","sessionId":"s","input":{"message":"m","state":{"k":1}}}"#)
                 .unwrap();
@@ -387,7 +336,14 @@ mod tests {
             );
         }
         let empty: CreateSessionBody = parse_body(br#"{"agent":"a","input":"  "}"#).unwrap();
-        assert_eq!(empty.into_parts().unwrap_err().code, "validation_error");
+        let err = empty.into_request(|| "gen".into()).unwrap_err();
+        assert_eq!(err.code, "validation_error");
+        let unanswered: CreateSessionBody = parse_body(
+            br#"{"agent":"a","input":"x","messages":[{"role":"assistant","content":"","toolCalls":[{"id":"c","name":"t","arguments":{}}]}]}"#,
+        )
+        .unwrap();
+        let err = unanswered.into_request(|| "gen".into()).unwrap_err();
+        assert!(err.message.contains("never answered"), "{}", err.message);
     }
 
     #[test]

@@ -5,19 +5,20 @@
 
 mod bodies;
 mod error;
+mod input;
 mod list;
 mod routes;
 mod url;
 mod views;
 
 pub use bodies::{
-    CreateSessionBody, ForkBody, FullInput, Input, MessageBody, ReasonBody, RetryBody,
-    ToolResultBody, parse_body,
+    CreateSessionBody, ForkBody, MessageBody, ReasonBody, RetryBody, ToolResultBody, parse_body,
 };
 pub use error::ApiError;
+pub use input::{Input, InputObject, MAX_INPUT_MESSAGES, UserInput, check_history};
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
-pub use url::{page, path_and_query, query_pairs};
+pub use url::{MessagesQuery, page, path_and_query, query_pairs};
 pub use views::{AgentsView, CheckpointView, PendingView, RunView, SessionView};
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),

@@ -51,7 +51,7 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// `offset`/`limit` of `GET …/messages`: limit defaults to 50, at most 500.
-pub fn page(query: &[(String, String)]) -> Result<(u64, u64), ApiError> {
+pub fn page(query: &[(String, String)]) -> Result<MessagesQuery, ApiError> {
     let get = |name: &str| {
         query
             .iter()
@@ -68,7 +68,31 @@ pub fn page(query: &[(String, String)]) -> Result<(u64, u64), ApiError> {
     if !(1..=500).contains(&limit) {
         return Err(ApiError::validation("limit must be between 1 and 500."));
     }
-    Ok((offset, limit))
+    let include_thinking = match get("includeThinking") {
+        None | Some("" | "true") => true,
+        Some("false") => false,
+        Some(_) => {
+            return Err(ApiError::validation(
+                "includeThinking must be true or false.",
+            ));
+        }
+    };
+    Ok(MessagesQuery {
+        offset,
+        limit,
+        include_thinking,
+    })
+}
+
+/// The query of `GET /v1/sessions/{id}/messages`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessagesQuery {
+    /// The first message (0-based).
+    pub offset: u64,
+    /// At most this many (1 to 500, default 50).
+    pub limit: u64,
+    /// Whether assistant messages keep their reasoning (`includeThinking`, default true).
+    pub include_thinking: bool,
 }
 
 #[cfg(test)]
@@ -101,16 +125,23 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(page(&q(&[])).unwrap(), (0, 50));
+        let at = |q: MessagesQuery| (q.offset, q.limit, q.include_thinking);
+        assert_eq!(at(page(&q(&[])).unwrap()), (0, 50, true));
         assert_eq!(
-            page(&q(&[("offset", "10"), ("limit", "500")])).unwrap(),
-            (10, 500)
+            at(page(&q(&[
+                ("offset", "10"),
+                ("limit", "500"),
+                ("includeThinking", "false")
+            ]))
+            .unwrap()),
+            (10, 500, false)
         );
         for bad in [
             ("limit", "501"),
             ("limit", "0"),
             ("offset", "-1"),
             ("limit", "x"),
+            ("includeThinking", "no"),
         ] {
             assert_eq!(page(&q(&[bad])).unwrap_err().status, 400, "{bad:?}");
         }

@@ -7,6 +7,7 @@
 
 use super::strict::strict_schema;
 use super::{DecodeStep, Decoder, Frame};
+use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
 use crate::model::{Delta, ModelRequest, ModelTurn, StopReason, Usage};
@@ -43,6 +44,33 @@ fn push(messages: &mut Vec<Value>, role: &str, mut blocks: Vec<Value>) {
     messages.push(json!({ "role": role, "content": blocks }));
 }
 
+/// An attachment as a Messages content block: an image, a PDF document (base64 or URL),
+/// or a text document (inline `text/*`); any other file is named in a text block.
+fn content_block(a: &Attachment) -> Value {
+    let source = match (&a.data, &a.url) {
+        (Some(data), _) => json!({ "type": "base64", "media_type": a.media_type, "data": data }),
+        (None, Some(url)) => json!({ "type": "url", "url": url }),
+        (None, None) => return json!({ "type": "text", "text": a.placeholder() }),
+    };
+    let mut block = match a.kind {
+        AttachmentKind::Image => return json!({ "type": "image", "source": source }),
+        AttachmentKind::File if a.media_type == "application/pdf" => {
+            json!({ "type": "document", "source": source })
+        }
+        AttachmentKind::File => match a.text() {
+            Some(text) => json!({
+                "type": "document",
+                "source": { "type": "text", "media_type": "text/plain", "data": text }
+            }),
+            None => return json!({ "type": "text", "text": a.placeholder() }),
+        },
+    };
+    if let Some(name) = &a.name {
+        block["title"] = json!(name);
+    }
+    block
+}
+
 /// The request body for a streaming call.
 pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
     let mut system = request.system.clone();
@@ -55,11 +83,18 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
                 }
                 system.push_str(content);
             }
-            Message::User { content, .. } => push(
-                &mut messages,
-                "user",
-                vec![json!({ "type": "text", "text": content })],
-            ),
+            Message::User {
+                content,
+                attachments,
+                ..
+            } => {
+                // Images and documents before the text, as Anthropic advises.
+                let mut blocks: Vec<Value> = attachments.iter().map(content_block).collect();
+                if !content.is_empty() || blocks.is_empty() {
+                    blocks.push(json!({ "type": "text", "text": content }));
+                }
+                push(&mut messages, "user", blocks)
+            }
             Message::Assistant {
                 content,
                 tool_calls,

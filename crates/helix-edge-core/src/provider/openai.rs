@@ -13,6 +13,7 @@
 
 use super::strict::strict_schema;
 use super::{DecodeStep, Decoder, Frame};
+use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest, ModelTurn, StopReason, Usage};
@@ -29,6 +30,25 @@ pub enum MaxTokensField {
     MaxTokens,
 }
 
+/// An attachment as a Chat Completions content part: an image by URL or data URL, an
+/// inline file as `file_data`; a file by URL has no part of its own, so the model is
+/// told where it is.
+fn content_part(a: &Attachment) -> Value {
+    match (a.kind, a.data_url(), &a.url) {
+        (AttachmentKind::Image, Some(data), _) => {
+            json!({ "type": "image_url", "image_url": { "url": data } })
+        }
+        (AttachmentKind::Image, None, Some(url)) => {
+            json!({ "type": "image_url", "image_url": { "url": url } })
+        }
+        (AttachmentKind::File, Some(data), _) => json!({
+            "type": "file",
+            "file": { "filename": a.name.as_deref().unwrap_or("file"), "file_data": data }
+        }),
+        _ => json!({ "type": "text", "text": a.placeholder() }),
+    }
+}
+
 /// The request body for a streaming call.
 pub fn request_body(
     model: &str,
@@ -43,7 +63,17 @@ pub fn request_body(
     for message in request.messages {
         messages.push(match message {
             Message::System { content, .. } => json!({ "role": "system", "content": content }),
-            Message::User { content, .. } => json!({ "role": "user", "content": content }),
+            Message::User { content, attachments, .. } if attachments.is_empty() => {
+                json!({ "role": "user", "content": content })
+            }
+            Message::User { content, attachments, .. } => {
+                let mut parts = Vec::with_capacity(attachments.len() + 1);
+                if !content.is_empty() {
+                    parts.push(json!({ "type": "text", "text": content }));
+                }
+                parts.extend(attachments.iter().map(content_part));
+                json!({ "role": "user", "content": parts })
+            }
             Message::Assistant { content, tool_calls, .. } => {
                 let mut m = json!({ "role": "assistant", "content": if content.is_empty() { Value::Null } else { json!(content) } });
                 if !tool_calls.is_empty() {

@@ -36,8 +36,8 @@ impl<S: Store> Runner<S> {
         let restore = self
             .restore_point(&live.head, checkpoint_id, message.is_some())
             .await?;
-        let message = message.map(Message::user);
-        self.start_run(&mut live, message, Some(restore)).await
+        let messages = message.map(Message::user).into_iter().collect();
+        self.start_run(&mut live, messages, Some(restore)).await
     }
 
     /// The request that creates `new_id` as a fork of this session at a checkpoint (see

@@ -386,12 +386,20 @@ impl<S: Store> Runner<S> {
         session_id: &str,
         message: String,
     ) -> Result<String, RunError> {
+        self.send_messages(session_id, vec![Message::user(message)])
+            .await
+    }
+
+    /// Starts a new run in the session answering `messages` (user messages, checked by
+    /// the API layer).
+    pub async fn send_messages(
+        &self,
+        session_id: &str,
+        messages: Vec<Message>,
+    ) -> Result<String, RunError> {
         let mut live = self.load(session_id).await?;
         ensure_idle(&live.head)?;
-        let run_id = self
-            .start_run(&mut live, Some(Message::user(message)), None)
-            .await?;
-        Ok(run_id)
+        self.start_run(&mut live, messages, None).await
     }
 
     /// Starts a new run: a follow-up message, or a restore of a checkpoint (with a
@@ -399,14 +407,14 @@ impl<S: Store> Runner<S> {
     pub(crate) async fn start_run(
         &self,
         live: &mut Live,
-        message: Option<Message>,
+        messages: Vec<Message>,
         restore: Option<Restore>,
     ) -> Result<String, RunError> {
         let now = self.host.now_ms();
         let mut head = live.head.clone();
         let run_id = self.host.new_id("run");
         let input_at = match &restore {
-            Some(r) if message.is_some() => r.keep,
+            Some(r) if !messages.is_empty() => r.keep,
             Some(r) => r.input_at,
             None => head.message_count,
         };
@@ -438,7 +446,6 @@ impl<S: Store> Runner<S> {
             }
             None => (None, StateChange::None),
         };
-        let messages: Vec<Message> = message.into_iter().collect();
         head.message_count += messages.len() as u64;
         let commit = Commit {
             head,

@@ -67,6 +67,7 @@ impl<S: Store> Runner<S> {
         head.run.nudges += 1;
         results.push(Some(Message::User {
             content: text.into(),
+            attachments: Vec::new(),
             metadata: Some(Map::from_iter([("nudge".to_string(), json!(true))])),
         }));
         true

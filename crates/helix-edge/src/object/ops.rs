@@ -10,6 +10,7 @@ use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, session_token};
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
 use crate::lifecycle::needs_drive;
+use crate::message::Message;
 use crate::runner::{CreateSession, Routed, RunError, Runner};
 use crate::storage::ObjectStore;
 use crate::store::{SessionHead, Store, StoreError};
@@ -98,15 +99,19 @@ impl Inner {
             .head)
     }
 
-    /// `GET …/messages?offset=&limit=`.
+    /// `GET …/messages?offset=&limit=&includeThinking=`.
     pub(super) async fn messages(&self, runner: &R, id: &str, req: &Request) -> Answer {
-        let (offset, limit) = page(&crate::api::query_pairs(&req.inner().url()))?;
+        let query = page(&crate::api::query_pairs(&req.inner().url()))?;
         let head = self.head(runner, id).await?;
-        let messages = runner
+        let (offset, limit) = (query.offset, query.limit);
+        let mut messages = runner
             .store()
             .messages(id, offset, limit)
             .await
             .map_err(RunError::from)?;
+        if !query.include_thinking {
+            messages.iter_mut().for_each(Message::strip_thinking);
+        }
         let total = head.message_count;
         let has_more = offset.saturating_add(messages.len() as u64) < total;
         json_response(
@@ -148,8 +153,8 @@ impl Inner {
 
     /// `POST …/messages`: a follow-up run.
     pub(super) async fn send_message(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
-        let message = parse_body::<MessageBody>(body)?.into_message()?;
-        let run_id = runner.send_message(id, message).await?;
+        let messages = parse_body::<MessageBody>(body)?.into_messages()?;
+        let run_id = runner.send_messages(id, messages).await?;
         self.schedule(id);
         json_response(202, &json!({ "runId": run_id }))
     }

@@ -1,0 +1,209 @@
+//! Files a user attaches to a message: images and other files (PDF, text…), inline as
+//! base64 or by URL. They are checked when submitted (media type, encoding, size, URL
+//! scheme) and reach each provider in its own content-part form.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+
+/// At most this many attachments per message.
+pub const MAX_ATTACHMENTS: usize = 10;
+/// An inline attachment holds at most this many bytes (decoded): its base64 text, about
+/// 683 KiB, fits a request body (1 MiB).
+pub const MAX_ATTACHMENT_BYTES: usize = 512 * 1024;
+/// The longest attachment URL.
+pub const MAX_URL_LEN: usize = 2048;
+
+/// What an attachment is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachmentKind {
+    /// A picture (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
+    Image,
+    /// Any other file (`application/pdf`, `text/plain`…).
+    File,
+}
+
+/// A file attached to a user message: exactly one of `data` (base64) and `url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Attachment {
+    /// `image` or `file`.
+    #[serde(rename = "type")]
+    pub kind: AttachmentKind,
+    /// Its IANA media type.
+    pub media_type: String,
+    /// The content, base64-encoded (standard alphabet, padded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    /// Where the provider fetches it (`https://` or `http://`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A file name, shown to the model where the provider takes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Whether `t` looks like `type/subtype`.
+fn is_media_type(t: &str) -> bool {
+    let Some((top, sub)) = t.split_once('/') else {
+        return false;
+    };
+    let token = |s: &str, extra: &str| {
+        !s.is_empty()
+            && s.len() <= 127
+            && s.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || extra.as_bytes().contains(&b)
+            })
+    };
+    token(top, "-") && token(sub, "-+.")
+}
+
+impl Attachment {
+    /// Checks the attachment; the error says what is wrong, for a 400.
+    pub fn validate(&self) -> Result<(), String> {
+        match self.kind {
+            AttachmentKind::Image if !IMAGE_TYPES.contains(&self.media_type.as_str()) => {
+                return Err(format!(
+                    "an image's mediaType must be one of {}, not '{}'",
+                    IMAGE_TYPES.join(", "),
+                    self.media_type
+                ));
+            }
+            AttachmentKind::File if !is_media_type(&self.media_type) => {
+                return Err(format!("'{}' is not a media type", self.media_type));
+            }
+            _ => {}
+        }
+        match (&self.data, &self.url) {
+            (Some(data), None) => {
+                let bytes = STANDARD
+                    .decode(data)
+                    .map_err(|e| format!("data is not valid base64 ({e})"))?;
+                if bytes.len() > MAX_ATTACHMENT_BYTES {
+                    return Err(format!(
+                        "an inline attachment holds at most {MAX_ATTACHMENT_BYTES} bytes, not {}; pass a url instead",
+                        bytes.len()
+                    ));
+                }
+                Ok(())
+            }
+            (None, Some(url)) => {
+                let scheme = url.starts_with("https://") || url.starts_with("http://");
+                if !scheme || url.len() > MAX_URL_LEN || url.chars().any(char::is_whitespace) {
+                    return Err(format!(
+                        "url must be an http(s) URL of at most {MAX_URL_LEN} characters"
+                    ));
+                }
+                Ok(())
+            }
+            _ => Err("an attachment has exactly one of data and url".into()),
+        }
+    }
+
+    /// The content as a `data:` URL, for inline attachments.
+    pub fn data_url(&self) -> Option<String> {
+        let data = self.data.as_ref()?;
+        Some(format!("data:{};base64,{data}", self.media_type))
+    }
+
+    /// The content as text, for an inline `text/*` file.
+    pub fn text(&self) -> Option<String> {
+        if !self.media_type.starts_with("text/") {
+            return None;
+        }
+        let bytes = STANDARD.decode(self.data.as_ref()?).ok()?;
+        String::from_utf8(bytes).ok()
+    }
+
+    /// How the model is told about an attachment its provider cannot take.
+    pub fn placeholder(&self) -> String {
+        let name = self.name.as_deref().unwrap_or("a file");
+        match &self.url {
+            Some(url) => format!("[Attachment: {name} ({}) at {url}]", self.media_type),
+            None => format!(
+                "[Attachment: {name} ({}), not readable by this model]",
+                self.media_type
+            ),
+        }
+    }
+}
+
+/// Checks a message's attachments.
+pub fn validate_all(attachments: &[Attachment]) -> Result<(), String> {
+    if attachments.len() > MAX_ATTACHMENTS {
+        return Err(format!(
+            "a message has at most {MAX_ATTACHMENTS} attachments"
+        ));
+    }
+    for (i, a) in attachments.iter().enumerate() {
+        a.validate().map_err(|e| format!("attachments[{i}]: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Attachment {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn attachments_are_checked_for_type_encoding_size_and_url() {
+        let png = parse(json!({"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo="}));
+        assert_eq!(png.validate(), Ok(()));
+        assert_eq!(
+            png.data_url().unwrap(),
+            "data:image/png;base64,iVBORw0KGgo="
+        );
+        let bad = |v| parse(v).validate().unwrap_err();
+        assert!(
+            bad(json!({"type": "image", "mediaType": "image/tiff", "data": "AA=="}))
+                .contains("image/png")
+        );
+        assert!(
+            bad(json!({"type": "file", "mediaType": "pdf", "data": "AA=="})).contains("media type")
+        );
+        assert!(
+            bad(json!({"type": "file", "mediaType": "application/pdf", "data": "not base64!"}))
+                .contains("base64")
+        );
+        assert!(
+            bad(json!({"type": "file", "mediaType": "application/pdf"})).contains("exactly one")
+        );
+        assert!(
+            bad(json!({"type": "image", "mediaType": "image/png", "url": "ftp://x/y.png"}))
+                .contains("http")
+        );
+        let big = STANDARD.encode(vec![0u8; MAX_ATTACHMENT_BYTES + 1]);
+        assert!(
+            bad(json!({"type": "file", "mediaType": "text/plain", "data": big}))
+                .contains("at most")
+        );
+        let url = parse(
+            json!({"type": "file", "mediaType": "application/pdf", "url": "https://e.x/a.pdf", "name": "a.pdf"}),
+        );
+        assert_eq!(url.validate(), Ok(()));
+        assert_eq!(
+            url.placeholder(),
+            "[Attachment: a.pdf (application/pdf) at https://e.x/a.pdf]"
+        );
+        let text = parse(
+            json!({"type": "file", "mediaType": "text/plain", "data": STANDARD.encode("héllo")}),
+        );
+        assert_eq!(text.text().as_deref(), Some("héllo"));
+        assert!(
+            serde_json::from_value::<Attachment>(
+                json!({"type": "image", "mediaType": "image/png", "size": 1})
+            )
+            .is_err()
+        );
+        let many = vec![png; MAX_ATTACHMENTS + 1];
+        assert!(validate_all(&many).unwrap_err().contains("at most"));
+    }
+}
