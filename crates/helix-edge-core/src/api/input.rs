@@ -139,6 +139,9 @@ pub fn user_messages(list: Vec<UserInput>, at: &str) -> Result<Vec<Message>, Api
         .collect()
 }
 
+/// State overrides: top-level keys over the agent's initial state.
+pub type StateOverrides = Map<String, Value>;
+
 /// `input` of `POST /v1/sessions`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
@@ -177,7 +180,7 @@ impl<'de> Deserialize<'de> for Input {
 
 impl Input {
     /// The user messages and the state overrides, checked.
-    pub fn into_parts(self) -> Result<(Vec<Message>, Option<Map<String, Value>>), ApiError> {
+    pub fn into_parts(self) -> Result<(Vec<Message>, Option<StateOverrides>), ApiError> {
         match self {
             Input::Text(text) => Ok((vec![UserInput::text(text).into_message("input")?], None)),
             Input::Object(mut object) => {
@@ -265,7 +268,7 @@ mod tests {
         input: Input,
     }
 
-    fn parts(input: Value) -> Result<(Vec<Message>, Option<Map<String, Value>>), ApiError> {
+    fn parts(input: Value) -> Result<(Vec<Message>, Option<StateOverrides>), ApiError> {
         let body: Body = parse_body(json!({ "input": input }).to_string().as_bytes())?;
         body.input.into_parts()
     }
