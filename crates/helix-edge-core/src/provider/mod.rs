@@ -9,6 +9,7 @@
 //! provider's `Retry-After` when it gives one, and never past the overall deadline.
 //! The API key never appears in errors: provider messages are scrubbed of it.
 
+#[cfg(feature = "anthropic")]
 pub mod anthropic;
 pub mod openai;
 pub mod sse;
@@ -58,7 +59,8 @@ pub trait Decoder {
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions.
     OpenAi,
-    /// Anthropic Messages.
+    /// Anthropic Messages (feature `anthropic`).
+    #[cfg(feature = "anthropic")]
     Anthropic,
     /// Cloudflare Workers AI, through its OpenAI-compatible endpoint.
     WorkersAi,
@@ -147,7 +149,16 @@ impl ProviderConfig {
             None if api_key.is_some() => ProviderKind::OpenAi,
             None | Some("demo") => ProviderKind::Demo,
             Some("openai") => ProviderKind::OpenAi,
+            #[cfg(feature = "anthropic")]
             Some("anthropic") => ProviderKind::Anthropic,
+            #[cfg(not(feature = "anthropic"))]
+            Some("anthropic") => {
+                return Err(ProviderError::NotConfigured(
+                    "LLM_PROVIDER 'anthropic' needs helix-edge's `anthropic` feature, which this worker was \
+                     built without"
+                        .into(),
+                ));
+            }
             Some("workers-ai") => ProviderKind::WorkersAi,
             Some(other) => {
                 return Err(ProviderError::NotConfigured(format!(
@@ -158,6 +169,7 @@ impl ProviderConfig {
         let base_url = match (var("LLM_BASE_URL"), kind) {
             (Some(url), _) => url,
             (None, ProviderKind::OpenAi) => "https://api.openai.com/v1".into(),
+            #[cfg(feature = "anthropic")]
             (None, ProviderKind::Anthropic) => "https://api.anthropic.com/v1".into(),
             (None, ProviderKind::WorkersAi) => match var("CF_ACCOUNT_ID") {
                 Some(account) => {
@@ -180,6 +192,7 @@ impl ProviderConfig {
         let model = var("LLM_MODEL").unwrap_or_else(|| {
             match kind {
                 ProviderKind::OpenAi => "gpt-4o-mini",
+                #[cfg(feature = "anthropic")]
                 ProviderKind::Anthropic => "claude-sonnet-4-5",
                 ProviderKind::WorkersAi => "@cf/meta/llama-3.3-70b-instruct-fp8-fast",
                 ProviderKind::Demo => "demo",
@@ -214,6 +227,7 @@ impl ProviderConfig {
             ("accept".to_string(), "text/event-stream".to_string()),
         ];
         let (url, body) = match self.kind {
+            #[cfg(feature = "anthropic")]
             ProviderKind::Anthropic => {
                 headers.push(("anthropic-version".into(), anthropic::API_VERSION.into()));
                 if request.tools.iter().any(|t| t.strict) {
@@ -254,6 +268,7 @@ impl ProviderConfig {
     /// A decoder for this provider's stream.
     pub fn decoder(&self) -> Box<dyn Decoder> {
         match self.kind {
+            #[cfg(feature = "anthropic")]
             ProviderKind::Anthropic => Box::new(anthropic::AnthropicDecoder::new()),
             _ => Box::new(openai::OpenAiDecoder::new()),
         }
