@@ -177,7 +177,9 @@ mod tests {
         })
     }
 
+    /// Every call reads its own environment: the isolate's cached setup is dropped first.
     async fn call(env: Env, method: Method, path: &str) -> (u16, serde_json::Value) {
+        Setup::forget();
         let mut init = RequestInit::new();
         init.with_method(method);
         let req = Request::new_with_init(&format!("http://localhost{path}"), &init).unwrap();

@@ -61,4 +61,11 @@ impl Setup {
         SETUP.set(Some(setup.clone()));
         Ok(setup)
     }
+
+    /// Forgets this isolate's configuration: tests that call the entry with different
+    /// environments share one isolate.
+    #[cfg(test)]
+    pub fn forget() {
+        SETUP.set(None);
+    }
 }
