@@ -12,6 +12,7 @@
 use crate::agents::add_note_tool;
 use helix_edge::agent::Agent;
 use helix_edge::error::{DefinitionError, ToolError};
+use helix_edge::model::CacheTtl;
 use helix_edge::tool::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -100,6 +101,7 @@ pub fn typed() -> Result<Agent, DefinitionError> {
         .description("Test agent: typed state and a client tool with an output schema.")
         .system_prompt("You track tasks.")
         .state::<Tasks>()
+        .prompt_cache(CacheTtl::OneHour)
         .tool(Tool::new(
             "add_task",
             "Add a task.",

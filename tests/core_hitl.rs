@@ -396,6 +396,8 @@ fn runs_log_model_calls_tools_and_waits_without_arguments() {
             "run_started",
             "model_call",
             "run_suspended",
+            "tool_call_suspended",
+            "tool_call_submitted",
             "run_resumed",
             "tool_executed",
             "model_call",
@@ -408,11 +410,24 @@ fn runs_log_model_calls_tools_and_waits_without_arguments() {
         (Some(SESSION), Some(10))
     );
     assert_eq!(
-        logs[3].1["waitedMs"], 1_500,
+        (logs[3].1["tool"].as_str(), logs[3].1["kind"].as_str()),
+        (Some("delete_file"), Some("approval"))
+    );
+    let submitted = &logs[4].1;
+    assert_eq!(
+        (
+            submitted["outcome"].as_str(),
+            submitted["waitedMs"].as_u64()
+        ),
+        (Some("approved"), Some(1_500)),
+        "the human took 1.5 s to approve"
+    );
+    assert_eq!(
+        logs[5].1["waitedMs"], 1_500,
         "time spent waiting on the human"
     );
     assert_eq!(
-        (logs[4].1["tool"].as_str(), logs[4].1["success"].as_bool()),
+        (logs[6].1["tool"].as_str(), logs[6].1["success"].as_bool()),
         (Some("delete_file"), Some(true))
     );
     let text = serde_json::to_string(&logs).unwrap();
@@ -427,15 +442,72 @@ fn runs_log_model_calls_tools_and_waits_without_arguments() {
         [
             "run_started",
             "run_suspended",
+            "tool_call_suspended",
+            "tool_call_submitted",
             "run_resumed",
             "run_completed"
         ]
     );
-    let end = &info[3].1;
+    let end = &info[5].1;
     assert_eq!(
         (end["runSteps"].as_u64(), end["inputTokens"].as_u64()),
         (Some(2), Some(20)),
         "two model calls of 10 input tokens each"
     );
     assert!(w.host.logs_at(Level::Warn).is_empty(), "nothing failed");
+}
+
+#[test]
+fn runs_record_each_steps_usage_and_each_calls_wait() {
+    use helix_edge::api::RunView;
+    use helix_edge::store::Store;
+    let w = World::new();
+    let r = w.runner("p1");
+    let call = w.model.call("delete_file", json!({"path": "/x"}));
+    w.model.calls(vec![call.clone()]).text("done");
+    w.create(&r, "tester", "delete it");
+    drive(&r);
+    w.host.advance(2_250);
+    approve(&r, &call.id, true);
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    let tool_message = w
+        .messages()
+        .into_iter()
+        .find_map(|m| match m {
+            Message::Tool { metadata, .. } => metadata,
+            _ => None,
+        })
+        .expect("the approved call's result");
+    assert_eq!(tool_message["waitedMs"], 2_250);
+
+    let checkpoints = block(w.store.checkpoints(SESSION)).unwrap();
+    let runs = block(w.store.runs(SESSION)).unwrap();
+    let view = serde_json::to_value(RunView::new(runs[0].clone(), &checkpoints)).unwrap();
+    let steps = view["steps"].as_array().unwrap();
+    assert_eq!(
+        steps
+            .iter()
+            .map(|s| (s["step"].as_u64(), s["stopReason"].as_str()))
+            .collect::<Vec<_>>(),
+        [(Some(1), Some("tool_use")), (Some(2), Some("end_turn"))],
+        "one entry per model step, in order"
+    );
+    assert_eq!(steps[1]["usage"]["inputTokens"], 10);
+    assert_eq!(view["usage"]["inputTokens"], 20, "the run's total");
+    assert_eq!(
+        view["waits"],
+        json!([{
+            "toolCallId": call.id,
+            "toolName": "delete_file",
+            "kind": "approval",
+            "waitedMs": 2_250,
+            "outcome": "approved"
+        }])
+    );
+    let step_checkpoint = steps[0]["checkpointId"].as_str().unwrap();
+    assert!(
+        checkpoints.iter().any(|c| c.id == step_checkpoint),
+        "a step names the checkpoint it made"
+    );
 }

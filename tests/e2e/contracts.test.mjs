@@ -55,6 +55,28 @@ test('a client result that breaks the tool\'s output schema gets 400 and the cal
   assert.equal((await submit({ value: 21.5 })).status, 202);
   const done = await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
   assert.equal(done.status, 'completed');
+
+  // The agent asks for a one-hour prompt cache: OpenAI gets the session as the cache key.
+  const bodies = llm.requests.map((r) => r.body);
+  assert.equal(bodies.length, 2);
+  for (const body of bodies) {
+    assert.equal(body.prompt_cache_key, id);
+    assert.equal(body.prompt_cache_retention, '24h');
+  }
+  // The run shows each model step's usage and stop reason, and how long the client took.
+  const runs = (await api(worker, 'GET', `/v1/sessions/${id}/runs`)).body.runs;
+  assert.equal(runs.length, 1);
+  const [run] = runs;
+  assert.deepEqual(run.steps.map((s) => [s.step, s.stopReason, s.usage.inputTokens]),
+    [[1, 'tool_use', 11], [2, 'end_turn', 11]]);
+  assert.equal(run.usage.inputTokens, 22);
+  assert.equal(run.waits.length, 1);
+  assert.deepEqual({ ...run.waits[0], waitedMs: undefined },
+    { toolCallId: call.toolCallId, toolName: 'measure', kind: 'client', outcome: 'result', waitedMs: undefined });
+  assert.ok(run.waits[0].waitedMs >= 0 && run.waits[0].waitedMs < 20_000, JSON.stringify(run.waits[0]));
+  const messages = (await api(worker, 'GET', `/v1/sessions/${id}/messages`)).body.messages;
+  const result = messages.find((m) => m.role === 'tool');
+  assert.equal(result.metadata.waitedMs, run.waits[0].waitedMs, 'the tool message carries the wait');
 });
 
 test('typed output that is not an object comes through __finish__ as {"output": …}', async () => {

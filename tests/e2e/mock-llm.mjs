@@ -125,8 +125,8 @@ export async function startMockLlm() {
     pending() { return queue.length; },
     /** Answers every request the queue does not: `fn(requestBody)` returns an answer. */
     respondWith(fn) { responder = fn; },
-    /** Drops answers a previous test queued but never consumed. */
-    reset() { queue.length = 0; },
+    /** Drops answers a previous test queued but never consumed, and the requests seen. */
+    reset() { queue.length = 0; requests.length = 0; },
     async close() {
       for (const res of hung) res.destroy();
       await new Promise((resolve) => server.close(resolve));

@@ -99,6 +99,7 @@ mod tests {
             arguments: json!({}),
             kind,
             deadline,
+            since: 0,
         }
     }
 

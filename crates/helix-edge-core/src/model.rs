@@ -22,6 +22,22 @@ pub struct ModelSettings {
     pub temperature: Option<f32>,
     /// Cap on output tokens per call.
     pub max_output_tokens: Option<u32>,
+    /// Prompt caching, and how long a cached prefix lives (off when `None`): Anthropic
+    /// gets `cache_control` breakpoints, OpenAI the session as `prompt_cache_key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<CacheTtl>,
+}
+
+/// How long a cached prompt prefix lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheTtl {
+    /// The providers' default: about five minutes, renewed on each hit (OpenAI's
+    /// in-memory retention).
+    #[default]
+    FiveMinutes,
+    /// Anthropic's one-hour cache; OpenAI's extended (24 h) retention.
+    OneHour,
 }
 
 /// A tool as the model is told about it.
@@ -48,6 +64,8 @@ pub struct ModelRequest<'a> {
     pub tools: Vec<ToolSpec>,
     /// Settings of the agent.
     pub settings: &'a ModelSettings,
+    /// The session the call is for (the prompt cache key).
+    pub session_id: &'a str,
     /// Raised when the run is aborted: a streaming call stops reading and cancels.
     pub abort: AbortSignal,
 }

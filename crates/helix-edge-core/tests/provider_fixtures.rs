@@ -36,6 +36,7 @@ fn decode(
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        session_id: "s1",
         abort: Default::default(),
     };
     let mut deltas = Vec::new();
@@ -498,6 +499,7 @@ fn an_aborted_call_stops_reading_and_is_not_retried() {
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        session_id: "s1",
         abort,
     };
     let turn = block(helix_edge_core::model::Model::generate(

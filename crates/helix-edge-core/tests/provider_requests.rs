@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 use helix_edge_core::message::{Message, Thinking, ToolCall};
-use helix_edge_core::model::{ModelRequest, ModelSettings, ToolSpec};
+use helix_edge_core::model::{CacheTtl, ModelRequest, ModelSettings, ToolSpec};
 use helix_edge_core::provider::{ProviderConfig, ProviderKind};
 use serde_json::{Map, Value, json};
 
@@ -75,6 +75,7 @@ fn body(
         messages: &messages,
         tools: tools(),
         settings,
+        session_id: "s1",
         abort: Default::default(),
     };
     let http = config.request(&request);
@@ -269,6 +270,7 @@ fn strict_tools_are_sent_closed_and_marked_strict_to_both_providers() {
         messages: &messages,
         tools: tools(strict),
         settings: &settings,
+        session_id: "s1",
         abort: Default::default(),
     };
     let closed = json!({
@@ -330,6 +332,7 @@ fn attachments_reach_each_provider_in_its_own_content_parts() {
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        session_id: "s1",
         abort: Default::default(),
     };
 
@@ -361,4 +364,84 @@ fn attachments_reach_each_provider_in_its_own_content_parts() {
             {"type": "text", "text": "What is in these?"}
         ]})
     );
+}
+
+#[test]
+fn prompt_caching_marks_anthropic_breakpoints_and_keys_openai_by_session() {
+    let messages = transcript();
+    let request = |settings| ModelRequest {
+        system: "Be brief.".into(),
+        messages: &messages,
+        tools: tools(),
+        settings,
+        session_id: "sess-42",
+        abort: Default::default(),
+    };
+    let five = ModelSettings {
+        prompt_cache: Some(CacheTtl::FiveMinutes),
+        ..Default::default()
+    };
+    let hour = ModelSettings {
+        prompt_cache: Some(CacheTtl::OneHour),
+        ..Default::default()
+    };
+    let off = ModelSettings::default();
+
+    let anthropic = config(&[("LLM_PROVIDER", "anthropic"), ("LLM_API_KEY", "k")]).unwrap();
+    let body: Value = serde_json::from_str(&anthropic.request(&request(&five)).body).unwrap();
+    let eph = json!({"type": "ephemeral"});
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "Be brief.", "cache_control": eph}])
+    );
+    assert_eq!(body["tools"][0]["cache_control"], eph, "the last tool");
+    let marked: Vec<(usize, usize)> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| {
+            let blocks = m["content"].as_array().unwrap();
+            blocks
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.get("cache_control").is_some())
+                .map(move |(j, _)| (i, j))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+    assert_eq!(
+        marked,
+        [(2, 1), (4, 0)],
+        "the last block of the two latest user turns"
+    );
+    let http = anthropic.request(&request(&hour));
+    assert_eq!(
+        header(&http.headers, "anthropic-beta"),
+        Some("extended-cache-ttl-2025-04-11")
+    );
+    let body: Value = serde_json::from_str(&http.body).unwrap();
+    assert_eq!(
+        body["tools"][0]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
+    let http = anthropic.request(&request(&off));
+    assert_eq!(header(&http.headers, "anthropic-beta"), None);
+    assert!(!http.body.contains("cache_control"));
+
+    let openai = config(&[("LLM_PROVIDER", "openai"), ("LLM_API_KEY", "k")]).unwrap();
+    let body: Value = serde_json::from_str(&openai.request(&request(&five)).body).unwrap();
+    assert_eq!(body["prompt_cache_key"], "sess-42");
+    assert_eq!(body.get("prompt_cache_retention"), None);
+    let body: Value = serde_json::from_str(&openai.request(&request(&hour)).body).unwrap();
+    assert_eq!(body["prompt_cache_retention"], "24h");
+    let body: Value = serde_json::from_str(&openai.request(&request(&off)).body).unwrap();
+    assert_eq!(body.get("prompt_cache_key"), None);
 }

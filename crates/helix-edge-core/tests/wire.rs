@@ -136,19 +136,24 @@ fn every_stored_answer_reads_back_as_written() {
         Answer::Approval {
             approved: true,
             reason: None,
+            answered_at: 7,
         },
         Answer::Approval {
             approved: false,
             reason: Some("not now".into()),
+            answered_at: 7,
         },
         Answer::ClientResult {
             result: json!([1, "two"]),
+            answered_at: 7,
         },
         Answer::ClientResult {
             result: Value::Null,
+            answered_at: 7,
         },
         Answer::ClientError {
             error: "no camera".into(),
+            answered_at: 7,
         },
         Answer::Expired,
         Answer::ChildOutput {

@@ -2,7 +2,7 @@
 
 use super::{Agent, DEFAULT_MAX_STEPS, Hooks, OutputSpec, StepSummary, SystemPrompt};
 use crate::error::DefinitionError;
-use crate::model::ModelSettings;
+use crate::model::{CacheTtl, ModelSettings};
 use crate::tool::{RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -113,6 +113,12 @@ impl AgentBuilder {
     /// Model settings.
     pub fn model(mut self, settings: ModelSettings) -> Self {
         self.agent.model = settings;
+        self
+    }
+
+    /// Prompt caching for the agent's model calls (see [`ModelSettings::prompt_cache`]).
+    pub fn prompt_cache(mut self, ttl: CacheTtl) -> Self {
+        self.agent.model.prompt_cache = Some(ttl);
         self
     }
 

@@ -2,9 +2,11 @@
 
 use crate::agent::{Agent, Agents};
 use crate::error::ErrorInfo;
+use crate::model::StopReason;
+use crate::model::Usage;
 use crate::store::{
-    CheckpointRecord, CheckpointStatus, ForkOrigin, Loaded, PendingCall, PendingKind, RunRecord,
-    SessionStatus,
+    CallWait, CheckpointRecord, CheckpointStatus, ForkOrigin, Loaded, PendingCall, PendingKind,
+    RunRecord, SessionStatus,
 };
 use crate::tool::{Approval, Tool};
 use serde::Serialize;
@@ -95,7 +97,8 @@ impl SessionView {
     }
 }
 
-/// One run as `GET /v1/sessions/{id}/runs` shows it.
+/// One run as `GET /v1/sessions/{id}/runs` shows it: its totals, and per model step
+/// and per answered call what its checkpoints recorded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunView {
@@ -108,10 +111,39 @@ pub struct RunView {
     completed_at: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorInfo>,
+    usage: Usage,
+    steps: Vec<StepView>,
+    waits: Vec<CallWait>,
 }
 
-impl From<RunRecord> for RunView {
-    fn from(r: RunRecord) -> Self {
+/// One model step of a run: its tokens and why the model stopped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepView {
+    step: u32,
+    checkpoint_id: String,
+    usage: Usage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<StopReason>,
+}
+
+impl RunView {
+    /// The run with the steps and waits its checkpoints (of every run, in order)
+    /// recorded.
+    pub fn new(r: RunRecord, checkpoints: &[CheckpointRecord]) -> Self {
+        let own = checkpoints.iter().filter(|c| c.run_id == r.run_id);
+        let steps = own
+            .clone()
+            .filter_map(|c| {
+                Some(StepView {
+                    step: c.step_count,
+                    checkpoint_id: c.id.clone(),
+                    usage: c.usage?,
+                    stop_reason: c.stop_reason,
+                })
+            })
+            .collect();
+        let waits = own.flat_map(|c| c.waits.iter().cloned()).collect();
         Self {
             run_id: r.run_id,
             turn: r.turn,
@@ -120,6 +152,9 @@ impl From<RunRecord> for RunView {
             started_at: r.started_at,
             completed_at: r.completed_at,
             error: r.error,
+            usage: r.usage,
+            steps,
+            waits,
         }
     }
 }
@@ -129,18 +164,29 @@ impl From<RunRecord> for RunView {
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointView {
     id: String,
+    run_id: String,
     step_count: u32,
     timestamp: u64,
     status: CheckpointStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<StopReason>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    waits: Vec<CallWait>,
 }
 
 impl From<CheckpointRecord> for CheckpointView {
     fn from(c: CheckpointRecord) -> Self {
         Self {
             id: c.id,
+            run_id: c.run_id,
             step_count: c.step_count,
             timestamp: c.timestamp,
             status: c.status,
+            usage: c.usage,
+            stop_reason: c.stop_reason,
+            waits: c.waits,
         }
     }
 }

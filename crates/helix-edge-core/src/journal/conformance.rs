@@ -227,10 +227,12 @@ fn the_first_answer_stands_and_sessions_are_apart(s: &dyn Suspension) -> Result<
     let yes = Answer::Approval {
         approved: true,
         reason: None,
+        answered_at: 7,
     };
     let no = Answer::Approval {
         approved: false,
         reason: Some("no \"way\" é".into()),
+        answered_at: 7,
     };
     ensure!(
         s.find_answer("s1", "c1").map_err(e)?.is_none(),
@@ -264,11 +266,16 @@ fn every_kind_of_answer_round_trips(s: &dyn Suspension) -> Result<(), String> {
     let answers = [
         Answer::ClientResult {
             result: json!({"a": [1, null, "x"]}),
+            answered_at: 7,
         },
         Answer::ClientResult {
             result: json!(null),
+            answered_at: 7,
         },
-        Answer::ClientError { error: "e".into() },
+        Answer::ClientError {
+            error: "e".into(),
+            answered_at: 7,
+        },
         Answer::Expired,
         Answer::ChildOutput {
             output: json!({"summary": "s"}),

@@ -10,7 +10,7 @@ use super::{DecodeStep, Decoder, Frame};
 use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
-use crate::model::{Delta, ModelRequest, ModelTurn, StopReason, Usage};
+use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, Usage};
 use crate::provider::sse::SseEvent;
 use serde_json::{Map, Value, json};
 
@@ -69,6 +69,30 @@ fn content_block(a: &Attachment) -> Value {
         block["title"] = json!(name);
     }
     block
+}
+
+/// The beta that enables the one-hour prompt cache; sent only when it is asked for.
+pub const CACHE_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
+
+/// A `cache_control` breakpoint living `ttl`.
+fn cache_control(ttl: CacheTtl) -> Value {
+    match ttl {
+        CacheTtl::FiveMinutes => json!({ "type": "ephemeral" }),
+        CacheTtl::OneHour => json!({ "type": "ephemeral", "ttl": "1h" }),
+    }
+}
+
+/// Puts a cache breakpoint on the last block of the two latest user turns: the newest
+/// writes the conversation so far to the cache, the one before reads what the previous
+/// call wrote. With the system prompt's and the last tool's, that is the four breakpoints
+/// a request may carry.
+fn mark_latest_turns(messages: &mut [Value], cc: &Value) {
+    let user_turns = messages.iter_mut().rev().filter(|m| m["role"] == "user");
+    for turn in user_turns.take(2) {
+        if let Some(block) = turn["content"].as_array_mut().and_then(|b| b.last_mut()) {
+            block["cache_control"] = cc.clone();
+        }
+    }
 }
 
 /// The request body for a streaming call.
@@ -134,13 +158,20 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
         .settings
         .max_output_tokens
         .unwrap_or(DEFAULT_MAX_TOKENS);
+    let cache = request.settings.prompt_cache.map(cache_control);
+    if let Some(cc) = &cache {
+        mark_latest_turns(&mut messages, cc);
+    }
     let mut body =
         json!({ "model": model, "max_tokens": max_tokens, "stream": true, "messages": messages });
     if !system.is_empty() {
-        body["system"] = json!(system);
+        body["system"] = match &cache {
+            Some(cc) => json!([{ "type": "text", "text": system, "cache_control": cc }]),
+            None => json!(system),
+        };
     }
     if !request.tools.is_empty() {
-        body["tools"] = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|t| {
@@ -154,6 +185,10 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
                 tool
             })
             .collect();
+        if let (Some(cc), Some(last)) = (&cache, tools.last_mut()) {
+            last["cache_control"] = cc.clone();
+        }
+        body["tools"] = Value::Array(tools);
     }
     if let Some(t) = request.settings.temperature {
         body["temperature"] = json!(t);

@@ -230,8 +230,17 @@ impl ProviderConfig {
             #[cfg(feature = "anthropic")]
             ProviderKind::Anthropic => {
                 headers.push(("anthropic-version".into(), anthropic::API_VERSION.into()));
-                if request.tools.iter().any(|t| t.strict) {
-                    headers.push(("anthropic-beta".into(), anthropic::STRICT_TOOLS_BETA.into()));
+                let strict = request.tools.iter().any(|t| t.strict);
+                let hour = request.settings.prompt_cache == Some(crate::model::CacheTtl::OneHour);
+                let betas: Vec<&str> = [
+                    strict.then_some(anthropic::STRICT_TOOLS_BETA),
+                    hour.then_some(anthropic::CACHE_TTL_BETA),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                if !betas.is_empty() {
+                    headers.push(("anthropic-beta".into(), betas.join(",")));
                 }
                 if let Some(key) = &self.api_key {
                     headers.push(("x-api-key".into(), key.clone()));

@@ -16,7 +16,7 @@ use super::{DecodeStep, Decoder, Frame};
 use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
-use crate::model::{Delta, ModelRequest, ModelTurn, StopReason, Usage};
+use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, Usage};
 use crate::provider::sse::SseEvent;
 use serde_json::{Map, Value, json};
 
@@ -117,6 +117,13 @@ pub fn request_body(
             })
             .collect();
         body["tool_choice"] = json!("auto");
+    }
+    if let Some(ttl) = request.settings.prompt_cache {
+        // Calls of one session share their prefix: route them to the same cache.
+        body["prompt_cache_key"] = json!(request.session_id);
+        if ttl == CacheTtl::OneHour {
+            body["prompt_cache_retention"] = json!("24h");
+        }
     }
     if let Some(t) = request.settings.temperature {
         body["temperature"] = json!(t);

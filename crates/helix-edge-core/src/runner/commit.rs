@@ -12,6 +12,7 @@ use crate::error::ErrorInfo;
 use crate::host::Level;
 use crate::host::LogValue::{Null, Num, Str};
 use crate::message::Message;
+use crate::model::{StopReason, Usage};
 use crate::state::PatchOp;
 use crate::store::{
     CheckpointRecord, CheckpointStatus, Commit, PendingCall, PendingKind, SessionHead,
@@ -44,6 +45,7 @@ impl<S: Store> Runner<S> {
         agent: &Agent,
         mut head: SessionHead,
         step: u32,
+        (usage, stop_reason): (Usage, StopReason),
         messages: Vec<Message>,
         state_ops: Vec<PatchOp>,
         outcome: Outcome,
@@ -54,6 +56,11 @@ impl<S: Store> Runner<S> {
         let concluded = self.conclude(agent, &mut head, outcome, emitter);
         let (mut commit, mut events) =
             self.checkpointed_commit(head, messages, state_ops, concluded.status, emitter);
+        // The step's model call, recorded with its checkpoint (`GET …/runs` shows it).
+        if let Some(checkpoint) = &mut commit.checkpoint {
+            checkpoint.usage = Some(usage);
+            checkpoint.stop_reason = Some(stop_reason);
+        }
         commit.subsessions = concluded.children;
         events.extend(concluded.post);
         if concluded.status == CheckpointStatus::Active {
@@ -170,6 +177,9 @@ impl<S: Store> Runner<S> {
             ("outputTokens", Num(run.usage.output_tokens)),
         ];
         self.log(live, level, event, &fields);
+        if suspended.is_some() {
+            self.log_suspended(live);
+        }
         if let (Some(ids), Some(h)) = (
             suspended,
             self.agents
@@ -203,6 +213,9 @@ impl<S: Store> Runner<S> {
             timestamp: now,
             status,
             run_id: head.run.run_id.clone(),
+            usage: None,
+            stop_reason: None,
+            waits: Vec::new(),
         };
         head.checkpoint_id = Some(checkpoint.id.clone());
         let mut events = Vec::new();

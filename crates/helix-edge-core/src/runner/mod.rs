@@ -30,6 +30,7 @@ mod ops;
 mod outcome;
 mod resolve;
 mod step;
+mod waits;
 
 pub use children::{
     ChildEnded, ChildOrder, Children, NoChildren, child_outcome, child_session_id, ended_report,

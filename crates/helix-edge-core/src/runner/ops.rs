@@ -222,6 +222,9 @@ impl<S: Store> Runner<S> {
             timestamp: now,
             status: CheckpointStatus::Active,
             run_id: run_id.clone(),
+            usage: None,
+            stop_reason: None,
+            waits: Vec::new(),
         };
         head.checkpoint_id = Some(checkpoint.id.clone());
         let emitter = self.emitter(&head, None);
@@ -294,13 +297,18 @@ impl<S: Store> Runner<S> {
             };
             return self.route(&live, call_id, not_found);
         };
+        let answered_at = self.host.now_ms();
         let answer = match (pending.kind, submission) {
             (
                 PendingKind::Approval,
                 Submission::Approval {
                     approved, reason, ..
                 },
-            ) => Answer::Approval { approved, reason },
+            ) => Answer::Approval {
+                approved,
+                reason,
+                answered_at,
+            },
             (PendingKind::Client, Submission::ClientResult { outcome, .. }) => match outcome {
                 Ok(result) => {
                     // Refused here (413) rather than stored as an error: the call stays
@@ -320,9 +328,12 @@ impl<S: Store> Runner<S> {
                     if let Some(Err(e)) = tool.map(|t| t.check_output(&result)) {
                         return Err(RunError::ResultInvalid(e.to_string()));
                     }
-                    Answer::ClientResult { result }
+                    Answer::ClientResult {
+                        result,
+                        answered_at,
+                    }
                 }
-                Err(error) => Answer::ClientError { error },
+                Err(error) => Answer::ClientError { error, answered_at },
             },
             // Filtered out above; kept total without a panic.
             (PendingKind::Child, _) => {
@@ -349,7 +360,10 @@ impl<S: Store> Runner<S> {
             .suspension
             .answer(session_id, call_id, &answer)?
         {
-            AnswerOutcome::Stored => Ok(Routed::Here),
+            AnswerOutcome::Stored => {
+                self.log_answered(&live, pending, &answer);
+                Ok(Routed::Here)
+            }
             AnswerOutcome::AlreadyAnswered(_) => Err(RunError::AlreadyResolved(call_id.into())),
         }
     }

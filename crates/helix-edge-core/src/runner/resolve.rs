@@ -7,6 +7,7 @@
 use super::children::subsession;
 use super::commit::Outcome;
 use super::exec::result_hooks;
+use super::waits::wait_of;
 use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
@@ -107,10 +108,10 @@ impl<S: Store> Runner<S> {
                 Some(Answer::Approval {
                     approved: false, ..
                 }) => self.end_without_running(call, &ToolError::Denied, &emitter),
-                Some(Answer::ClientResult { result }) => {
+                Some(Answer::ClientResult { result, .. }) => {
                     self.end_with_result(call, result.clone(), &emitter)
                 }
-                Some(Answer::ClientError { error }) => {
+                Some(Answer::ClientError { error, .. }) => {
                     self.end_without_running(call, &ToolError::Client(error.clone()), &emitter)
                 }
                 Some(Answer::Expired) | None => {
@@ -124,8 +125,23 @@ impl<S: Store> Runner<S> {
         let mut state_ops = Vec::new();
         self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
 
-        let messages: Vec<Message> = results.into_iter().flatten().collect();
         let now = self.host.now_ms();
+        // How long each approval and client call waited: on its message and the run.
+        let mut waits = Vec::new();
+        for (p, result) in pending.iter().zip(results.iter_mut()) {
+            if p.kind == PendingKind::Child {
+                continue;
+            }
+            let wait = wait_of(p, live.answer(&p.tool_call_id), now);
+            if let Some(Message::Tool { metadata, .. }) = result {
+                let waited = serde_json::Value::from(wait.waited_ms);
+                metadata
+                    .get_or_insert_default()
+                    .insert("waitedMs".into(), waited);
+            }
+            waits.push(wait);
+        }
+        let messages: Vec<Message> = results.into_iter().flatten().collect();
         let children = pending
             .iter()
             .filter(|p| p.kind == PendingKind::Child)
@@ -146,6 +162,7 @@ impl<S: Store> Runner<S> {
             let (mut commit, mut events) =
                 self.checkpointed_commit(head, messages, state_ops, concluded.status, &emitter);
             commit.subsessions = children;
+            record_waits(&mut commit, waits);
             events.extend(concluded.post);
             self.commit_closing(live, commit, events, None).await?;
             return Ok(Some(Progress::Idle(live.head.status)));
@@ -158,6 +175,7 @@ impl<S: Store> Runner<S> {
             &emitter,
         );
         commit.subsessions = children;
+        record_waits(&mut commit, waits);
         // The results go out with the next model call (or land before anything else).
         self.send_ahead(live, commit, post, None);
         Ok(None)
@@ -181,7 +199,13 @@ impl<S: Store> Runner<S> {
                     .suspension
                     .answer(&live.head.id, &id, &Answer::Expired)?
                 {
-                    AnswerOutcome::Stored => Answer::Expired,
+                    AnswerOutcome::Stored => {
+                        let p = live.head.pending.iter().find(|p| p.tool_call_id == id);
+                        if let Some(p) = p {
+                            self.log_answered(live, p, &Answer::Expired);
+                        }
+                        Answer::Expired
+                    }
                     // The client answered just in time: its answer stands.
                     AnswerOutcome::AlreadyAnswered(answer) => answer,
                 };
@@ -213,5 +237,12 @@ impl<S: Store> Runner<S> {
             Ok(owner == instance)
         };
         head.pending.iter().map(claim).collect()
+    }
+}
+
+/// The waits of the calls a resumption answers, kept with its checkpoint.
+fn record_waits(commit: &mut crate::store::Commit, waits: Vec<crate::store::CallWait>) {
+    if let Some(checkpoint) = &mut commit.checkpoint {
+        checkpoint.waits = waits;
     }
 }

@@ -41,6 +41,7 @@ impl<S: Store> Runner<S> {
             messages: &live.transcript,
             tools: agent.tool_specs(),
             settings: agent.model(),
+            session_id: &live.head.id,
             abort: self.abort.borrow().clone(),
         };
         let show = |delta: Delta| {
@@ -220,6 +221,7 @@ impl<S: Store> Runner<S> {
                         .tool(&call.name)
                         .and_then(|t| t.client_deadline())
                         .map(|d| now + d.as_millis() as u64),
+                    since: now,
                 }),
                 Plan::SubAgent => {
                     let Some(tool) = agent.tool(&call.name) else {
@@ -232,6 +234,7 @@ impl<S: Store> Runner<S> {
                             arguments: call.arguments.clone(),
                             kind: PendingKind::Child,
                             deadline: tool.subagent_of().map(|(_, t)| now + t.as_millis() as u64),
+                            since: now,
                         }),
                         Err(reason) => {
                             let err = ToolError::InputInvalid {
@@ -287,8 +290,9 @@ impl<S: Store> Runner<S> {
         result_hooks(agent, &calls, &results, &call_writes);
         messages.extend(results.into_iter().flatten());
         self.ensure_not_aborted()?;
+        let call = (turn.usage, turn.stop);
         self.commit_step(
-            live, agent, head, step, messages, state_ops, outcome, &emitter,
+            live, agent, head, step, call, messages, state_ops, outcome, &emitter,
         )
         .await
     }

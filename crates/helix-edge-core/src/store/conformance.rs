@@ -4,12 +4,13 @@
 //! can run inside a worker and report.
 
 use super::{
-    CheckpointRecord, CheckpointStatus, ChildStatus, Commit, NewSession, PendingCall, PendingKind,
-    RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
+    CallWait, CheckpointRecord, CheckpointStatus, ChildStatus, Commit, NewSession, PendingCall,
+    PendingKind, RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
+    WaitOutcome,
 };
 use crate::chunk::RunStatus;
 use crate::message::Message;
-use crate::model::Usage;
+use crate::model::{StopReason, Usage};
 use crate::state::PatchOp;
 use serde_json::json;
 
@@ -69,14 +70,33 @@ fn new_session(id: &str) -> NewSession {
         head: head(id),
         state: json!({"notes": []}),
         messages: vec![Message::user("hello")],
-        checkpoint: CheckpointRecord {
-            id: format!("{id}-k0"),
-            step_count: 0,
-            message_count: 1,
-            timestamp: 1_000,
-            status: CheckpointStatus::Active,
-            run_id: format!("{id}-run1"),
-        },
+        checkpoint: first_checkpoint(id),
+    }
+}
+
+/// A checkpoint with every optional field set, so that a backend which drops one fails.
+fn first_checkpoint(id: &str) -> CheckpointRecord {
+    CheckpointRecord {
+        id: format!("{id}-k0"),
+        step_count: 0,
+        message_count: 1,
+        timestamp: 1_000,
+        status: CheckpointStatus::Active,
+        run_id: format!("{id}-run1"),
+        usage: Some(Usage {
+            input_tokens: 12,
+            output_tokens: 3,
+            cache_read_tokens: 8,
+            cache_write_tokens: 0,
+        }),
+        stop_reason: Some(StopReason::ToolUse),
+        waits: vec![CallWait {
+            tool_call_id: "call_1".into(),
+            tool_name: "delete_file".into(),
+            kind: PendingKind::Approval,
+            waited_ms: 1_500,
+            outcome: WaitOutcome::Approved,
+        }],
     }
 }
 
@@ -105,6 +125,9 @@ fn step_commit(h: &SessionHead, text: &str, ckpt: &str) -> Commit {
             timestamp: 2_000,
             status: CheckpointStatus::Active,
             run_id: head.run.run_id.clone(),
+            usage: None,
+            stop_reason: None,
+            waits: Vec::new(),
         }),
         clear_interrupt: false,
         subsessions: Vec::new(),
@@ -147,7 +170,7 @@ async fn create_then_load_round_trips<S: Store>(store: &S, id: &str) -> Result<(
     );
     let ckpts = store.checkpoints(id).await.map_err(e)?;
     ensure!(
-        ckpts.len() == 1 && ckpts[0].id == format!("{id}-k0"),
+        ckpts == vec![first_checkpoint(id)],
         "the initial checkpoint: {ckpts:?}"
     );
     let (_, state) = store
@@ -308,6 +331,7 @@ async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> Result<(), S
         arguments: json!({"path": "/tmp/x"}),
         kind: PendingKind::Approval,
         deadline: Some(42),
+        since: 7,
     }];
     let commit = Commit {
         head: h.clone(),

@@ -20,7 +20,7 @@ pub use memory::MemoryStore;
 use crate::chunk::{RunStatus, SuspendReason};
 use crate::error::{Category, Coded, ErrorInfo};
 use crate::message::Message;
-use crate::model::Usage;
+use crate::model::{StopReason, Usage};
 use crate::state::PatchOp;
 use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
@@ -78,6 +78,38 @@ pub struct RunRecord {
     pub deferred_output: Option<Value>,
 }
 
+/// How long an approval or a client call waited for its answer, and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallWait {
+    /// The call.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// Who answered it.
+    pub kind: PendingKind,
+    /// From the suspension to the answer (or the deadline), in ms.
+    pub waited_ms: u64,
+    /// How it ended.
+    pub outcome: WaitOutcome,
+}
+
+/// How a call that waited ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitOutcome {
+    /// Approved (and then run).
+    Approved,
+    /// Denied.
+    Denied,
+    /// The client sent a result.
+    Result,
+    /// The client reported an error.
+    Error,
+    /// Its deadline passed first.
+    Expired,
+}
+
 /// How a pending call is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,6 +137,21 @@ pub struct PendingCall {
     /// For client and sub-agent calls: when the answer is due (ms since epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
+    /// When the run suspended on it (ms).
+    #[serde(default)]
+    pub since: u64,
+}
+
+impl Answer {
+    /// When a person or a client submitted it, for the answers they give.
+    pub fn answered_at(&self) -> Option<u64> {
+        match self {
+            Self::Approval { answered_at, .. }
+            | Self::ClientResult { answered_at, .. }
+            | Self::ClientError { answered_at, .. } => Some(*answered_at),
+            _ => None,
+        }
+    }
 }
 
 /// An answer to a pending call.
@@ -119,16 +166,25 @@ pub enum Answer {
         /// Why, if given.
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// When it was submitted (ms).
+        #[serde(rename = "answeredAt")]
+        answered_at: u64,
     },
     /// A client tool's result.
     ClientResult {
         /// The result.
         result: Value,
+        /// When it was submitted (ms).
+        #[serde(rename = "answeredAt")]
+        answered_at: u64,
     },
     /// A client tool's error.
     ClientError {
         /// The message.
         error: String,
+        /// When it was submitted (ms).
+        #[serde(rename = "answeredAt")]
+        answered_at: u64,
     },
     /// The deadline passed with no answer.
     Expired,
@@ -160,6 +216,9 @@ struct AnswerWire {
     output: Option<Value>,
     error: Option<String>,
     code: Option<String>,
+    /// Absent in answers stored before it was recorded: 0.
+    #[serde(default, rename = "answeredAt")]
+    answered_at: u64,
 }
 
 /// The kinds an answer is stored as.
@@ -182,12 +241,15 @@ impl TryFrom<AnswerWire> for Answer {
             AnswerKind::Approval => Self::Approval {
                 approved: required(w.approved, "approved")?,
                 reason: w.reason,
+                answered_at: w.answered_at,
             },
             AnswerKind::ClientResult => Self::ClientResult {
                 result: required(w.result, "result")?,
+                answered_at: w.answered_at,
             },
             AnswerKind::ClientError => Self::ClientError {
                 error: required(w.error, "error")?,
+                answered_at: w.answered_at,
             },
             AnswerKind::Expired => Self::Expired,
             AnswerKind::ChildOutput => Self::ChildOutput {
@@ -333,6 +395,15 @@ pub struct CheckpointRecord {
     pub status: CheckpointStatus,
     /// The run that made it.
     pub run_id: String,
+    /// For a model step's checkpoint: the call's token usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// For a model step's checkpoint: why the model stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+    /// For a resumption's checkpoint: how long each answered call waited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<CallWait>,
 }
 
 /// Where the run stood when a checkpoint was taken.

@@ -214,8 +214,13 @@ impl Inner {
     /// `GET …/runs`.
     pub(super) async fn runs(&self, runner: &R, id: &str) -> Answer {
         self.head(runner, id).await?;
-        let runs = runner.store().runs(id).await.map_err(RunError::from)?;
-        let runs: Vec<RunView> = runs.into_iter().map(RunView::from).collect();
+        let store = runner.store();
+        let runs = store.runs(id).await.map_err(RunError::from)?;
+        let checkpoints = store.checkpoints(id).await.map_err(RunError::from)?;
+        let runs: Vec<RunView> = runs
+            .into_iter()
+            .map(|run| RunView::new(run, &checkpoints))
+            .collect();
         json_response(200, &json!({ "runs": runs }))
     }
 

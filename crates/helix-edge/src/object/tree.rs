@@ -133,6 +133,7 @@ impl Children for DoChildren {
                     arguments: c["arguments"].clone(),
                     kind: serde_json::from_value::<PendingKind>(c["kind"].clone()).ok()?,
                     deadline: c["deadline"].as_u64(),
+                    since: 0,
                 })
             };
             Ok(calls.into_iter().filter_map(call).collect())
