@@ -17,6 +17,7 @@ use helix_edge::tool::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::time::Duration;
 use worker::{Fetch, Headers, Method, Request, RequestInit};
 
 /// Input of `record`.
@@ -47,6 +48,7 @@ async fn report(url: &str, body: &Value) -> Result<(), ToolError> {
 
 /// The `ledger` agent, reporting to `url`.
 pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
+    let lookup_url = url.clone();
     Agent::builder("ledger")
         .description("Test agent: notes, and an approved tool that records each execution outside the worker.")
         .system_prompt("You record things.")
@@ -66,6 +68,17 @@ pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
                 }
             })
             .approval_always(),
+        )
+        .tool(
+            Tool::new("lookup", "Report a label, giving up after a second.", move |input: Record, ctx: ToolContext| {
+                let url = lookup_url.clone();
+                async move {
+                    let body = json!({ "session": ctx.session_id(), "label": input.label });
+                    report(&url, &body).await?;
+                    Ok::<_, ToolError>(json!({ "found": input.label }))
+                }
+            })
+            .timeout(Duration::from_secs(1)),
         )
         .build()
 }

@@ -15,7 +15,7 @@ use helix_edge::runner::{CreateSession, Progress, Runner, RunnerConfig};
 use helix_edge::scripted::ScriptedModel;
 use helix_edge::state::PatchOp;
 use helix_edge::store::{MemoryStore, Store};
-use helix_edge::tool::Tool;
+use helix_edge::tool::{Tool, ToolContext};
 use helix_edge_reference::agents::{AddNote, AskUser, DeleteFile, SendEmail, add_note_tool};
 use serde_json::{Value, json};
 use std::cell::RefCell;
@@ -25,6 +25,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 pub const SESSION: &str = "s1";
 pub const CLIENT_DEADLINE_MS: u64 = 1_000;
@@ -85,7 +86,7 @@ pub fn tester(exec: &Executions) -> Agent {
         )
         .tool(
             Tool::client::<AskUser>("ask_user", "d")
-                .deadline(std::time::Duration::from_millis(CLIENT_DEADLINE_MS)),
+                .deadline(Duration::from_millis(CLIENT_DEADLINE_MS)),
         )
         .tool(Tool::new("fail", "d", |_: Value, _| async {
             Err::<Value, _>(ToolError::failed("it broke"))
@@ -112,6 +113,19 @@ pub fn tester(exec: &Executions) -> Agent {
                 Err::<Value, _>(ToolError::failed("aborted"))
             },
         ))
+        .tool(Tool::new("stuck", "d", |_: Value, ctx| async move {
+            STUCK.with_borrow_mut(|s| s.push(ctx));
+            futures::future::pending::<()>().await;
+            Ok::<_, ToolError>(json!({}))
+        }))
+        .tool(
+            Tool::new("slow", "d", |_: Value, ctx| async move {
+                STUCK.with_borrow_mut(|s| s.push(ctx));
+                futures::future::pending::<()>().await;
+                Ok::<_, ToolError>(json!({}))
+            })
+            .timeout(Duration::from_millis(SLOW_TIMEOUT_MS)),
+        )
         .tool(Tool::new("flaky_note", "d", move |i: AddNote, ctx| {
             let e = e5.clone();
             async move {
@@ -138,8 +152,18 @@ pub fn tester(exec: &Executions) -> Agent {
             .finish_with(),
         )
         .max_steps(6)
+        .tool_timeout(Duration::from_millis(TOOL_TIMEOUT_MS))
         .build()
         .unwrap()
+}
+
+/// The `tester` agent's timeout for server tools, and that of its `slow` tool.
+pub const TOOL_TIMEOUT_MS: u64 = 30_000;
+pub const SLOW_TIMEOUT_MS: u64 = 500;
+
+thread_local! {
+    /// The contexts of the calls of `stuck` and `slow` (which never finish), in order.
+    pub static STUCK: RefCell<Vec<ToolContext>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Lets other tasks run once.
@@ -289,6 +313,35 @@ pub fn run_until_stalled<F: Future>(f: F) -> Option<F::Output> {
         }
     }
     None
+}
+
+/// Drives; each time the drive stalls the clock moves `step_ms` forward (firing the
+/// timers it passes), at most `steps` times.
+pub fn drive_advancing(
+    world: &World,
+    runner: &Runner<Rc<MemoryStore>>,
+    step_ms: u64,
+    steps: u32,
+) -> Progress {
+    struct Flag(AtomicBool);
+    impl ArcWake for Flag {
+        fn wake_by_ref(flag: &Arc<Self>) {
+            flag.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let flag = Arc::new(Flag(AtomicBool::new(true)));
+    let waker = futures::task::waker(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut f = pin!(runner.drive(SESSION, 100));
+    for _ in 0..=steps {
+        while flag.0.swap(false, Ordering::SeqCst) {
+            if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+                return out.unwrap();
+            }
+        }
+        world.host.advance(step_ms);
+    }
+    panic!("the drive still waits after {steps} steps of {step_ms} ms");
 }
 
 /// Drives until the drive hangs, then drops it: a process that dies mid-step.

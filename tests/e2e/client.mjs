@@ -56,6 +56,7 @@ export async function startWithMock(vars = {}, persistDir, options = {}) {
         LLM_API_KEY: 'test-key',
         LLM_MAX_RETRIES: '2',
         ASK_USER_DEADLINE_MS: '300000',
+        LEDGER_URL: llm.ledgerUrl,
         ...vars,
       },
     });

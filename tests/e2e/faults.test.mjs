@@ -142,6 +142,32 @@ test('a refusal, a filtered answer and a cut-off fail the run as such, keeping t
   }
 });
 
+test('a server tool that hangs past its timeout is stopped; the model sees tool_timeout and the run goes on', async () => {
+  const id = newId('timeout');
+  llm.setLedgerDelay(10_000); // the tool's subrequest would take 10 s; it may take 1 s
+  try {
+    llm.push({ calls: [{ name: 'lookup', args: { label: 'slow' } }, { name: 'add_note', args: { text: 'kept' } }] },
+      { text: 'It timed out.' });
+    const started = Date.now();
+    const res = await api(worker, 'POST', '/v1/sessions', { agent: 'ledger', sessionId: id, input: 'look it up' });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const done = await settled(id);
+    const took = Date.now() - started;
+    assert.equal(done.status, 'completed');
+    assert.ok(took >= 1_000 && took < 9_000, `the call ended at its 1 s timeout (${took} ms)`);
+    assert.deepEqual(done.state.notes, [{ text: 'kept' }], 'the other call of the step ran');
+    const results = (await messages(id)).filter((m) => m.role === 'tool');
+    const lookup = results.find((m) => m.toolName === 'lookup');
+    assert.equal(lookup.isError, true);
+    assert.equal(lookup.content.code, 'tool_timeout');
+    assert.match(lookup.content.error, /1000 ms/);
+    assert.equal(llm.requests.at(-1).body.messages.some((m) => m.role === 'tool' && /tool_timeout/.test(m.content)), true,
+      'the model saw the timeout');
+  } finally {
+    llm.setLedgerDelay(0);
+  }
+});
+
 test('hostile tool calls become errors the model can act on', async () => {
   const id = newId('hostile');
   llm.push({

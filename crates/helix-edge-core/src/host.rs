@@ -1,13 +1,18 @@
-//! What the core needs from its environment but must not reach for itself: the clock
-//! and fresh ids. The platform passes the Workers clock and CSPRNG; tests pass
-//! [`ManualHost`], so every run is deterministic.
+//! What the core needs from its environment but must not reach for itself: the clock,
+//! timers and fresh ids. The platform passes the Workers clock, timers and CSPRNG;
+//! tests pass [`ManualHost`], so every run is deterministic.
 
-use std::cell::Cell;
+use futures::future::LocalBoxFuture;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::task::{Poll, Waker};
 
-/// The clock and id source of a runner.
+/// The clock, timers and id source of a runner.
 pub trait Host {
     /// Milliseconds since the Unix epoch.
     fn now_ms(&self) -> u64;
+    /// Resolves after `ms` milliseconds (server tools' timeouts).
+    fn sleep(&self, ms: u64) -> LocalBoxFuture<'static, ()>;
     /// A fresh, unique id; `kind` is a short prefix such as `run` or `ckpt`.
     fn new_id(&self, kind: &str) -> String;
     /// Records a structured event at `level` (the platform prints one JSON line when
@@ -79,12 +84,30 @@ impl LogValue<'_> {
 }
 
 /// A host with a hand-moved clock and counting ids that records log events, for tests.
+/// Its timers fire when [`advance`](ManualHost::advance) moves the clock past them.
 #[derive(Debug)]
 pub struct ManualHost {
     now: Cell<u64>,
     next: Cell<u64>,
     tag: String,
-    logs: std::cell::RefCell<Vec<(Level, String, serde_json::Value)>>,
+    logs: RefCell<Vec<(Level, String, serde_json::Value)>>,
+    timers: RefCell<Vec<(u64, Rc<Timer>)>>,
+}
+
+/// One pending [`ManualHost::sleep`].
+#[derive(Debug, Default)]
+struct Timer {
+    fired: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Timer {
+    fn fire(&self) {
+        self.fired.set(true);
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
 }
 
 impl ManualHost {
@@ -95,6 +118,7 @@ impl ManualHost {
             next: Cell::new(1),
             tag: tag.into(),
             logs: Default::default(),
+            timers: Default::default(),
         }
     }
 
@@ -111,15 +135,43 @@ impl ManualHost {
         enabled.map(|(_, e, f)| (e.clone(), f.clone())).collect()
     }
 
-    /// Moves the clock forward.
+    /// Moves the clock forward, firing the timers it passes.
     pub fn advance(&self, ms: u64) {
-        self.now.set(self.now.get() + ms);
+        let now = self.now.get() + ms;
+        self.now.set(now);
+        let due: Vec<_> = {
+            let mut timers = self.timers.borrow_mut();
+            let (due, later) = timers.drain(..).partition(|(at, _)| *at <= now);
+            *timers = later;
+            due
+        };
+        for (_, timer) in due {
+            timer.fire();
+        }
     }
 }
 
 impl Host for ManualHost {
     fn now_ms(&self) -> u64 {
         self.now.get()
+    }
+
+    fn sleep(&self, ms: u64) -> LocalBoxFuture<'static, ()> {
+        let timer = Rc::new(Timer::default());
+        if ms == 0 {
+            timer.fire();
+        } else {
+            let at = self.now.get().saturating_add(ms);
+            self.timers.borrow_mut().push((at, timer.clone()));
+        }
+        Box::pin(std::future::poll_fn(move |cx| {
+            if timer.fired.get() {
+                Poll::Ready(())
+            } else {
+                *timer.waker.borrow_mut() = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }))
     }
 
     fn new_id(&self, kind: &str) -> String {

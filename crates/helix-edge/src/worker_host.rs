@@ -1,8 +1,10 @@
-//! The Workers clock and CSPRNG as the core's [`Host`], the log, and small helpers
+//! The Workers clock, timers and CSPRNG as the core's [`Host`], the log, and small helpers
 //! around env.
 
 use crate::host::{Host, Level, LogValue};
+use futures::future::LocalBoxFuture;
 use std::cell::Cell;
+use std::time::Duration;
 
 thread_local! {
     /// The least level printed; read once per isolate from `LOG_LEVEL`.
@@ -41,6 +43,13 @@ pub fn random_hex(n: usize) -> String {
 impl Host for WorkerHost {
     fn now_ms(&self) -> u64 {
         worker::Date::now().as_millis()
+    }
+
+    fn sleep(&self, ms: u64) -> LocalBoxFuture<'static, ()> {
+        // `setTimeout`, cleared if the future is dropped first. Its delay is an i32: a
+        // longer one would fire at once, so it is capped (at about 24 days).
+        let ms = ms.min(i32::MAX as u64);
+        Box::pin(worker::Delay::from(Duration::from_millis(ms)))
     }
 
     fn new_id(&self, kind: &str) -> String {

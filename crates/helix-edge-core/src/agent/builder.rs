@@ -1,6 +1,8 @@
 //! Building an agent definition, validated when built (names, schemas, duplicates).
 
-use super::{Agent, DEFAULT_MAX_STEPS, Hooks, OutputSpec, StepSummary, SystemPrompt};
+use super::{
+    Agent, DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT, Hooks, OutputSpec, StepSummary, SystemPrompt,
+};
 use crate::error::DefinitionError;
 use crate::model::{CacheTtl, ModelSettings};
 use crate::tool::{RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
@@ -9,6 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Builds an [`Agent`]; [`build`](AgentBuilder::build) validates it.
 pub struct AgentBuilder {
@@ -29,6 +32,7 @@ impl AgentBuilder {
                 strict_output: false,
                 model: ModelSettings::default(),
                 max_steps: DEFAULT_MAX_STEPS,
+                tool_timeout: DEFAULT_TOOL_TIMEOUT,
                 stop_when: None,
                 hooks: None,
             },
@@ -125,6 +129,14 @@ impl AgentBuilder {
     /// Cap on model steps per run (default 20).
     pub fn max_steps(mut self, steps: u32) -> Self {
         self.agent.max_steps = steps;
+        self
+    }
+
+    /// How long a server tool's call may run unless the tool sets its own `timeout`
+    /// (default 2 minutes). A call past it has its signal raised and is stopped; the
+    /// model sees a `tool_timeout` error.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.agent.tool_timeout = timeout;
         self
     }
 

@@ -36,6 +36,7 @@ use crate::state::PatchOp;
 use crate::tool::Tool;
 use serde_json::Value;
 use std::rc::Rc;
+use std::time::Duration;
 
 mod builder;
 mod output;
@@ -50,6 +51,9 @@ pub const FINISH_TOOL: &str = "__finish__";
 
 /// Default cap on model steps per run.
 pub const DEFAULT_MAX_STEPS: u32 = 20;
+
+/// How long a server tool's call may run unless the agent or the tool says otherwise.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The system prompt: fixed, or computed from the current state.
 #[derive(Clone)]
@@ -94,6 +98,7 @@ pub struct Agent {
     pub(crate) strict_output: bool,
     pub(crate) model: ModelSettings,
     pub(crate) max_steps: u32,
+    pub(crate) tool_timeout: Duration,
     pub(crate) stop_when: Option<StopWhen>,
     pub(crate) hooks: Option<Rc<dyn Hooks>>,
 }
@@ -177,6 +182,11 @@ impl Agent {
     /// Cap on model steps per run.
     pub fn max_steps(&self) -> u32 {
         self.max_steps
+    }
+
+    /// How long a call of `tool` (one of its server tools) may run.
+    pub fn tool_timeout(&self, tool: &Tool) -> Duration {
+        tool.timeout().unwrap_or(self.tool_timeout)
     }
 
     /// The tool called `name`.

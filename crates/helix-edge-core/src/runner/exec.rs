@@ -12,6 +12,7 @@ use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::Store;
 use crate::tool::{Tool, ToolContext};
+use futures::future::{Either, select};
 use serde_json::Value;
 use std::rc::Rc;
 
@@ -48,6 +49,7 @@ impl<S: Store> Runner<S> {
             deadline: None,
         });
         let custom = emitter.clone();
+        let signal = self.abort.borrow().child();
         let ctx = ToolContext::new(
             emitter.session_id(),
             &call.id,
@@ -56,12 +58,20 @@ impl<S: Store> Runner<S> {
             Rc::new(move |event_name, data| {
                 custom.chunk(ChunkBody::Custom { event_name, data });
             }),
-            self.abort.borrow().clone(),
+            signal.clone(),
         );
         let started = self.host.now_ms();
-        let result = tool
-            .execute(call.arguments.clone(), ctx.clone())
-            .await
+        let limit = u64::try_from(agent.tool_timeout(tool).as_millis()).unwrap_or(u64::MAX);
+        let run = tool.execute(call.arguments.clone(), ctx.clone());
+        let result = match select(run, self.host.sleep(limit)).await {
+            Either::Left((result, _)) => result,
+            Either::Right(((), _)) => {
+                // The call's future is dropped here; work it started elsewhere sees the signal.
+                signal.abort();
+                Err(ToolError::ExecutionTimedOut { ms: limit })
+            }
+        };
+        let result = result
             .and_then(|value| tool.check_output(&value).map(|()| value))
             .and_then(crate::message::bounded_result);
         let ms = self.host.now_ms().saturating_sub(started);

@@ -119,6 +119,22 @@ macro_rules! declared_output {
 
 declared_output!(ServerTool, ApprovalTool, FinishTool, ClientTool);
 
+macro_rules! run_timeout {
+    ($($builder:ident),*) => {$(
+        impl $builder {
+            /// Stops a call that runs longer than `timeout` (default: the agent's
+            /// `tool_timeout`): its context's signal is raised, its future dropped, and
+            /// the model sees a `tool_timeout` error.
+            pub fn timeout(mut self, timeout: Duration) -> Self {
+                self.0.timeout = Some(timeout);
+                self
+            }
+        }
+    )*};
+}
+
+run_timeout!(ServerTool, ApprovalTool, FinishTool);
+
 impl Tool {
     /// A server tool with typed input `I`; its schema is derived from `I`.
     // It returns the builder of a server tool, which converts into a `Tool`.

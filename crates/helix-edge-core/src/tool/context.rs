@@ -10,9 +10,16 @@ use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// A cooperative cancellation flag a tool can poll.
+/// A cooperative cancellation flag a tool can poll. A call's signal is a child of its
+/// run's: raised by the call's timeout, or by the run's interrupt or abort.
 #[derive(Debug, Clone, Default)]
-pub struct AbortSignal(Rc<Cell<bool>>);
+pub struct AbortSignal(Rc<Signal>);
+
+#[derive(Debug, Default)]
+struct Signal {
+    raised: Cell<bool>,
+    parent: Option<AbortSignal>,
+}
 
 impl AbortSignal {
     /// A signal that is not raised.
@@ -20,14 +27,22 @@ impl AbortSignal {
         Self::default()
     }
 
-    /// Raises the signal.
-    pub fn abort(&self) {
-        self.0.set(true);
+    /// A signal raised with this one, or on its own.
+    pub fn child(&self) -> Self {
+        Self(Rc::new(Signal {
+            raised: Cell::new(false),
+            parent: Some(self.clone()),
+        }))
     }
 
-    /// Whether it was raised.
+    /// Raises the signal (and its children's).
+    pub fn abort(&self) {
+        self.0.raised.set(true);
+    }
+
+    /// Whether it, or a parent, was raised.
     pub fn is_aborted(&self) -> bool {
-        self.0.get()
+        self.0.raised.get() || self.0.parent.as_ref().is_some_and(AbortSignal::is_aborted)
     }
 }
 
@@ -162,7 +177,8 @@ impl ToolContext {
         (self.inner.emit)(event_name.into(), data)
     }
 
-    /// Whether the run was interrupted or aborted while the tool runs.
+    /// Whether the call should stop: its timeout passed, or the run was interrupted or
+    /// aborted while it runs.
     pub fn is_aborted(&self) -> bool {
         self.inner.abort.is_aborted()
     }
@@ -172,5 +188,24 @@ impl ToolContext {
         self.writer()
             .map(|mut w| std::mem::take(&mut *w).into_ops())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AbortSignal;
+
+    #[test]
+    fn a_calls_signal_is_raised_with_its_runs_but_not_the_other_way() {
+        let run = AbortSignal::new();
+        let (a, b) = (run.child(), run.child());
+        a.abort();
+        assert!(a.is_aborted());
+        assert!(
+            !run.is_aborted() && !b.is_aborted(),
+            "a timeout is one call's"
+        );
+        run.abort();
+        assert!(b.is_aborted(), "an abort reaches every call");
     }
 }

@@ -104,6 +104,8 @@ pub struct Tool {
     pub(crate) approval: Approval,
     pub(crate) execution: Execution,
     pub(crate) finish_with: bool,
+    /// How long a server call may run (default: the agent's `tool_timeout`).
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -141,6 +143,7 @@ impl Tool {
             approval: Approval::Never,
             execution,
             finish_with: false,
+            timeout: None,
         }
     }
 
@@ -180,6 +183,12 @@ impl Tool {
     /// Whether the client executes it.
     pub fn is_client(&self) -> bool {
         matches!(self.execution, Execution::Client { .. })
+    }
+
+    /// How long a server call may run, if the tool sets it (otherwise the agent's
+    /// `tool_timeout` applies).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The client deadline, if any.
