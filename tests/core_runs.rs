@@ -126,6 +126,13 @@ fn parallel_appends_to_one_array_all_survive_in_call_order() {
     assert_consistent(&w, &initial());
 }
 
+/// `canResume` and `resumeReason` as `GET /v1/sessions/{id}` shows them.
+fn resumable(w: &World) -> (bool, String) {
+    let view = serde_json::to_value(helix_edge::api::SessionView::from(w.session())).unwrap();
+    let reason = view["resumeReason"].as_str().unwrap().to_string();
+    (view["canResume"].as_bool().unwrap(), reason)
+}
+
 #[test]
 fn an_interrupt_stops_at_the_next_step_and_resume_continues_the_same_run() {
     let w = World::new();
@@ -134,9 +141,11 @@ fn an_interrupt_stops_at_the_next_step_and_resume_continues_the_same_run() {
         .calls(vec![w.model.call("add_note", json!({"text": "a"}))])
         .text("finished");
     w.create(&r, "tester", "x");
+    assert_eq!(resumable(&w), (false, "running".into()));
     block(r.drive(SESSION, 1)).unwrap();
     block(r.interrupt(SESSION, Some("hold on".into()))).unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Interrupted));
+    assert_eq!(resumable(&w), (true, "interrupted".into()));
     assert_eq!(w.session().head.run.status, RunStatus::Interrupted);
     assert!(
         w.chunks()
@@ -156,6 +165,7 @@ fn an_interrupt_stops_at_the_next_step_and_resume_continues_the_same_run() {
         "resume continues the same run"
     );
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(resumable(&w), (false, "completed".into()));
     assert!(
         w.chunks()
             .iter()
@@ -172,7 +182,9 @@ fn abort_is_terminal() {
         .calls(vec![w.model.call("delete_file", json!({"path": "/x"}))]);
     w.create(&r, "tester", "x");
     drive(&r);
+    assert_eq!(resumable(&w), (false, "awaiting_tool_results".into()));
     block(r.abort(SESSION, Some("changed my mind".into()))).unwrap();
+    assert_eq!(resumable(&w), (false, "aborted".into()));
     let s = w.session();
     assert_eq!(
         (s.head.status, s.head.run.status),
@@ -209,6 +221,7 @@ fn reaching_max_steps_fails_the_run() {
         Some("max_steps_exceeded")
     );
     assert_eq!(s.head.run.step_count, 6);
+    assert_eq!(resumable(&w), (false, "failed".into()));
     assert!(matches!(
         w.journal.events().last(),
         Some(StreamEvent::Fail { .. })

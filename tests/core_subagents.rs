@@ -301,6 +301,12 @@ fn two_parallel_children_complete_and_their_outputs_become_the_results() {
     let head = t.head(ROOT);
     assert_eq!(head.suspended_reason, Some(SuspendReason::AwaitingChildren));
     assert!(head.pending.iter().all(|p| p.kind == PendingKind::Child));
+    let loaded = block(t.store.load(ROOT)).unwrap().unwrap();
+    let view = serde_json::to_value(helix_edge::api::SessionView::from(loaded)).unwrap();
+    assert_eq!(
+        (&view["canResume"], &view["resumeReason"]),
+        (&json!(false), &json!("awaiting_subagents"))
+    );
     let (ca, cb) = (child_session_id(ROOT, &a.id), child_session_id(ROOT, &b.id));
     // Siblings were started together, each with its input as its first message and
     // none of the parent's state.

@@ -206,9 +206,11 @@ test('interrupt stops at the next step; resume completes the same run', async ()
   assert.equal(res.status, 202);
   const s = await waitFor(worker, id, (x) => x.status === 'interrupted');
   assert.equal(s.stepCount, 1);
+  assert.deepEqual([s.canResume, s.resumeReason], [true, 'interrupted']);
   const resumed = await api(worker, 'POST', `/v1/sessions/${id}/resume`);
   assert.deepEqual([resumed.status, resumed.body.runId], [202, created.runId]);
-  await waitFor(worker, id, (x) => x.status === 'completed');
+  const done = await waitFor(worker, id, (x) => x.status === 'completed');
+  assert.deepEqual([done.canResume, done.resumeReason], [false, 'completed']);
   const runs = await api(worker, 'GET', `/v1/sessions/${id}/runs`);
   assert.deepEqual(runs.body.runs.map((r) => [r.runId, r.status]), [[created.runId, 'completed']]);
 });
@@ -217,7 +219,8 @@ test('abort is terminal', async () => {
   const id = newId('abort');
   llm.push({ calls: [{ name: 'delete_file', args: { path: '/x' } }] });
   await create(id, 'delete /x');
-  await waitFor(worker, id, (x) => x.pendingToolCalls.length === 1);
+  const waiting = await waitFor(worker, id, (x) => x.pendingToolCalls.length === 1);
+  assert.deepEqual([waiting.canResume, waiting.resumeReason], [false, 'awaiting_tool_results']);
   assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/abort`, { reason: 'stop' })).status, 202);
   const s = await waitFor(worker, id, (x) => x.status === 'aborted');
   assert.equal(s.pendingToolCalls.length, 0);

@@ -19,7 +19,7 @@ pub use input::{Input, InputObject, MAX_INPUT_MESSAGES, UserInput, check_history
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, page, path_and_query, query_pairs};
-pub use views::{AgentsView, CheckpointView, PendingView, RunView, SessionView};
+pub use views::{AgentsView, CheckpointView, PendingView, ResumeReason, RunView, SessionView};
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),
 /// served at `GET /v1/openapi.json`. `tests/openapi.rs` keeps it in line with

@@ -55,6 +55,46 @@ pub struct SessionView {
     suspended_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     forked_from: Option<ForkOrigin>,
+    /// Whether `POST …/resume` would continue the session now.
+    can_resume: bool,
+    /// Why it can (`interrupted`) or cannot.
+    resume_reason: ResumeReason,
+}
+
+/// Why a session can or cannot be resumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeReason {
+    /// It was interrupted: `resume` continues it.
+    Interrupted,
+    /// Its run is going on.
+    Running,
+    /// It waits for approvals or client results (`POST …/tool-results`).
+    AwaitingToolResults,
+    /// It waits for its sub-agents to end.
+    AwaitingSubagents,
+    /// Its run completed: send a message to go on, or fork it.
+    Completed,
+    /// Its run failed: retry it from a checkpoint.
+    Failed,
+    /// It was aborted for good.
+    Aborted,
+}
+
+impl ResumeReason {
+    fn of(status: SessionStatus, pending: &[PendingCall]) -> Self {
+        match status {
+            SessionStatus::Interrupted => Self::Interrupted,
+            SessionStatus::Completed => Self::Completed,
+            SessionStatus::Failed => Self::Failed,
+            SessionStatus::Aborted => Self::Aborted,
+            SessionStatus::Active if pending.iter().any(|p| p.kind != PendingKind::Child) => {
+                Self::AwaitingToolResults
+            }
+            SessionStatus::Active if !pending.is_empty() => Self::AwaitingSubagents,
+            SessionStatus::Active => Self::Running,
+        }
+    }
 }
 
 impl From<Loaded> for SessionView {
@@ -66,7 +106,10 @@ impl From<Loaded> for SessionView {
                 "suspended_awaiting_children".to_string()
             }
         });
+        let resume_reason = ResumeReason::of(h.status, &h.pending);
         Self {
+            can_resume: resume_reason == ResumeReason::Interrupted,
+            resume_reason,
             pending_tool_calls: h
                 .pending
                 .iter()
@@ -91,6 +134,9 @@ impl SessionView {
     /// Adds the calls pending in descendant sessions (sub-agents): the client answers
     /// them at this, the root, session.
     pub fn with_descendant_calls(mut self, calls: Vec<PendingCall>) -> Self {
+        if !calls.is_empty() && self.resume_reason == ResumeReason::AwaitingSubagents {
+            self.resume_reason = ResumeReason::AwaitingToolResults;
+        }
         self.pending_tool_calls
             .extend(calls.iter().map(PendingView::from));
         self
