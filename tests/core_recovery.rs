@@ -476,6 +476,9 @@ impl Store for Watching {
     ) -> Result<Vec<helix_edge::store::SubSession>, StoreError> {
         self.inner.subsessions(id).await
     }
+    async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.delete(id).await
+    }
 }
 
 fn watching_runner(w: &World, refuse_version: u64) -> (Runner<Rc<Watching>>, Rc<Watching>) {
@@ -558,4 +561,38 @@ fn a_commit_that_fails_drops_the_model_answer_that_went_out_with_it() {
     assert_eq!(w.model.seen().len(), 4);
     assert_eq!(w.session().head.step_count, 2);
     assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_delete_during_a_step_signals_its_tools_and_nothing_lands_after_it() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = vec![
+        w.model.call("add_note", json!({"text": "lost"})),
+        w.model.call("wait_for_abort", json!({})),
+    ];
+    w.model.calls(calls).text("never");
+    w.create(&r, "tester", "x");
+    let tool_started = || {
+        w.chunks().iter().any(|c| matches!(c, ChunkBody::ToolStart { tool_name, .. } if tool_name == "wait_for_abort"))
+    };
+    let delete_once_the_tool_runs = async {
+        while !tool_started() {
+            yield_now().await;
+        }
+        r.delete(SESSION, false).await
+    };
+    let (progress, deleted) =
+        block(async { futures::join!(r.drive(SESSION, 100), delete_once_the_tool_runs) });
+    deleted.unwrap();
+    assert_eq!(
+        progress.unwrap(),
+        Progress::Idle(SessionStatus::Aborted),
+        "the drive stops as for an abort"
+    );
+    assert!(
+        block(w.store.load(SESSION)).unwrap().is_none(),
+        "nothing was recreated"
+    );
+    assert_eq!(w.model.remaining(), 1, "no model call after the delete");
 }

@@ -74,6 +74,7 @@ impl Children for LocalChildren {
                 ChildOrder::Abort { reason } => self.runner.abort(child_id, Some(reason)).await,
                 ChildOrder::Interrupt { reason } => self.runner.interrupt(child_id, reason).await,
                 ChildOrder::Resume => self.runner.resume(child_id).await.map(drop),
+                ChildOrder::Delete => self.runner.delete(child_id, true).await,
             };
             match result {
                 Ok(()) | Err(RunError::Store(StoreError::Exists(_))) => Ok(()),
@@ -721,5 +722,38 @@ fn a_child_session_id_is_the_parent_id_and_a_sha256_of_the_call() {
     assert_eq!(
         child_session_id("parent", "call_1"),
         "parent.sub-050e22e42ba5ddc7be47"
+    );
+}
+
+#[test]
+fn deleting_the_root_deletes_its_children_first_and_a_child_alone_is_refused() {
+    let t = Tree::new();
+    let (a, b) = (research(&t.model, "alpha"), research(&t.model, "beta"));
+    t.model.calls(vec![a.clone(), b.clone()]);
+    t.start("coordinator", "research alpha and beta");
+    t.drive_parent();
+    let (ca, cb) = (child_session_id(ROOT, &a.id), child_session_id(ROOT, &b.id));
+    assert!(
+        block(t.store.load(&ca)).unwrap().is_some(),
+        "the children run"
+    );
+
+    assert_eq!(
+        block(t.parent.delete(&ca, false)),
+        Err(RunError::SubAgentSession(ROOT.into())),
+        "a child goes only with its root"
+    );
+    assert!(block(t.store.load(&ca)).unwrap().is_some());
+
+    block(t.parent.delete(ROOT, false)).unwrap();
+    for id in [ROOT, ca.as_str(), cb.as_str()] {
+        assert!(block(t.store.load(id)).unwrap().is_none(), "{id} is gone");
+        assert!(block(t.store.runs(id)).unwrap_or_default().is_empty());
+    }
+    assert!(block(t.store.subsessions(ROOT)).unwrap().is_empty());
+    assert_eq!(
+        block(t.parent.delete(ROOT, false)),
+        Err(RunError::Store(StoreError::NotFound(ROOT.into()))),
+        "a second delete finds nothing"
     );
 }

@@ -86,6 +86,8 @@ pub struct Replica {
     sending: Cell<bool>,
     /// Consecutive failed attempts, for the backoff.
     failures: Cell<u32>,
+    /// A session is being erased: nothing is sent meanwhile.
+    paused: Cell<bool>,
 }
 
 /// How a replication ended.
@@ -141,6 +143,7 @@ impl Replica {
             waiting: Cell::new(None),
             sending: Cell::new(false),
             failures: Cell::new(0),
+            paused: Cell::new(false),
         }
     }
 
@@ -227,7 +230,7 @@ impl Replica {
 
     /// Sends everything queued to D1, in order, until the outbox is empty or D1 fails.
     pub async fn replicate(&self) -> Replicated {
-        if self.sending.replace(true) {
+        if self.paused.get() || self.sending.replace(true) {
             return Replicated::Busy;
         }
         let outcome = self.send_all().await;
@@ -335,6 +338,49 @@ impl Replica {
                 ],
             )
             .map_err(|e| crate::storage::sql::backend("clearing the outbox", e))?;
+        self.waiting.set(None);
+        Ok(())
+    }
+
+    /// Removes session `id` from D1, then runs `local` (which removes it, and what waits
+    /// for D1 of it, from the object), with replication paused throughout: a send under
+    /// way finishes first, and nothing of the session is sent after D1 dropped it. When
+    /// D1 fails nothing local is touched, so the session stays whole and the erasure
+    /// can be repeated.
+    pub async fn erase(
+        &self,
+        id: &str,
+        local: impl FnOnce() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.paused.set(true);
+        let erased = self.erase_paused(id, local).await;
+        self.paused.set(false);
+        erased
+    }
+
+    async fn erase_paused(
+        &self,
+        id: &str,
+        local: impl FnOnce() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        // A replication under way (D1 may be slow) finishes first: at most 30 s.
+        for _ in 0..600 {
+            if !self.sending.get() {
+                break;
+            }
+            worker::Delay::from(std::time::Duration::from_millis(50)).await;
+        }
+        if self.sending.get() {
+            return Err(StoreError::Backend(
+                "a replication to D1 is still under way".into(),
+            ));
+        }
+        if let Some(d1) = &self.d1 {
+            let json = batch_json(&crate::store::rows::plan_delete(id))
+                .ok_or_else(|| StoreError::Corrupt("cannot encode the deletion".into()))?;
+            d1.batch(d1.prepared_json(&json)?).await?;
+        }
+        local()?;
         self.waiting.set(None);
         Ok(())
     }

@@ -122,7 +122,8 @@ impl From<RunError> for ApiError {
             | RunError::Aborted
             | RunError::NotResumable(_)
             | RunError::AlreadyResolved(_)
-            | RunError::CheckpointNotRestorable(_) => 409,
+            | RunError::CheckpointNotRestorable(_)
+            | RunError::SubAgentSession(_) => 409,
             RunError::KindMismatch { .. } | RunError::Invalid(_) | RunError::ResultInvalid(_) => {
                 400
             }

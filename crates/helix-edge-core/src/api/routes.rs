@@ -21,6 +21,8 @@ pub enum Operation {
     ListSessions,
     /// `GET /v1/sessions/{id}`.
     GetSession,
+    /// `DELETE /v1/sessions/{id}`: the session, its children and their storage.
+    DeleteSession,
     /// `GET /v1/sessions/{id}/messages`.
     ListMessages,
     /// `POST /v1/sessions/{id}/messages`.
@@ -48,7 +50,7 @@ pub enum Operation {
 /// One route: a method, a path template (`{id}` is a session id) and its operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouteSpec {
-    /// `GET` or `POST`.
+    /// `GET`, `POST` or `DELETE`.
     pub method: &'static str,
     /// The path, with `{id}` where the session id goes.
     pub path: &'static str,
@@ -72,6 +74,7 @@ pub const ROUTES: &[RouteSpec] = &[
     r("GET", "/v1/sessions", Operation::ListSessions),
     r("POST", "/v1/sessions", Operation::CreateSession),
     r("GET", "/v1/sessions/{id}", Operation::GetSession),
+    r("DELETE", "/v1/sessions/{id}", Operation::DeleteSession),
     r("GET", "/v1/sessions/{id}/messages", Operation::ListMessages),
     r("POST", "/v1/sessions/{id}/messages", Operation::SendMessage),
     r("GET", "/v1/sessions/{id}/stream", Operation::Stream),

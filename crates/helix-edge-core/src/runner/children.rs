@@ -53,6 +53,8 @@ pub enum ChildOrder {
     },
     /// Continue it after an interrupt.
     Resume,
+    /// Delete it and everything of it, for good (its parent is being deleted).
+    Delete,
 }
 
 /// How a runner reaches its child sessions (on the platform: their Durable Objects).

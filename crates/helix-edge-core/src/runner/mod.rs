@@ -7,7 +7,7 @@
 //! Inputs are the `handle`-style operations ([`create`](Runner::create),
 //! [`submit`](Runner::submit), [`send_message`](Runner::send_message),
 //! [`interrupt`](Runner::interrupt), [`resume`](Runner::resume),
-//! [`abort`](Runner::abort), [`retry`](Runner::retry)); work happens in
+//! [`abort`](Runner::abort), [`retry`](Runner::retry), [`delete`](Runner::delete)); work happens in
 //! [`drive`](Runner::drive), in bounded slices of steps.
 //!
 //! Execution guarantees:
@@ -24,6 +24,7 @@ mod branch;
 mod calls;
 mod children;
 mod commit;
+mod delete;
 mod emit;
 mod exec;
 mod ops;
@@ -140,6 +141,9 @@ pub enum RunError {
     /// The model could not be set up for the agent.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// A sub-agent's session goes only with its parent's; the id is the root's.
+    #[error("This is a sub-agent's session: it is deleted with its root session '{0}'")]
+    SubAgentSession(String),
 }
 
 impl Coded for RunError {
@@ -158,6 +162,7 @@ impl Coded for RunError {
             Self::Invalid(_) => "validation_error",
             Self::ResultInvalid(_) => "tool_output_invalid",
             Self::Provider(e) => e.code(),
+            Self::SubAgentSession(_) => "session_is_subagent",
         }
     }
     fn category(&self) -> Category {

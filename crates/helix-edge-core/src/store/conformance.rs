@@ -511,6 +511,61 @@ async fn subsessions_are_recorded_and_updated<S: Store>(store: &S, id: &str) -> 
     Ok(())
 }
 
+/// The records of a session that is gone: none, or `NotFound`.
+fn gone<T>(read: Result<Vec<T>, StoreError>) -> Result<Vec<T>, String> {
+    match read {
+        Err(StoreError::NotFound(_)) => Ok(Vec::new()),
+        other => other.map_err(e),
+    }
+}
+
+async fn a_deleted_session_is_gone_and_others_stay<S: Store>(
+    store: &S,
+    id: &str,
+) -> Result<(), String> {
+    let other = format!("{id}-other");
+    store.create(new_session(id)).await.map_err(e)?;
+    store.create(new_session(&other)).await.map_err(e)?;
+    let mut commit = step_commit(&head(id), "x", &format!("{id}-k1"));
+    commit.subsessions = vec![super::SubSession {
+        child_id: format!("{id}.sub-1"),
+        agent: "researcher".into(),
+        tool_call_id: "c1".into(),
+        status: ChildStatus::Running,
+        created_at: 2_000,
+        updated_at: 2_000,
+    }];
+    store.commit(id, 1, commit).await.map_err(e)?;
+    store.delete(id).await.map_err(e)?;
+    ensure!(
+        store.load(id).await.map_err(e)?.is_none(),
+        "a deleted session does not load"
+    );
+    let (messages, runs) = (
+        gone(store.messages(id, 0, 10).await)?,
+        gone(store.runs(id).await)?,
+    );
+    let (checkpoints, children) = (
+        gone(store.checkpoints(id).await)?,
+        gone(store.subsessions(id).await)?,
+    );
+    ensure!(
+        messages.is_empty() && runs.is_empty() && checkpoints.is_empty() && children.is_empty(),
+        "nothing of it is left: {messages:?} {runs:?} {checkpoints:?} {children:?}"
+    );
+    store.delete(id).await.map_err(e)?;
+    ensure!(
+        loaded(store, &other).await?.head.version == 1,
+        "another session is untouched"
+    );
+    store.create(new_session(id)).await.map_err(e)?;
+    ensure!(
+        loaded(store, id).await?.head.version == 1,
+        "the id can be used again"
+    );
+    Ok(())
+}
+
 /// Runs every check against `store`, using session ids that start with `prefix` (so
 /// that the suite can share a database with other data).
 pub async fn run<S: Store>(store: &S, prefix: &str) -> Vec<CheckResult> {
@@ -561,6 +616,10 @@ pub async fn run<S: Store>(store: &S, prefix: &str) -> Vec<CheckResult> {
             name: "subsessions_are_recorded_and_updated",
             outcome: subsessions_are_recorded_and_updated(store, &id("children")).await,
         },
+        CheckResult {
+            name: "a_deleted_session_is_gone_and_others_stay",
+            outcome: a_deleted_session_is_gone_and_others_stay(store, &id("delete")).await,
+        },
     ]
 }
 
@@ -575,7 +634,7 @@ mod tests {
         let results = futures::executor::block_on(run(&store, "t"));
         let failures: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
         assert!(failures.is_empty(), "{failures:#?}");
-        assert_eq!(results.len(), 11);
+        assert_eq!(results.len(), 12);
     }
 
     #[test]
@@ -584,6 +643,6 @@ mod tests {
         let results = futures::executor::block_on(run(&store, "t"));
         let failures: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
         assert!(failures.is_empty(), "{failures:#?}");
-        assert_eq!(results.len(), 11);
+        assert_eq!(results.len(), 12);
     }
 }

@@ -252,4 +252,10 @@ impl Store for MemoryStore {
             .map(|e| e.subsessions.clone())
             .unwrap_or_default())
     }
+
+    async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.io().await;
+        self.sessions.borrow_mut().remove(id);
+        Ok(())
+    }
 }

@@ -623,6 +623,10 @@ pub trait Store {
     ) -> Result<Option<(CheckpointRecord, Value)>, StoreError>;
     /// The child sessions `parent_id` recorded, oldest first.
     async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError>;
+    /// Removes the session and everything recorded for it: head, state, transcript,
+    /// runs, checkpoints and its child records (not the children themselves). Removing a
+    /// session that does not exist does nothing.
+    async fn delete(&self, id: &str) -> Result<(), StoreError>;
 }
 
 /// Records `updates` in `list`: a known child's record is replaced (keeping when it was
@@ -674,6 +678,9 @@ macro_rules! forward_store {
             }
             async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError> {
                 (**self).subsessions(parent_id).await
+            }
+            async fn delete(&self, id: &str) -> Result<(), StoreError> {
+                (**self).delete(id).await
             }
         }
     )*};

@@ -350,6 +350,26 @@ fn status_text(head: &SessionHead) -> Result<String, StoreError> {
 }
 
 /// The statements that create a session (one batch; a taken id fails on the primary
+/// The statements that remove session `id` and everything recorded for it, in one batch
+/// (its child records, not the children).
+pub fn plan_delete(id: &str) -> Vec<Statement> {
+    const DELETES: [&str; 6] = [
+        "DELETE FROM messages WHERE session_id = ?1",
+        "DELETE FROM state_log WHERE session_id = ?1",
+        "DELETE FROM runs WHERE session_id = ?1",
+        "DELETE FROM checkpoints WHERE session_id = ?1",
+        "DELETE FROM subsessions WHERE parent_id = ?1",
+        "DELETE FROM sessions WHERE id = ?1",
+    ];
+    DELETES
+        .into_iter()
+        .map(|sql| Statement {
+            sql,
+            args: vec![text(id)],
+        })
+        .collect()
+}
+
 /// key) and the image they leave.
 pub fn plan_create(session: NewSession) -> Result<(Vec<Statement>, Image), StoreError> {
     let mut head = session.head;
@@ -693,6 +713,12 @@ impl super::Store for PlannedStore {
             .get(parent_id)
             .map(|p| p.subsessions.clone())
             .unwrap_or_default())
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.record(&plan_delete(id));
+        self.sessions.borrow_mut().remove(id);
+        Ok(())
     }
 }
 

@@ -10,7 +10,9 @@
 //! - `tree`: the messages of the session tree (starting and steering children, a
 //!   child's relay of its stream and its report when it ends).
 //! - `replicate`: sending the commit log to D1 in the background.
+//! - `delete`: deleting the session, its children and the object's storage.
 
+mod delete;
 mod drive;
 mod ops;
 mod replicate;
@@ -42,6 +44,8 @@ pub const CREATE_PATH: &str = "/__internal/create";
 pub const ENDED_PATH: &str = "/__internal/ended";
 /// Internal path: chunks of a child's stream for the parent's (`{from, chunks}`).
 pub const RELAY_PATH: &str = "/__internal/relay";
+/// Internal path: the parent is being deleted; delete this child session.
+pub const DELETE_PATH: &str = "/__internal/delete";
 
 /// What the `SessionObject` Durable Object of a worker does (the class itself is
 /// declared in the worker's crate by [`session_object!`](crate::session_object)): one
@@ -216,6 +220,7 @@ impl Inner {
             CREATE_PATH => return self.create(&parts, &id, &body).await,
             ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
             RELAY_PATH => return self.take_relay(&parts, &id, &body).await,
+            DELETE_PATH => return self.delete(&parts, &id, true).await,
             #[cfg(feature = "test-routes")]
             crate::test_routes::CONFORMANCE_PATH => {
                 return crate::test_routes::object_conformance(&parts.sql).await;
@@ -230,6 +235,7 @@ impl Inner {
         let runner = &parts.runner;
         match route.operation {
             Operation::GetSession => self.get(runner, &id).await,
+            Operation::DeleteSession => self.delete(&parts, &id, false).await,
             Operation::ListMessages => self.messages(runner, &id, &req).await,
             Operation::Stream => self.stream(&parts, &id, &req).await,
             Operation::SubmitToolResult => self.submit(runner, &id, body).await,

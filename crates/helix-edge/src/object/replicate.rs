@@ -98,6 +98,14 @@ impl Inner {
         if caught {
             let dumped = parts.replica.dump(id).await;
             let (local, remote) = dumped.map_err(crate::runner::RunError::from)?;
+            let rows = |dump: &serde_json::Value| -> usize {
+                let tables = dump.as_object().into_iter().flat_map(|t| t.values());
+                tables
+                    .filter_map(|rows| rows.as_array())
+                    .map(Vec::len)
+                    .sum()
+            };
+            report["rows"] = json!({ "local": rows(&local), "remote": rows(&remote) });
             report["equal"] = json!(local == remote);
             if local != remote {
                 report["local"] = local;
@@ -110,11 +118,7 @@ impl Inner {
     /// Test builds: deletes everything the object stored, as a lost namespace would;
     /// the next request finds the session only in D1.
     pub(super) async fn forget(&self) -> super::Answer {
-        crate::storage::Sql::delete_all(&self.state)
-            .await
-            .map_err(|e| crate::http::internal("forget", e))?;
-        self.parts.borrow_mut().take();
-        self.id.borrow_mut().take();
+        self.erase().await?;
         crate::http::json_response(202, &json!({ "accepted": true }))
     }
 }

@@ -4,7 +4,7 @@
 //! other session's object (`/__internal/*` paths, never routed by the worker), and
 //! every one is idempotent, so each is simply sent again until it goes through.
 
-use super::{Answer, CREATE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, accepted};
+use super::{Answer, CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, accepted};
 use crate::api::ApiError;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal};
@@ -98,6 +98,8 @@ impl Children for DoChildren {
                     self.post(child_id, &op("interrupt"), body, &[409]).await
                 }
                 ChildOrder::Resume => self.post(child_id, &op("resume"), json!({}), &[409]).await,
+                // 404: never started, or deleted before.
+                ChildOrder::Delete => self.post(child_id, DELETE_PATH, json!({}), &[404]).await,
             }
         })
     }

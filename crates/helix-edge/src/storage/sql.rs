@@ -107,12 +107,6 @@ impl Sql {
         }
     }
 
-    /// Deletes everything the object stored (its whole SQLite database and alarm).
-    #[cfg(feature = "test-routes")]
-    pub async fn delete_all(state: &worker::State) -> worker::Result<()> {
-        state.storage().delete_all().await
-    }
-
     /// A mark kept with the journal (`None` when unset or unreadable).
     pub fn mark(&self, key: &str) -> Option<String> {
         let rows = self

@@ -370,4 +370,17 @@ impl Store for ObjectStore {
             })
             .collect()
     }
+
+    async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        self.replica
+            .erase(id, || {
+                let mut statements: Vec<Owned> = rows::plan_delete(id).iter().map(owned).collect();
+                let outbox = "DELETE FROM replica_outbox WHERE session_id = ?";
+                statements.push((outbox.into(), vec![arg_text(id)]));
+                self.sql.atomically(statements)?;
+                self.image.borrow_mut().take_if(|(kept, _)| kept == id);
+                Ok(())
+            })
+            .await
+    }
 }
