@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: sets up what is missing, then runs every check in order:
 # formatting, clippy (native and wasm32), native tests, wasm tests under Node, and the
-# end-to-end suite against the real worker in `wrangler dev`.
+# end-to-end suite against the real worker in `wrangler dev` (schemathesis included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bootstrap.sh
@@ -15,6 +15,16 @@ for component in rustfmt clippy; do
     rustup component add "$component"
   fi
 done
+
+# The outside schema fuzzer of the end-to-end suite (PyPI), pinned, in a venv of its own.
+SCHEMATHESIS_VERSION=4.32.5
+export SCHEMATHESIS_BIN="$CARGO_TARGET_DIR/schemathesis/bin/st"
+if ! "$SCHEMATHESIS_BIN" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+  step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI)"
+  python3 -m venv "$CARGO_TARGET_DIR/schemathesis"
+  "$CARGO_TARGET_DIR/schemathesis/bin/pip" install --quiet --disable-pip-version-check \
+    "schemathesis==$SCHEMATHESIS_VERSION"
+fi
 
 step "cargo fmt --check"
 cargo fmt --all --check

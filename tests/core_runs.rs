@@ -497,3 +497,41 @@ fn call_ids_are_made_unique_in_the_session_before_anything_is_keyed_by_them() {
     assert_eq!(notes, ["a", "b", "c", "d", "e"]);
     assert_consistent(&w, &initial());
 }
+
+#[test]
+fn an_interrupted_session_with_pending_calls_takes_no_follow_up_until_they_are_answered() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let del = w.model.call("delete_file", json!({"path": "/x"}));
+    w.model
+        .calls(vec![del.clone()])
+        .text("deleted")
+        .text("hello again");
+    w.create(&r, "tester", "x");
+    drive(&r);
+    block(r.interrupt(SESSION, None)).unwrap();
+    drive(&r);
+    assert_eq!(w.session().head.status, SessionStatus::Interrupted);
+    assert_eq!(
+        block(r.send_message(SESSION, "something else".into())),
+        Err(RunError::Busy(
+            "calls are pending: resume the session and answer them first"
+        )),
+        "a new run would leave the call unanswered in the transcript"
+    );
+    assert_eq!(w.session().head.pending.len(), 1, "nothing changed");
+    block(r.resume(SESSION)).unwrap();
+    block(r.submit(
+        SESSION,
+        helix_edge::runner::Submission::Approval {
+            tool_call_id: del.id.clone(),
+            approved: true,
+            reason: None,
+        },
+    ))
+    .unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    block(r.send_message(SESSION, "something else".into())).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_consistent(&w, &initial());
+}

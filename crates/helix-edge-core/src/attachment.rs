@@ -32,13 +32,25 @@ pub struct Attachment {
     /// Its IANA media type.
     pub media_type: String,
     /// The content, base64-encoded (standard alphabet, padded).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::wire::present"
+    )]
     pub data: Option<String>,
     /// Where the provider fetches it (`https://` or `http://`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::wire::present"
+    )]
     pub url: Option<String>,
     /// A file name, shown to the model where the provider takes one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::wire::present"
+    )]
     pub name: Option<String>,
 }
 
@@ -87,10 +99,13 @@ impl Attachment {
                 Ok(())
             }
             (None, Some(url)) => {
-                let scheme = url.starts_with("https://") || url.starts_with("http://");
-                if !scheme || url.len() > MAX_URL_LEN || url.chars().any(char::is_whitespace) {
+                let rest = url
+                    .strip_prefix("https://")
+                    .or_else(|| url.strip_prefix("http://"));
+                let visible = |r: &str| !r.is_empty() && r.bytes().all(|b| b.is_ascii_graphic());
+                if !rest.is_some_and(visible) || url.len() > MAX_URL_LEN {
                     return Err(format!(
-                        "url must be an http(s) URL of at most {MAX_URL_LEN} characters"
+                        "url must be an http(s) URL of visible ASCII characters, at most {MAX_URL_LEN}"
                     ));
                 }
                 Ok(())

@@ -173,9 +173,11 @@ struct MessageWire {
     thinking: Vec<Thinking>,
     #[serde(default)]
     attachments: Vec<Attachment>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     metadata: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "present")]
     tool_call_id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     tool_name: Option<String>,
     #[serde(default)]
     is_error: bool,
@@ -246,10 +248,18 @@ pub struct Thinking {
     /// The reasoning text (empty when the provider withheld it).
     pub content: String,
     /// Provider signature (Anthropic requires it back verbatim on the next turn).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub signature: Option<String>,
     /// Encrypted reasoning the provider redacted (sent back as is).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub redacted: Option<String>,
 }
 

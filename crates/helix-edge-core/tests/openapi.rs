@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 use helix_edge_core::api::{
-    CreateSessionBody, ForkBody, MessageBody, OPENAPI, ROUTES, ReasonBody, RetryBody,
-    ToolResultBody, parse_body,
+    CreateSessionBody, ForkBody, MessageBody, NOT_BLANK, OPENAPI, ROUTES, ReasonBody, RetryBody,
+    ToolResultBody, is_blank, parse_body,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -251,13 +251,72 @@ fn request_body_schemas_agree_with_the_parsers() {
         json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": "ok"}),
         accepts::<ToolResultBody>,
     );
-    // `result` may be any JSON, so it has no wrong type; `error` is checked.
-    agrees(
-        &client,
-        json!({"kind": "client-tool-result", "toolCallId": "c", "result": {"v": 1}, "error": "e"}),
-        accepts::<ToolResultBody>,
-    );
+    // `result` may be any JSON, so it has no wrong type; `error` is checked. They are
+    // exclusive (`not: {required: [result, error]}`): each is checked without the other.
+    let submits = |body: &Value| {
+        serde_json::from_value::<ToolResultBody>(body.clone())
+            .is_ok_and(|b| b.into_submission().is_ok())
+    };
+    assert_eq!(client["not"], json!({"required": ["result", "error"]}));
+    for (only, sample) in [
+        (
+            "result",
+            json!({"kind": "client-tool-result", "toolCallId": "c", "result": {"v": 1}}),
+        ),
+        (
+            "error",
+            json!({"kind": "client-tool-result", "toolCallId": "c", "error": "e"}),
+        ),
+    ] {
+        let mut one = client.clone();
+        let other = if only == "result" { "error" } else { "result" };
+        one["properties"].as_object_mut().unwrap().remove(other);
+        agrees(&one, sample, submits);
+    }
+    let both = json!({"kind": "client-tool-result", "toolCallId": "c", "result": 1, "error": "e"});
+    assert!(!submits(&both), "result and error together are refused");
     assert!(!accepts::<ToolResultBody>(
         &json!({"kind": "other", "toolCallId": "c"})
     ));
+}
+
+/// Every pattern of text that must not be blank is [`NOT_BLANK`], and that class holds
+/// exactly the characters the server counts as blank (regex dialects disagree on `\s`,
+/// so the document spells them out).
+#[test]
+fn not_blank_patterns_match_what_the_server_counts_as_blank() {
+    fn patterns(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match (k.as_str(), v.as_str()) {
+                        ("pattern", Some(p)) => out.push(p.to_string()),
+                        _ => patterns(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| patterns(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    patterns(&doc(), &mut all);
+    let blank_classes: Vec<_> = all.iter().filter(|p| p.contains("u0085")).collect();
+    assert!(blank_classes.len() >= 8, "{blank_classes:?}");
+    assert!(blank_classes.iter().all(|p| *p == NOT_BLANK));
+    assert!(!all.iter().any(|p| p.contains("\\s") || p.contains("\\S")));
+
+    let mut listed: Vec<char> =
+        "\t\n\u{b}\u{c}\r \u{85}\u{a0}\u{1680}\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}\u{feff}"
+            .chars()
+            .collect();
+    listed.extend('\u{2000}'..='\u{200a}');
+    for c in (0..=0xFFFF).filter_map(char::from_u32) {
+        assert_eq!(
+            is_blank(&c.to_string()),
+            listed.contains(&c),
+            "U+{:04X}",
+            c as u32
+        );
+    }
 }

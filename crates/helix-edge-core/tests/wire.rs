@@ -190,27 +190,21 @@ fn tool_result_bodies_take_only_the_fields_of_their_kind() {
             reason: None,
         })
     );
-    // `null` is no result and no error, as before: the outcome is a `null` result.
+    // `null` is a result; `error` and `reason` are strings, as the document says.
     assert_eq!(
-        tool_result(
-            json!({"kind": "client-tool-result", "toolCallId": "c", "result": null, "error": null})
-        ),
+        tool_result(json!({"kind": "client-tool-result", "toolCallId": "c", "result": null})),
         Ok(ToolResultBody::ClientToolResult {
             tool_call_id: "c".into(),
-            result: None,
+            result: Some(Value::Null),
             error: None,
         })
     );
-    assert_eq!(
-        tool_result(
-            json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": null})
-        ),
-        Ok(ToolResultBody::ApprovalResponse {
-            tool_call_id: "c".into(),
-            approved: true,
-            reason: None,
-        })
-    );
+    for null_text in [
+        json!({"kind": "client-tool-result", "toolCallId": "c", "error": null}),
+        json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": null}),
+    ] {
+        assert!(tool_result(null_text.clone()).is_err(), "{null_text}");
+    }
     assert_eq!(
         tool_result(json!({"kind": "client-tool-result", "toolCallId": "c", "result": [1]})),
         Ok(ToolResultBody::ClientToolResult {
@@ -256,7 +250,7 @@ fn tool_result_bodies_take_only_the_fields_of_their_kind() {
         ),
         (
             json!({"kind": "client-tool-result", "toolCallId": "c", "reason": null}),
-            "`reason`",
+            "expected a string",
         ),
     ] {
         let error = tool_result(body.clone()).expect_err(&body.to_string());

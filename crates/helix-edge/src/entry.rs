@@ -65,9 +65,7 @@ async fn dispatch(
         return Err(outdated);
     }
     match (route.operation, route.session) {
-        (Operation::OpenApi, _) => {
-            json(200, crate::api::OPENAPI).map_err(|e| internal("openapi", e))
-        }
+        (Operation::OpenApi, _) => json(200, setup.openapi()).map_err(|e| internal("openapi", e)),
         (Operation::ListAgents, _) => json_response(200, &AgentsView::from(&setup.agents)),
         (Operation::CreateSession, _) => create(env, app, &req).await,
         (Operation::ListSessions, _) => crate::list::list(env, app, &req).await,

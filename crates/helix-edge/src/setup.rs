@@ -11,7 +11,7 @@ use crate::http::internal;
 use crate::llm::PlatformModels;
 use crate::storage::DEFAULT_BACKLOG_COMMITS;
 use crate::worker_host::config_value;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 use worker::Env;
 
@@ -30,6 +30,8 @@ pub struct Setup {
     pub backlog_commits: u64,
     /// The SSE heartbeat interval (`SSE_PING_MS`).
     pub ping_ms: u64,
+    /// The OpenAPI document with the agents filled in, once asked for.
+    openapi: OnceCell<String>,
 }
 
 thread_local! {
@@ -57,9 +59,17 @@ impl Setup {
             models: Rc::new(PlatformModels::from_env(env)),
             backlog_commits: number("D1_BACKLOG_COMMITS", DEFAULT_BACKLOG_COMMITS),
             ping_ms: number("SSE_PING_MS", PING_EVERY_MS),
+            openapi: OnceCell::new(),
         });
         SETUP.set(Some(setup.clone()));
         Ok(setup)
+    }
+
+    /// The OpenAPI document this worker serves: its agents' names and state schemas
+    /// filled in ([`crate::api::document`]).
+    pub fn openapi(&self) -> &str {
+        self.openapi
+            .get_or_init(|| crate::api::document(&self.agents))
     }
 
     /// Forgets this isolate's configuration: tests that call the entry with different

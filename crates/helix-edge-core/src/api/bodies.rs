@@ -51,7 +51,7 @@ pub struct CreateSessionBody {
     /// The agent to run.
     pub agent: String,
     /// The id to use (generated when absent).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub session_id: Option<String>,
     /// What the first run answers.
     pub input: Input,
@@ -121,11 +121,11 @@ struct ToolResultWire {
     #[serde(default, deserialize_with = "present")]
     approved: Option<bool>,
     #[serde(default, deserialize_with = "present")]
-    reason: Option<Option<String>>,
+    reason: Option<String>,
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    error: Option<Option<String>>,
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -148,7 +148,7 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
                 Self::ApprovalResponse {
                     tool_call_id,
                     approved: required(w.approved, "approved")?,
-                    reason: w.reason.flatten(),
+                    reason: w.reason,
                 }
             }
             ToolResultKind::ClientToolResult => {
@@ -157,9 +157,9 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
                 absent(&w.reason, "reason", kind)?;
                 Self::ClientToolResult {
                     tool_call_id,
-                    // `"result": null` is no result, as `"error": null` is no error.
-                    result: w.result.filter(|v| !v.is_null()),
-                    error: w.error.flatten(),
+                    // `"result": null` is a null result; `error` is a string.
+                    result: w.result,
+                    error: w.error,
                 }
             }
         })
@@ -225,7 +225,7 @@ impl MessageBody {
 #[serde(deny_unknown_fields)]
 pub struct ReasonBody {
     /// Why.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub reason: Option<String>,
 }
 
@@ -235,10 +235,10 @@ pub struct ReasonBody {
 pub struct RetryBody {
     /// The checkpoint to restore (by default the latest restorable one; with a message,
     /// the latest one before the latest run's input).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub checkpoint_id: Option<String>,
     /// A user message in place of the run's input (or after the checkpoint).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub message: Option<String>,
 }
 
@@ -254,13 +254,13 @@ impl RetryBody {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ForkBody {
     /// The checkpoint to copy (as for `retry`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub checkpoint_id: Option<String>,
     /// The new session's id (generated when absent).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub session_id: Option<String>,
     /// A user message the fork's run answers (as for `retry`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub message: Option<String>,
 }
 
@@ -283,7 +283,9 @@ impl ForkBody {
 /// A message that is absent, or present and not blank.
 fn not_blank(message: Option<String>) -> Result<Option<String>, ApiError> {
     match message {
-        Some(m) if m.trim().is_empty() => Err(ApiError::validation("message must not be empty.")),
+        Some(m) if super::input::is_blank(&m) => {
+            Err(ApiError::validation("message must not be empty."))
+        }
         other => Ok(other),
     }
 }

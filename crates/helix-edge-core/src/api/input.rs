@@ -26,7 +26,7 @@ pub struct UserInput {
 #[serde(deny_unknown_fields)]
 struct UserObject {
     message: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::present")]
     metadata: Option<Map<String, Value>>,
     #[serde(default)]
     attachments: Vec<Attachment>,
@@ -71,7 +71,7 @@ impl UserInput {
 
     /// The transcript message; `at` names it in errors (`input.messages[2]`).
     fn into_message(self, at: &str) -> Result<Message, ApiError> {
-        if self.message.trim().is_empty() && self.attachments.is_empty() {
+        if is_blank(&self.message) && self.attachments.is_empty() {
             return Err(ApiError::validation(format!("{at} must not be empty.")));
         }
         validate_all(&self.attachments).map_err(|e| ApiError::validation(format!("{at}.{e}.")))?;
@@ -88,16 +88,16 @@ impl UserInput {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InputObject {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::present")]
     message: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::present")]
     metadata: Option<Map<String, Value>>,
     #[serde(default)]
     attachments: Vec<Attachment>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::present")]
     messages: Option<Vec<UserInput>>,
     /// Keys that override the agent's initial state (create only).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::wire::present")]
     pub state: Option<Map<String, Value>>,
 }
 
@@ -125,6 +125,16 @@ impl InputObject {
         }
     }
 }
+
+/// Whether `text` has nothing but whitespace: Unicode's, and the byte-order mark (so
+/// that both the document's pattern and JavaScript's `\s` agree with it).
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || c == '\u{feff}')
+}
+
+/// The pattern of a text that is not blank, for the OpenAPI document: the characters
+/// [`is_blank`] skips, written out (regex dialects disagree on `\s`).
+pub const NOT_BLANK: &str = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]";
 
 /// A list of user messages, checked (1 to [`MAX_INPUT_MESSAGES`]).
 pub fn user_messages(list: Vec<UserInput>, at: &str) -> Result<Vec<Message>, ApiError> {
@@ -216,7 +226,7 @@ pub fn check_history(history: &[Message]) -> Result<(), ApiError> {
                 if !open.is_empty() {
                     return Err(bad(i, "the tool calls before it are not all answered"));
                 }
-                if content.trim().is_empty() && attachments.is_empty() {
+                if is_blank(content) && attachments.is_empty() {
                     return Err(bad(i, "a user message must not be empty"));
                 }
                 validate_all(attachments).map_err(|e| bad(i, &e))?;

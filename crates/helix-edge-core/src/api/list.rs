@@ -11,6 +11,8 @@ use serde::Serialize;
 pub const DEFAULT_LIMIT: u32 = 20;
 /// Largest page size.
 pub const MAX_LIMIT: u32 = 100;
+/// The largest time a query takes (2^53 - 1: what a JSON number holds exactly).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Where a page starts: after the session last listed (by update time, then id).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,11 +78,15 @@ impl ListQuery {
                     })?);
                 }
                 "updatedSince" => {
-                    let at = value.parse().map_err(|_| {
-                        ApiError::validation(
-                            "updatedSince is a time in milliseconds since the epoch.",
-                        )
-                    })?;
+                    let at = value
+                        .parse()
+                        .ok()
+                        .filter(|at| *at <= MAX_SAFE_INTEGER)
+                        .ok_or_else(|| {
+                            ApiError::validation(
+                                "updatedSince is a time in milliseconds since the epoch.",
+                            )
+                        })?;
                     query.updated_since = Some(at);
                 }
                 "cursor" => {
@@ -195,6 +201,7 @@ mod tests {
             ("limit", "0"),
             ("limit", "101"),
             ("updatedSince", "yesterday"),
+            ("updatedSince", "9007199254740992"),
             ("cursor", "x.y"),
             ("cursor", "12"),
             ("agent", "no spaces"),

@@ -4,6 +4,7 @@
 //! `worker::`.
 
 mod bodies;
+mod document;
 mod error;
 mod input;
 mod list;
@@ -14,15 +15,18 @@ mod views;
 pub use bodies::{
     CreateSessionBody, ForkBody, MessageBody, ReasonBody, RetryBody, ToolResultBody, parse_body,
 };
+pub use document::document;
 pub use error::ApiError;
-pub use input::{Input, InputObject, MAX_INPUT_MESSAGES, UserInput, check_history};
+pub use input::{
+    Input, InputObject, MAX_INPUT_MESSAGES, NOT_BLANK, UserInput, check_history, is_blank,
+};
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, page, path_and_query, query_pairs};
 pub use views::{AgentsView, CheckpointView, PendingView, ResumeReason, RunView, SessionView};
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),
-/// served at `GET /v1/openapi.json`. `tests/openapi.rs` keeps it in line with
+/// served at `GET /v1/openapi.json` with the hosted agents filled in ([`document`]). `tests/openapi.rs` keeps it in line with
 /// [`ROUTES`] and the body types here; the end-to-end fuzzer checks the running worker
 /// against it.
 pub const OPENAPI: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.min.json"));

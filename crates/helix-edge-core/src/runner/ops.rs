@@ -125,10 +125,15 @@ pub enum Routed {
     },
 }
 
-/// A new run may start only when no run is active and the session is not aborted.
+/// A new run may start only when no run is active, no call waits for an answer, and
+/// the session is not aborted.
 pub(crate) fn ensure_idle(head: &SessionHead) -> Result<(), RunError> {
     match head.status {
         SessionStatus::Active => Err(RunError::Busy("a run is active or calls are pending")),
+        // A new run would leave the calls unanswered in the transcript.
+        SessionStatus::Interrupted if !head.pending.is_empty() => Err(RunError::Busy(
+            "calls are pending: resume the session and answer them first",
+        )),
         SessionStatus::Aborted => Err(RunError::Aborted),
         SessionStatus::Completed | SessionStatus::Failed | SessionStatus::Interrupted => Ok(()),
     }

@@ -1,0 +1,56 @@
+"""Schemathesis hooks for the helix-edge API (`tests/e2e/schemathesis.test.mjs`).
+
+One rule of the API cannot be written in JSON Schema: a create's `messages` history
+must pair every assistant tool call with one tool message (same id and name) before the
+next user or assistant message, with call ids unique. The document states it in words
+and the server refuses a history that breaks it (400 naming the message); this hook
+keeps generated cases to histories that follow it, as a client following the document
+would send. Anything else the generator makes goes to the server as it is.
+"""
+
+import schemathesis
+
+
+def _text(value):
+    return value if isinstance(value, str) else None
+
+
+def _coherent(history):
+    """Whether `history` pairs its calls and answers; True for a malformed one (the
+    schema's own checks decide about it)."""
+    open_calls, seen = [], set()
+    for message in history:
+        if not isinstance(message, dict):
+            return True
+        role = message.get("role")
+        if role in ("user", "assistant") and open_calls:
+            return False
+        if role == "assistant":
+            calls = message.get("toolCalls", [])
+            if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+                return True
+            for call in calls:
+                call_id, name = _text(call.get("id")), _text(call.get("name"))
+                if call_id is None or name is None:
+                    return True
+                if call_id in seen:
+                    return False
+                seen.add(call_id)
+                open_calls.append((call_id, name))
+        elif role == "tool":
+            answer = (_text(message.get("toolCallId")), _text(message.get("toolName")))
+            if None in answer:
+                return True
+            if answer not in open_calls:
+                return False
+            open_calls.remove(answer)
+    return not open_calls
+
+
+@schemathesis.hook
+def filter_case(ctx, case):
+    body = case.body
+    if case.operation.label != "POST /v1/sessions" or not isinstance(body, dict):
+        return True
+    history = body.get("messages")
+    return not isinstance(history, list) or _coherent(history)
