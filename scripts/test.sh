@@ -21,6 +21,7 @@ SCHEMATHESIS_VERSION=4.32.5
 export SCHEMATHESIS_BIN="$CARGO_TARGET_DIR/schemathesis/bin/st"
 if ! "$SCHEMATHESIS_BIN" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
   step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI)"
+  command -v python3 >/dev/null || { echo "python3 (3.10 or later, with venv) is needed" >&2; exit 1; }
   python3 -m venv "$CARGO_TARGET_DIR/schemathesis"
   "$CARGO_TARGET_DIR/schemathesis/bin/pip" install --quiet --disable-pip-version-check \
     "schemathesis==$SCHEMATHESIS_VERSION"
