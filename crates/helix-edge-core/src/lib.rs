@@ -7,14 +7,15 @@
 //! # Map of the crate
 //! - Definitions: [`agent`] (agents and the registry), [`tool`] (typed tools and their
 //!   context), [`model`] (the model interface), [`error`] (one error enum per layer).
-//! - The run loop: [`runner`] (create, answer, drive, resume, retry; sub-agents),
-//!   [`store`] (the persistence contract, an in-memory backend, the D1 row plan and the
-//!   conformance suite), [`journal`] (the stream log and suspension context contract),
-//!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, ids, logs),
+//! - The run loop: [`runner`] (create, answer, drive, resume, retry, fork, delete;
+//!   sub-agents), [`store`] (the persistence contract, an in-memory backend, the D1 row
+//!   plan, the plan run in memory and the conformance suite), [`journal`] (the stream log and suspension context contract),
+//!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, timers, ids, logs),
 //!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions).
 //! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript) and
 //!   [`attachment`] (files users attach to messages), [`api`]
-//!   (routes, bodies, views and errors of the HTTP API), [`auth`] (tokens).
+//!   (routes, bodies, views and errors of the HTTP API, the served OpenAPI document),
+//!   [`auth`] (tokens).
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
 //!   sans IO), `demo` (feature `demo`: the built-in deterministic model), [`scripted`]
 //!   (a scripted model for tests), [`schema`] (the JSON Schema checks tools use).

@@ -9,10 +9,11 @@
 //!   or not at all, and a stale version is [`StoreError::Stale`], never an overwrite.
 //!
 //! Answers to pending calls are not here: they are the suspension context, kept by the
-//! session's own object with its stream ([`crate::journal::Journal::answer`]).
+//! session's own object with its stream ([`crate::journal::Suspension`]).
 
 pub mod conformance;
 mod memory;
+mod planned;
 pub mod rows;
 
 pub use memory::MemoryStore;
