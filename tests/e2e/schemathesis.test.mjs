@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { API_TOKEN, startWithMock } from './client.mjs';
 import { ROOT } from './harness.mjs';
 
@@ -40,6 +40,7 @@ after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup();
 function run(args) {
   return new Promise((resolve, reject) => {
     const child = spawn(ST, args, {
+      cwd: dirname(dirname(ST)), // its cache (`.schemathesis/`) stays out of the repository
       env: {
         ...process.env,
         SCHEMATHESIS_HOOKS: 'hooks',
