@@ -20,7 +20,7 @@ use helix_edge_reference::agents::{AddNote, AskUser, DeleteFile, SendEmail, add_
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -294,25 +294,31 @@ pub fn drive(runner: &Runner<Rc<MemoryStore>>) -> Progress {
     block(runner.drive(SESSION, 100)).unwrap()
 }
 
-/// Polls `f` while it makes progress; `None` if it stalls waiting on something that
-/// never comes (a hung model or tool).
-pub fn run_until_stalled<F: Future>(f: F) -> Option<F::Output> {
-    struct Flag(AtomicBool);
-    impl ArcWake for Flag {
-        fn wake_by_ref(flag: &Arc<Self>) {
-            flag.0.store(true, Ordering::SeqCst);
-        }
+/// A waker that records that it was woken.
+struct Flag(AtomicBool);
+
+impl ArcWake for Flag {
+    fn wake_by_ref(flag: &Arc<Self>) {
+        flag.0.store(true, Ordering::SeqCst);
     }
-    let flag = Arc::new(Flag(AtomicBool::new(true)));
+}
+
+/// Polls `f` while something wakes it; `None` once it waits on nothing that comes.
+fn poll_while_woken<F: Future>(mut f: Pin<&mut F>, flag: &Arc<Flag>) -> Option<F::Output> {
     let waker = futures::task::waker(flag.clone());
     let mut cx = Context::from_waker(&waker);
-    let mut f = pin!(f);
     while flag.0.swap(false, Ordering::SeqCst) {
         if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
             return Some(out);
         }
     }
     None
+}
+
+/// Polls `f` while it makes progress; `None` if it stalls waiting on something that
+/// never comes (a hung model or tool).
+pub fn run_until_stalled<F: Future>(f: F) -> Option<F::Output> {
+    poll_while_woken(pin!(f), &Arc::new(Flag(AtomicBool::new(true))))
 }
 
 /// Drives; each time the drive stalls the clock moves `step_ms` forward (firing the
@@ -323,21 +329,11 @@ pub fn drive_advancing(
     step_ms: u64,
     steps: u32,
 ) -> Progress {
-    struct Flag(AtomicBool);
-    impl ArcWake for Flag {
-        fn wake_by_ref(flag: &Arc<Self>) {
-            flag.0.store(true, Ordering::SeqCst);
-        }
-    }
     let flag = Arc::new(Flag(AtomicBool::new(true)));
-    let waker = futures::task::waker(flag.clone());
-    let mut cx = Context::from_waker(&waker);
     let mut f = pin!(runner.drive(SESSION, 100));
     for _ in 0..=steps {
-        while flag.0.swap(false, Ordering::SeqCst) {
-            if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
-                return out.unwrap();
-            }
+        if let Some(out) = poll_while_woken(f.as_mut(), &flag) {
+            return out.unwrap();
         }
         world.host.advance(step_ms);
     }
