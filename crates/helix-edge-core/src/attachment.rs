@@ -2,6 +2,7 @@
 //! base64 or by URL. They are checked when submitted (media type, encoding, size, URL
 //! scheme) and reach each provider in its own content-part form.
 
+use crate::wire::wire_enum;
 use serde::{Deserialize, Serialize};
 
 /// At most this many attachments per message.
@@ -12,14 +13,15 @@ pub const MAX_ATTACHMENT_BYTES: usize = 512 * 1024;
 /// The longest attachment URL.
 pub const MAX_URL_LEN: usize = 2048;
 
-/// What an attachment is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttachmentKind {
-    /// A picture (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
-    Image,
-    /// Any other file (`application/pdf`, `text/plain`…).
-    File,
+wire_enum! {
+    /// What an attachment is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum AttachmentKind {
+        /// A picture (`image/png`, `image/jpeg`, `image/gif`, `image/webp`).
+        Image = "image",
+        /// Any other file (`application/pdf`, `text/plain`…).
+        File = "file",
+    }
 }
 
 /// A file attached to a user message: exactly one of `data` (base64) and `url`.

@@ -4,6 +4,7 @@
 
 use crate::error::ErrorInfo;
 use crate::state::PatchOp;
+use crate::wire::wire_enum;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -181,52 +182,56 @@ pub enum ChunkBody {
     },
 }
 
-/// Why a stream resynchronises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResyncReason {
-    /// A step was torn by a crash and is run again.
-    CrashRecovery,
-    /// A retry restored a checkpoint.
-    Rollback,
-    /// The session is a fork of another session's checkpoint.
-    Branch,
+wire_enum! {
+    /// Why a stream resynchronises.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ResyncReason {
+        /// A step was torn by a crash and is run again.
+        CrashRecovery = "crash_recovery",
+        /// A retry restored a checkpoint.
+        Rollback = "rollback",
+        /// The session is a fork of another session's checkpoint.
+        Branch = "branch",
+    }
 }
 
-/// Who executes a tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Executor {
-    /// The worker runs it.
-    Server,
-    /// The client runs it and submits the result.
-    Client,
+wire_enum! {
+    /// Who executes a tool.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Executor {
+        /// The worker runs it.
+        Server = "server",
+        /// The client runs it and submits the result.
+        Client = "client",
+    }
 }
 
-/// Why a run is suspended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SuspendReason {
-    /// Waiting on approvals or client tool results.
-    ClientTool,
-    /// Waiting on sub-agent sessions.
-    AwaitingChildren,
+wire_enum! {
+    /// Why a run is suspended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum SuspendReason {
+        /// Waiting on approvals or client tool results.
+        ClientTool = "client_tool",
+        /// Waiting on sub-agent sessions.
+        AwaitingChildren = "awaiting_children",
+    }
 }
 
-/// Status of a run (and, for terminal ones, of its session).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Working or suspended.
-    Running,
-    /// Stopped at a step boundary on request; `resume` continues it.
-    Interrupted,
-    /// Finished normally.
-    Completed,
-    /// Finished with an error.
-    Failed,
-    /// Stopped for good on request.
-    Aborted,
+wire_enum! {
+    /// Status of a run (and, for terminal ones, of its session).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum RunStatus {
+        /// Working or suspended.
+        Running = "running",
+        /// Stopped at a step boundary on request; `resume` continues it.
+        Interrupted = "interrupted",
+        /// Finished normally.
+        Completed = "completed",
+        /// Finished with an error.
+        Failed = "failed",
+        /// Stopped for good on request.
+        Aborted = "aborted",
+    }
 }
 
 impl RunStatus {

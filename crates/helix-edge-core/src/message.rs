@@ -2,6 +2,7 @@
 //! JSON form they are stored in and served by `GET /v1/sessions/{id}/messages`.
 
 use crate::attachment::Attachment;
+use crate::wire::wire_enum;
 use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -183,13 +184,14 @@ struct MessageWire {
     is_error: bool,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Role {
-    System,
-    User,
-    Assistant,
-    Tool,
+wire_enum! {
+    #[derive(Clone, Copy)]
+    enum Role {
+        System = "system",
+        User = "user",
+        Assistant = "assistant",
+        Tool = "tool",
+    }
 }
 
 impl TryFrom<MessageWire> for Message {

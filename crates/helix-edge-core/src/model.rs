@@ -6,6 +6,7 @@ use crate::agent::Agent;
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
 use crate::tool::AbortSignal;
+use crate::wire::wire_enum;
 use futures::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,16 +29,17 @@ pub struct ModelSettings {
     pub prompt_cache: Option<CacheTtl>,
 }
 
-/// How long a cached prompt prefix lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheTtl {
-    /// The providers' default: about five minutes, renewed on each hit (OpenAI's
-    /// in-memory retention).
-    #[default]
-    FiveMinutes,
-    /// Anthropic's one-hour cache; OpenAI's extended (24 h) retention.
-    OneHour,
+wire_enum! {
+    /// How long a cached prompt prefix lives.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum CacheTtl {
+        /// The providers' default: about five minutes, renewed on each hit (OpenAI's
+        /// in-memory retention).
+        #[default]
+        FiveMinutes = "five_minutes",
+        /// Anthropic's one-hour cache; OpenAI's extended (24 h) retention.
+        OneHour = "one_hour",
+    }
 }
 
 /// A tool as the model is told about it.
@@ -84,25 +86,26 @@ pub enum Delta {
     },
 }
 
-/// Why the model stopped, normalised across providers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// It finished its answer.
-    #[default]
-    EndTurn,
-    /// It wants tool results.
-    ToolUse,
-    /// It hit the output token cap.
-    MaxTokens,
-    /// The provider filtered the content.
-    ContentFilter,
-    /// The model refused.
-    Refusal,
-    /// The provider reported an error.
-    Error,
-    /// Something the provider did not explain.
-    Unknown,
+wire_enum! {
+    /// Why the model stopped, normalised across providers.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum StopReason {
+        /// It finished its answer.
+        #[default]
+        EndTurn = "end_turn",
+        /// It wants tool results.
+        ToolUse = "tool_use",
+        /// It hit the output token cap.
+        MaxTokens = "max_tokens",
+        /// The provider filtered the content.
+        ContentFilter = "content_filter",
+        /// The model refused.
+        Refusal = "refusal",
+        /// The provider reported an error.
+        Error = "error",
+        /// Something the provider did not explain.
+        Unknown = "unknown",
+    }
 }
 
 impl StopReason {
@@ -117,19 +120,6 @@ impl StopReason {
             Self::Refusal => Some(ProviderError::Refused(detail)),
             Self::Error => Some(ProviderError::StopError),
             Self::Unknown => Some(ProviderError::StopUnknown),
-        }
-    }
-
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::EndTurn => "end_turn",
-            Self::ToolUse => "tool_use",
-            Self::MaxTokens => "max_tokens",
-            Self::ContentFilter => "content_filter",
-            Self::Refusal => "refusal",
-            Self::Error => "error",
-            Self::Unknown => "unknown",
         }
     }
 }

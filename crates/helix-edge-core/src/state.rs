@@ -24,6 +24,7 @@
 //! takes an arbitrary mutation and derives the operations by [`diff`].
 
 use crate::error::StateError;
+use crate::wire::wire_enum;
 use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -64,12 +65,13 @@ struct PatchWire {
     value: Option<Value>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum OpName {
-    Add,
-    Remove,
-    Replace,
+wire_enum! {
+    #[derive(Clone, Copy)]
+    enum OpName {
+        Add = "add",
+        Remove = "remove",
+        Replace = "replace",
+    }
 }
 
 impl TryFrom<PatchWire> for PatchOp {

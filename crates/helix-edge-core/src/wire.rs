@@ -34,3 +34,79 @@ pub(crate) fn absent<T>(field: &Option<T>, name: &str, tag: &str) -> Result<(), 
         None => Ok(()),
     }
 }
+
+/// A unit enum whose JSON form is one fixed string per variant:
+///
+/// ```ignore
+/// wire_enum! {
+///     /// Docs and derives as on any enum (not `Serialize`/`Deserialize`).
+///     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///     pub enum Role { System = "system", User = "user" }
+/// }
+/// ```
+///
+/// gives `as_str`, `Serialize` (the string) and `Deserialize` (one of the strings,
+/// refused with serde's "unknown variant" message otherwise). serde's derive also reads
+/// the map form `{"system": null}` and variant numbers, which no helix-edge wire form
+/// uses, for ~1 KB of wasm per enum; these share one string visitor.
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            const WIRE: &'static [&'static str] = &[$($wire),+];
+            const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The JSON form.
+            #[allow(dead_code, reason = "not every wire enum is written by name")]
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire),+
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let index = d.deserialize_str($crate::wire::WireName(Self::WIRE))?;
+                Self::ALL
+                    .get(index)
+                    .copied()
+                    .ok_or_else(|| serde::de::Error::custom("unknown variant"))
+            }
+        }
+    };
+}
+pub(crate) use wire_enum;
+
+/// Reads a string that must be one of a `wire_enum!`'s names; yields its index.
+pub(crate) struct WireName(pub &'static [&'static str]);
+
+impl<'de> serde::de::Visitor<'de> for WireName {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<usize, E> {
+        self.0
+            .iter()
+            .position(|name| *name == v)
+            .ok_or_else(|| E::unknown_variant(v, self.0))
+    }
+}

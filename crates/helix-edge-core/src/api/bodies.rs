@@ -6,6 +6,7 @@ use super::input::{Input, InputObject, check_history};
 use crate::auth::valid_session_id;
 use crate::message::Message;
 use crate::runner::{CreateSession, Submission};
+use crate::wire::wire_enum;
 use crate::wire::{absent, present, required};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -128,11 +129,12 @@ struct ToolResultWire {
     error: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum ToolResultKind {
-    ApprovalResponse,
-    ClientToolResult,
+wire_enum! {
+    #[derive(Clone, Copy)]
+    enum ToolResultKind {
+        ApprovalResponse = "approval-response",
+        ClientToolResult = "client-tool-result",
+    }
 }
 
 impl TryFrom<ToolResultWire> for ToolResultBody {

@@ -23,24 +23,26 @@ use crate::error::{Category, Coded, ErrorInfo};
 use crate::message::Message;
 use crate::model::{StopReason, Usage};
 use crate::state::PatchOp;
+use crate::wire::wire_enum;
 use crate::wire::{present, required};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Status of a session (SPEC §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionStatus {
-    /// Running or suspended (pending calls mean "awaiting the client").
-    Active,
-    /// Stopped at a step boundary on request; resumable.
-    Interrupted,
-    /// The last run completed.
-    Completed,
-    /// The last run failed; `retry` can restore a checkpoint.
-    Failed,
-    /// Stopped for good.
-    Aborted,
+wire_enum! {
+    /// Status of a session (SPEC §2).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum SessionStatus {
+        /// Running or suspended (pending calls mean "awaiting the client").
+        Active = "active",
+        /// Stopped at a step boundary on request; resumable.
+        Interrupted = "interrupted",
+        /// The last run completed.
+        Completed = "completed",
+        /// The last run failed; `retry` can restore a checkpoint.
+        Failed = "failed",
+        /// Stopped for good.
+        Aborted = "aborted",
+    }
 }
 
 /// One run (turn) of a session.
@@ -95,32 +97,34 @@ pub struct CallWait {
     pub outcome: WaitOutcome,
 }
 
-/// How a call that waited ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WaitOutcome {
-    /// Approved (and then run).
-    Approved,
-    /// Denied.
-    Denied,
-    /// The client sent a result.
-    Result,
-    /// The client reported an error.
-    Error,
-    /// Its deadline passed first.
-    Expired,
+wire_enum! {
+    /// How a call that waited ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum WaitOutcome {
+        /// Approved (and then run).
+        Approved = "approved",
+        /// Denied.
+        Denied = "denied",
+        /// The client sent a result.
+        Result = "result",
+        /// The client reported an error.
+        Error = "error",
+        /// Its deadline passed first.
+        Expired = "expired",
+    }
 }
 
-/// How a pending call is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PendingKind {
-    /// The user approves or denies; the server then runs it.
-    Approval,
-    /// The client runs it and submits the result.
-    Client,
-    /// A child session runs it (a sub-agent); it resolves when the child ends.
-    Child,
+wire_enum! {
+    /// How a pending call is answered.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PendingKind {
+        /// The user approves or denies; the server then runs it.
+        Approval = "approval",
+        /// The client runs it and submits the result.
+        Client = "client",
+        /// A child session runs it (a sub-agent); it resolves when the child ends.
+        Child = "child",
+    }
 }
 
 /// A tool call the run waits on.
@@ -222,16 +226,17 @@ struct AnswerWire {
     answered_at: u64,
 }
 
-/// The kinds an answer is stored as.
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum AnswerKind {
-    Approval,
-    ClientResult,
-    ClientError,
-    Expired,
-    ChildOutput,
-    ChildFailed,
+wire_enum! {
+    /// The kinds an answer is stored as.
+    #[derive(Clone, Copy)]
+    enum AnswerKind {
+        Approval = "approval",
+        ClientResult = "client_result",
+        ClientError = "client_error",
+        Expired = "expired",
+        ChildOutput = "child_output",
+        ChildFailed = "child_failed",
+    }
 }
 
 impl TryFrom<AnswerWire> for Answer {
@@ -306,31 +311,22 @@ pub struct SubSession {
     pub updated_at: u64,
 }
 
-/// Where a child session stands for its parent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChildStatus {
-    /// The parent waits on it.
-    Running,
-    /// It ended with output.
-    Completed,
-    /// It ended without output (failed, aborted, or could not be started).
-    Failed,
-    /// It did not end within the call's timeout and was aborted.
-    TimedOut,
-}
-
-impl ChildStatus {
-    /// The snake_case name, as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::TimedOut => "timed_out",
-        }
+wire_enum! {
+    /// Where a child session stands for its parent.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ChildStatus {
+        /// The parent waits on it.
+        Running = "running",
+        /// It ended with output.
+        Completed = "completed",
+        /// It ended without output (failed, aborted, or could not be started).
+        Failed = "failed",
+        /// It did not end within the call's timeout and was aborted.
+        TimedOut = "timed_out",
     }
 }
+
+impl ChildStatus {}
 
 /// The durable head of a session: everything but its state, transcript and answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -407,18 +403,19 @@ pub struct CheckpointRecord {
     pub waits: Vec<CallWait>,
 }
 
-/// Where the run stood when a checkpoint was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CheckpointStatus {
-    /// The run went on.
-    Active,
-    /// The run suspended: its transcript has unanswered calls, so it cannot be restored.
-    Suspended,
-    /// The run completed.
-    Completed,
-    /// The run failed.
-    Failed,
+wire_enum! {
+    /// Where the run stood when a checkpoint was taken.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum CheckpointStatus {
+        /// The run went on.
+        Active = "active",
+        /// The run suspended: its transcript has unanswered calls, so it cannot be restored.
+        Suspended = "suspended",
+        /// The run completed.
+        Completed = "completed",
+        /// The run failed.
+        Failed = "failed",
+    }
 }
 
 impl CheckpointRecord {
