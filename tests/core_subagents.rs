@@ -757,3 +757,11 @@ fn deleting_the_root_deletes_its_children_first_and_a_child_alone_is_refused() {
         "a second delete finds nothing"
     );
 }
+
+#[test]
+fn agents_name_their_first_sub_agent_tool_for_workers_built_without_sub_agents() {
+    assert_eq!(agents().subagent_tool(), Some("research"));
+    let researcher = helix_edge_reference::agents::researcher().expect("researcher");
+    let without = Agents::new().with(researcher).expect("agents");
+    assert_eq!(without.subagent_tool(), None);
+}

@@ -57,3 +57,10 @@ test('the example worker: create, approval on the stream, approve, the tool runs
   const session = await api(worker, 'GET', `/v1/sessions/${id}`);
   assert.equal(session.body.status, 'completed');
 });
+
+test('the example worker is built without the OpenAPI route: 404, saying which feature serves it', async () => {
+  const doc = await api(worker, 'GET', '/v1/openapi.json');
+  assert.equal(doc.status, 404);
+  assert.equal(doc.body.error.code, 'not_found');
+  assert.match(doc.body.error.message, /`openapi` feature/);
+});

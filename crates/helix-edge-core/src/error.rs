@@ -396,6 +396,11 @@ pub enum DefinitionError {
     /// A sub-agent's result is its structured output, so it needs an output schema.
     #[error("Sub-agent tool '{0}' runs an agent without an output schema")]
     SubAgentWithoutOutput(String),
+    /// A sub-agent tool in a worker built without helix-edge's `subagents` feature.
+    #[error(
+        "Sub-agent tool '{0}' needs helix-edge's `subagents` feature, which this worker was built without"
+    )]
+    SubAgentsNotBuilt(String),
 }
 
 impl Coded for DefinitionError {

@@ -65,7 +65,14 @@ async fn dispatch(
         return Err(outdated);
     }
     match (route.operation, route.session) {
+        #[cfg(feature = "openapi")]
         (Operation::OpenApi, _) => json(200, setup.openapi()).map_err(|e| internal("openapi", e)),
+        #[cfg(not(feature = "openapi"))]
+        (Operation::OpenApi, _) => Err(ApiError::client(
+            404,
+            "not_found",
+            "This worker does not serve its OpenAPI document (helix-edge's `openapi` feature).",
+        )),
         (Operation::ListAgents, _) => json_response(200, &AgentsView::from(&setup.agents)),
         (Operation::CreateSession, _) => create(env, app, &req).await,
         (Operation::ListSessions, _) => crate::list::list(env, app, &req).await,

@@ -31,7 +31,8 @@
 //!   journal (stream, step attempts, suspension context). `replica`: how commits reach
 //!   D1, the queryable record, asynchronously. `d1`: D1 access. `http`: bodies,
 //!   responses and object-to-object requests. `llm`: model providers over `fetch`.
-//!   `worker_host`: clock, ids and logs.
+//!   `worker_host`: clock, ids and logs. [`request`]: an outgoing request for tools that
+//!   call HTTP APIs, without `worker::RequestInit`'s bundle cost.
 //!
 //! Everything that touches `worker::` is wasm-only.
 
@@ -67,6 +68,8 @@ mod worker_host;
 pub use app::{App, IntoApp};
 #[cfg(target_arch = "wasm32")]
 pub use entry::fetch;
+#[cfg(target_arch = "wasm32")]
+pub use http::request;
 #[cfg(target_arch = "wasm32")]
 pub use object::SessionHost;
 

@@ -62,31 +62,12 @@ impl Drop for FetchBody {
     }
 }
 
-/// A request built with `web_sys` directly (the `worker::RequestInit` conversion also
-/// serializes Cloudflare-specific options, which would grow the bundle).
-pub fn request(
-    url: &str,
-    method: &str,
-    headers: &Headers,
-    body: Option<JsValue>,
-) -> worker::Result<Request> {
-    let init = worker::web_sys::RequestInit::new();
-    init.set_method(method);
-    init.set_headers(&headers.0);
-    if let Some(body) = body {
-        init.set_body(&body);
-    }
-    worker::web_sys::Request::new_with_str_and_init(url, &init)
-        .map(Request::from)
-        .map_err(worker::Error::from)
-}
-
 fn build(request: &HttpRequest) -> worker::Result<Request> {
     let headers = Headers::new();
     for (name, value) in &request.headers {
         headers.set(name, value)?;
     }
-    self::request(
+    crate::http::request(
         &request.url,
         "POST",
         &headers,

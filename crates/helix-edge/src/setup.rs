@@ -7,11 +7,14 @@ use crate::agent::Agents;
 use crate::api::ApiError;
 use crate::app::App;
 use crate::auth::AuthConfig;
+use crate::error::DefinitionError;
 use crate::http::internal;
 use crate::llm::PlatformModels;
 use crate::storage::DEFAULT_BACKLOG_COMMITS;
 use crate::worker_host::config_value;
-use std::cell::{OnceCell, RefCell};
+#[cfg(feature = "openapi")]
+use std::cell::OnceCell;
+use std::cell::RefCell;
 use std::rc::Rc;
 use worker::Env;
 
@@ -31,6 +34,7 @@ pub struct Setup {
     /// The SSE heartbeat interval (`SSE_PING_MS`).
     pub ping_ms: u64,
     /// The OpenAPI document with the agents filled in, once asked for.
+    #[cfg(feature = "openapi")]
     openapi: OnceCell<String>,
 }
 
@@ -51,7 +55,10 @@ impl Setup {
                 .unwrap_or(default)
         };
         let setup = Rc::new(Setup {
-            agents: app.agents(env).map_err(|e| internal("agents", e))?,
+            agents: app
+                .agents(env)
+                .and_then(without_subagents)
+                .map_err(|e| internal("agents", e))?,
             auth: AuthConfig::new(
                 config_value(env, "API_TOKEN"),
                 config_value(env, "ALLOW_UNAUTHENTICATED"),
@@ -59,6 +66,7 @@ impl Setup {
             models: Rc::new(PlatformModels::from_env(env)),
             backlog_commits: number("D1_BACKLOG_COMMITS", DEFAULT_BACKLOG_COMMITS),
             ping_ms: number("SSE_PING_MS", PING_EVERY_MS),
+            #[cfg(feature = "openapi")]
             openapi: OnceCell::new(),
         });
         SETUP.set(Some(setup.clone()));
@@ -67,6 +75,7 @@ impl Setup {
 
     /// The OpenAPI document this worker serves: its agents' names and state schemas
     /// filled in ([`crate::api::document`]).
+    #[cfg(feature = "openapi")]
     pub fn openapi(&self) -> &str {
         self.openapi
             .get_or_init(|| crate::api::document(&self.agents))
@@ -78,4 +87,15 @@ impl Setup {
     pub fn forget() {
         SETUP.set(None);
     }
+}
+
+/// `agents`, unless one of their tools is a sub-agent tool and this worker was built
+/// without the `subagents` feature (its calls could never run).
+fn without_subagents(agents: Agents) -> Result<Agents, DefinitionError> {
+    if !cfg!(feature = "subagents")
+        && let Some(tool) = agents.subagent_tool()
+    {
+        return Err(DefinitionError::SubAgentsNotBuilt(tool.to_string()));
+    }
+    Ok(agents)
 }

@@ -7,7 +7,7 @@ use helix_edge::tool::Tool;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use worker::{Env, Fetch, Headers, Method, Request, RequestInit};
+use worker::{Env, Fetch, Headers};
 
 /// Input of `cancel_order`.
 #[derive(Deserialize, JsonSchema)]
@@ -59,10 +59,9 @@ async fn cancel(api: &str, key: Option<&str>, order_id: &str) -> Result<Value, T
             .set("authorization", &bearer)
             .map_err(ToolError::caused_by)?;
     }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(headers);
     let url = format!("{api}/orders/{order_id}/cancel");
-    let request = Request::new_with_init(&url, &init).map_err(ToolError::caused_by)?;
+    let request =
+        helix_edge::request(&url, "POST", &headers, None).map_err(ToolError::caused_by)?;
     let mut response = Fetch::Request(request)
         .send()
         .await

@@ -69,4 +69,13 @@ impl Agents {
     pub fn iter(&self) -> impl Iterator<Item = &Agent> {
         self.agents.iter().map(|(a, _)| a.as_ref())
     }
+
+    /// The name of the first sub-agent tool of these agents, if they have one (a
+    /// worker built without sub-agents refuses such agents).
+    pub fn subagent_tool(&self) -> Option<&str> {
+        self.iter()
+            .flat_map(Agent::tools)
+            .find(|t| t.subagent_of().is_some())
+            .map(|t| t.name())
+    }
 }

@@ -39,7 +39,11 @@ impl Inner {
             let fields = json!({ "session": id, "error": e.to_string(), "ms": ms });
             log(Level::Warn, "drive_failed", fields);
         }
+        // A child session relays its stream and reports its end to its parent.
+        #[cfg(feature = "subagents")]
         let reported = self.report_to_parent(&parts, id).await;
+        #[cfg(not(feature = "subagents"))]
+        let reported = true;
         // What the slice committed goes to D1: at once when the run ended; when it waits
         // for a human, a little later, so that the answer's commits can join the batch.
         if matches!(progress, Ok(Progress::Idle(_))) {

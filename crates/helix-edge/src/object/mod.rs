@@ -17,6 +17,7 @@ mod drive;
 mod ops;
 mod replicate;
 mod stream;
+#[cfg(feature = "subagents")]
 mod tree;
 
 use crate::api::{ApiError, Operation};
@@ -35,14 +36,17 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use worker::{Env, Method, Request, Response, Result, State};
 
+#[cfg(feature = "subagents")]
 pub use tree::DoChildren;
 
 /// Internal path: create this object's session (a root's, from the worker's router, or
 /// a child's, from its parent); the body is the runner's `CreateSession`.
 pub const CREATE_PATH: &str = "/__internal/create";
 /// Internal path: a child reports that it ended (`ChildEnded`).
+#[cfg(feature = "subagents")]
 pub const ENDED_PATH: &str = "/__internal/ended";
 /// Internal path: chunks of a child's stream for the parent's (`{from, chunks}`).
+#[cfg(feature = "subagents")]
 pub const RELAY_PATH: &str = "/__internal/relay";
 /// Internal path: the parent is being deleted; delete this child session.
 pub const DELETE_PATH: &str = "/__internal/delete";
@@ -152,7 +156,6 @@ impl Inner {
             attempts: Rc::new(SqlAttempts(sql.clone())),
             suspension: Rc::new(SqlSuspension::new(sql.clone())),
         };
-        let children = DoChildren::new(self.env.clone(), self.app.sessions());
         let runner = Runner::new(
             store,
             setup.agents.clone(),
@@ -160,8 +163,12 @@ impl Inner {
             journal,
             Rc::new(WorkerHost),
             RunnerConfig::new(self.instance.clone()),
-        )
-        .with_children(Rc::new(children));
+        );
+        #[cfg(feature = "subagents")]
+        let runner = runner.with_children(Rc::new(DoChildren::new(
+            self.env.clone(),
+            self.app.sessions(),
+        )));
         let parts = Rc::new(Parts {
             sql,
             stream,
@@ -218,7 +225,9 @@ impl Inner {
         }
         match path.as_str() {
             CREATE_PATH => return self.create(&parts, &id, &body).await,
+            #[cfg(feature = "subagents")]
             ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
+            #[cfg(feature = "subagents")]
             RELAY_PATH => return self.take_relay(&parts, &id, &body).await,
             DELETE_PATH => return self.delete(&parts, &id, true).await,
             #[cfg(feature = "test-routes")]

@@ -176,7 +176,11 @@ impl SqlStreamLog {
     pub fn ping(&self) -> usize {
         self.clients.ping()
     }
+}
 
+/// Relaying a child session's stream to its parent's.
+#[cfg(feature = "subagents")]
+impl SqlStreamLog {
     /// The confirmed chunks not yet relayed to the parent session (a child's stream is
     /// also shown on its parent's), at most `limit` events from the cursor on: the last
     /// sequence looked at and the chunks' `(sequence, data)`. Unconfirmed chunks (a
