@@ -4,23 +4,23 @@
 //! tests and the benchmarks run against it.
 //!
 //! # Map of the crate
-//! - [`agents`]: the reference agents (`assistant`, `coordinator` with its `researcher`
-//!   sub-agent) and their typed tools. Pure: tested natively.
+//! - The reference agents (`assistant`, `coordinator` with its `researcher` sub-agent)
+//!   and their typed tools are the `reference-agents` crate (`crates/reference-agents`),
+//!   tested natively: this crate is a cdylib only, as a user's worker is.
 //! - `test_agents` (feature `test-routes`, wasm only): the `ledger` agent the
 //!   end-to-end suite's fault injection counts executions with, and `typed` and
 //!   `lister` for typed state, tool output schemas and typed output.
 //! - The worker itself (wasm only): the agents this deployment hosts, given its
 //!   environment, and the entry and `SessionObject` class from `helix_edge::worker!`.
 
-pub mod agents;
 #[cfg(all(feature = "test-routes", target_arch = "wasm32"))]
 mod test_agents;
 
 #[cfg(target_arch = "wasm32")]
 mod hosted {
-    use crate::agents::{ASK_USER_DEADLINE, reference_agents};
     use helix_edge::agent::Agents;
     use helix_edge::error::DefinitionError;
+    use reference_agents::{ASK_USER_DEADLINE, reference_agents};
     use worker::Env;
 
     /// A var, if set and not empty.

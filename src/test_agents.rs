@@ -9,11 +9,11 @@
 //! client tool whose results must match a declared output schema. `lister` owes a list
 //! of strings as its output (a typed output that is not an object).
 
-use crate::agents::add_note_tool;
 use helix_edge::agent::Agent;
 use helix_edge::error::{DefinitionError, ToolError};
 use helix_edge::model::CacheTtl;
 use helix_edge::tool::{Tool, ToolContext};
+use reference_agents::add_note_tool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

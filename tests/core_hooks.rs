@@ -16,7 +16,7 @@ use helix_edge::runner::{Progress, Submission};
 use helix_edge::state::PatchOp;
 use helix_edge::store::SessionStatus;
 use helix_edge::tool::Tool;
-use helix_edge_reference::agents::{AddNote, AskUser, DeleteFile};
+use reference_agents::{AddNote, AskUser, DeleteFile};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -74,7 +74,7 @@ impl Hooks for Log {
 fn world(log: &Log) -> World {
     let agent = Agent::builder("hooked")
         .initial_state(json!({"notes": []}))
-        .tool(helix_edge_reference::agents::add_note_tool())
+        .tool(reference_agents::add_note_tool())
         .tool(Tool::new("slow", "d", |i: AddNote, ctx| async move {
             for _ in 0..5 {
                 yield_now().await;

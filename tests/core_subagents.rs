@@ -27,7 +27,7 @@ use helix_edge::store::{
     ChildStatus, MemoryStore, PendingCall, PendingKind, SessionStatus, Store, StoreError,
 };
 use helix_edge::tool::Tool;
-use helix_edge_reference::agents::{Research, coordinator};
+use reference_agents::{Research, coordinator};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -130,7 +130,7 @@ fn agents() -> Agents {
         .system_prompt("plan")
         .tool(Tool::subagent::<Research>(
             "research",
-            helix_edge_reference::agents::researcher().unwrap(),
+            reference_agents::researcher().unwrap(),
         ))
         .tool(
             Tool::new("finish", "d", |_: Value, _| async {
@@ -761,7 +761,7 @@ fn deleting_the_root_deletes_its_children_first_and_a_child_alone_is_refused() {
 #[test]
 fn agents_name_their_first_sub_agent_tool_for_workers_built_without_sub_agents() {
     assert_eq!(agents().subagent_tool(), Some("research"));
-    let researcher = helix_edge_reference::agents::researcher().expect("researcher");
+    let researcher = reference_agents::researcher().expect("researcher");
     let without = Agents::new().with(researcher).expect("agents");
     assert_eq!(without.subagent_tool(), None);
 }

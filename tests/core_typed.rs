@@ -259,7 +259,7 @@ fn stop_when_ends_the_run_after_the_step_it_matches() {
     let agent = |output: bool| {
         let mut b = Agent::builder("stopper")
             .initial_state(json!({"notes": []}))
-            .tool(helix_edge_reference::agents::add_note_tool())
+            .tool(reference_agents::add_note_tool())
             .stop_when(|step| {
                 step.tool_calls.iter().any(|c| c.name == "add_note")
                     && step.state["notes"].as_array().is_some_and(|n| n.len() >= 2)

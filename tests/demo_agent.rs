@@ -11,7 +11,7 @@ use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{CreateSession, Progress, Runner, RunnerConfig, Submission};
 use helix_edge::store::{MemoryStore, PendingKind, SessionStatus, Store};
-use helix_edge_reference::agents::assistant;
+use reference_agents::assistant;
 use serde_json::{Value, json};
 use std::rc::Rc;
 

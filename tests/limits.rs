@@ -18,7 +18,7 @@ use helix_edge::scripted::ScriptedModel;
 use helix_edge::store::rows::{MAX_PATCH_BYTES, MAX_ROW_BYTES, PlannedStore};
 use helix_edge::store::{SessionStatus, Store, StoreError};
 use helix_edge::tool::{Tool, ToolContext};
-use helix_edge_reference::agents::AskUser;
+use reference_agents::AskUser;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;

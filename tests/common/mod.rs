@@ -16,7 +16,7 @@ use helix_edge::scripted::ScriptedModel;
 use helix_edge::state::PatchOp;
 use helix_edge::store::{MemoryStore, Store};
 use helix_edge::tool::{Tool, ToolContext};
-use helix_edge_reference::agents::{AddNote, AskUser, DeleteFile, SendEmail, add_note_tool};
+use reference_agents::{AddNote, AskUser, DeleteFile, SendEmail, add_note_tool};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::future::Future;
@@ -214,7 +214,7 @@ impl World {
         let agents = Agents::new()
             .with(tester(&exec))
             .and_then(|a| a.with(summarizer()))
-            .and_then(|a| a.with(helix_edge_reference::agents::assistant()?))
+            .and_then(|a| a.with(reference_agents::assistant()?))
             .unwrap();
         Self {
             store: Rc::new(MemoryStore::yielding()),
