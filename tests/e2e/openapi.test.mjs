@@ -78,6 +78,7 @@ const VALID_BODIES = {
   abortSession: () => ({ reason: 'fuzz' }),
   retrySession: () => ({ checkpointId: 'ckpt_nope' }),
   forkSession: () => ({ checkpointId: 'ckpt_nope' }),
+  chat: () => ({ id: `fuzz-chat-${process.pid}`, messages: [{ role: 'user', parts: [{ type: 'text', text: 'hello' }] }] }),
 };
 
 const HOSTILE = [

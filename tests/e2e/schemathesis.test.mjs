@@ -57,24 +57,33 @@ function run(args) {
   });
 }
 
+// The chat routes answer with streams the links cannot lead on from, and their inferred
+// links crowd out the document's: the stateful phase runs without them, in a run of its
+// own.
+const common = (phases, ...excluded) => [
+  'run', `${worker.baseUrl}/v1/openapi.json`,
+  '--header', `Authorization: Bearer ${API_TOKEN}`,
+  '--checks', 'all',
+  '--phases', phases,
+  ...['streamSession', ...excluded].flatMap((id) => ['--exclude-operation-id', id]),
+  '--max-examples', EXAMPLES,
+  '--seed', SEED,
+  '--workers', '1',
+  '--request-timeout', '30',
+];
+
 test('schemathesis finds nothing: coverage, fuzzing and stateful phases, every check', async () => {
   assert.ok(existsSync(ST), `schemathesis is not installed at ${ST}: run scripts/test.sh, which installs it`);
-  const { code, out } = await run([
-    'run', `${worker.baseUrl}/v1/openapi.json`,
-    '--header', `Authorization: Bearer ${API_TOKEN}`,
-    '--checks', 'all',
-    '--phases', 'examples,coverage,fuzzing,stateful',
-    '--exclude-operation-id', 'streamSession',
-    '--max-examples', EXAMPLES,
-    '--seed', SEED,
-    '--workers', '1',
-    '--request-timeout', '30',
-  ]);
-  const summary = out.slice(out.lastIndexOf('SUMMARY'));
+  const fuzzed = await run(common('examples,coverage,fuzzing'));
+  const summary = fuzzed.out.slice(fuzzed.out.lastIndexOf('SUMMARY'));
   console.log(summary);
-  assert.equal(code, 0, `schemathesis reported findings (seed ${SEED}):\n${out.slice(-20_000)}`);
+  assert.equal(fuzzed.code, 0, `schemathesis reported findings (seed ${SEED}):\n${fuzzed.out.slice(-20_000)}`);
   const generated = Number(/(\d+) generated/.exec(summary)?.[1] ?? 0);
   assert.ok(generated >= 1_000, `test cases generated: ${generated}`);
-  const links = /API Links:\s+(\d+) covered/.exec(out);
+
+  const stateful = await run(common('stateful', 'chat', 'resumeChat'));
+  console.log(stateful.out.slice(stateful.out.lastIndexOf('SUMMARY')));
+  assert.equal(stateful.code, 0, `schemathesis reported findings (seed ${SEED}):\n${stateful.out.slice(-20_000)}`);
+  const links = /API Links:\s+(\d+) covered/.exec(stateful.out);
   assert.ok(links && Number(links[1]) >= 5, `the stateful phase followed the document's links: ${links?.[0]}`);
 });

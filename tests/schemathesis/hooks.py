@@ -1,14 +1,20 @@
 """Schemathesis hooks for the helix-edge API (`tests/e2e/schemathesis.test.mjs`).
 
-One rule of the API cannot be written in JSON Schema: a create's `messages` history
+Two rules of the API cannot be written in JSON Schema: a create's `messages` history
 must pair every assistant tool call with one tool message (same id and name) before the
-next user or assistant message, with call ids unique. The document states it in words
-and the server refuses a history that breaks it (400 naming the message); this hook
-keeps generated cases to histories that follow it, as a client following the document
-would send. Anything else the generator makes goes to the server as it is.
+next user or assistant message, with call ids unique; and a chat's newest user message
+needs a text part that is not blank. The document states them in words and the server
+refuses a body that breaks them (400 naming what is wrong); this hook keeps generated
+cases to bodies that follow them, as a client following the document would send.
+Anything else the generator makes goes to the server as it is.
 """
 
+import re
+
 import schemathesis
+
+# The characters the server counts as blank (`api::is_blank`, the document's NOT_BLANK).
+_BLANK = re.compile("[\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
 
 
 def _text(value):
@@ -47,10 +53,28 @@ def _coherent(history):
     return not open_calls
 
 
+def _says_something(messages):
+    """Whether a chat's newest message, if it is the user's, has a non-blank text part;
+    True for a malformed list (the schema's own checks decide about it)."""
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return True
+    last = messages[-1]
+    parts = last.get("parts")
+    if last.get("role") != "user" or not isinstance(parts, list):
+        return True
+    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+    text = "".join(t for t in texts if isinstance(t, str))
+    return any(not _BLANK.fullmatch(c) for c in text)
+
+
 @schemathesis.hook
 def filter_case(ctx, case):
     body = case.body
-    if case.operation.label != "POST /v1/sessions" or not isinstance(body, dict):
+    if not isinstance(body, dict):
+        return True
+    if case.operation.label == "POST /v1/chat":
+        return _says_something(body.get("messages"))
+    if case.operation.label != "POST /v1/sessions":
         return True
     history = body.get("messages")
     return not isinstance(history, list) or _coherent(history)

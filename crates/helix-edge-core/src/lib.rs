@@ -15,6 +15,7 @@
 //! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript) and
 //!   [`attachment`] (files users attach to messages), [`api`]
 //!   (routes, bodies, views and errors of the HTTP API, the served OpenAPI document),
+//!   [`chat`] (the AI SDK's chat protocol: its requests, the UI message stream),
 //!   [`auth`] (tokens).
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
 //!   sans IO), `demo` (feature `demo`: the built-in deterministic model), [`scripted`]
@@ -24,6 +25,7 @@ pub mod agent;
 pub mod api;
 pub mod attachment;
 pub mod auth;
+pub mod chat;
 pub mod chunk;
 #[cfg(feature = "demo")]
 pub mod demo;

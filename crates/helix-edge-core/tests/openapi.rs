@@ -10,6 +10,7 @@ use helix_edge_core::api::{
     CreateSessionBody, ForkBody, MessageBody, NOT_BLANK, OPENAPI, ROUTES, ReasonBody, RetryBody,
     ToolResultBody, is_blank, parse_body,
 };
+use helix_edge_core::chat::ChatRequest;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -277,6 +278,20 @@ fn request_body_schemas_agree_with_the_parsers() {
     assert!(!submits(&both), "result and error together are refused");
     assert!(!accepts::<ToolResultBody>(
         &json!({"kind": "other", "toolCallId": "c"})
+    ));
+
+    let chats = |body: &Value| ChatRequest::parse(body.to_string().as_bytes()).is_ok();
+    let said = json!({"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}], "metadata": {}});
+    agrees(
+        &schema("ChatRequest"),
+        json!({"id": "chat-1", "agent": "assistant", "trigger": "submit-message", "messageId": "m1", "messages": [said]}),
+        chats,
+    );
+    agrees(&schema("UiMessage"), said.clone(), |m| {
+        chats(&json!({"id": "chat-1", "messages": [m]}))
+    });
+    assert!(!chats(
+        &json!({"id": "chat-1", "trigger": "regenerate-message", "messages": [said]})
     ));
 }
 

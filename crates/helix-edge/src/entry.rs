@@ -6,6 +6,7 @@
 use crate::api::{AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, parse_body};
 use crate::app::App;
 use crate::auth::authorize;
+use crate::chat::ChatRequest;
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
 };
@@ -56,7 +57,20 @@ async fn dispatch(
     if route.operation == Operation::Healthz {
         return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e));
     }
-    authorize(config, credential.as_deref(), route.session, now_secs)?;
+    // A chat names its session in the body: a session token for it is accepted.
+    let chat = match route.operation {
+        Operation::Chat => {
+            let body = read_body(&req).await?;
+            let parsed = ChatRequest::parse(&body);
+            Some((body, parsed))
+        }
+        _ => None,
+    };
+    let session = match &chat {
+        Some((_, Ok(request))) => Some(request.id.as_str()),
+        _ => route.session,
+    };
+    authorize(config, credential.as_deref(), session, now_secs)?;
     // The database's schema is checked in the background, once per isolate.
     if let Ok(db) = env.d1(app.database()) {
         ctx.wait_until(crate::schema::refresh(db));
@@ -74,6 +88,14 @@ async fn dispatch(
             "This worker does not serve its OpenAPI document (helix-edge's `openapi` feature).",
         )),
         (Operation::ListAgents, _) => json_response(200, &AgentsView::from(&setup.agents)),
+        (Operation::Chat, _) => {
+            let Some((body, parsed)) = chat else {
+                return Err(internal("chat", "the body was not read"));
+            };
+            let id = parsed?.id;
+            let request = ObjectRequest::post(path, body);
+            call_object(env, app.sessions(), &id, request).await
+        }
         (Operation::CreateSession, _) => create(env, app, &req).await,
         (Operation::ListSessions, _) => crate::list::list(env, app, &req).await,
         (_, Some(id)) => {

@@ -45,6 +45,10 @@ pub enum Operation {
     Retry,
     /// `POST /v1/sessions/{id}/fork`.
     Fork,
+    /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
+    Chat,
+    /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
+    ChatStream,
 }
 
 /// One route: a method, a path template (`{id}` is a session id) and its operation.
@@ -94,6 +98,8 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     r("POST", "/v1/sessions/{id}/retry", Operation::Retry),
     r("POST", "/v1/sessions/{id}/fork", Operation::Fork),
+    r("POST", "/v1/chat", Operation::Chat),
+    r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];
 
 /// A request matched to its route.

@@ -59,7 +59,7 @@ impl Inner {
     }
 
     /// One heartbeat loop per object, while any client is connected.
-    fn start_pings(self: &Rc<Self>) {
+    pub(super) fn start_pings(self: &Rc<Self>) {
         if self.pinging.replace(true) {
             return;
         }

@@ -144,6 +144,25 @@ impl SqlStreamLog {
         seq
     }
 
+    /// The sequence number of the newest event.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq.get()
+    }
+
+    /// The sequence number of the newest retained `run_started` of session `id` (not
+    /// of a child's, relayed here), if any.
+    pub fn run_start(&self, id: &str) -> Option<u64> {
+        let prefix = format!("{{\"sessionId\":{}", serde_json::Value::from(id));
+        let rows = self
+            .sql
+            .query(
+                "SELECT MAX(seq) FROM events WHERE event = 'chunk' AND instr(data, ?) = 1 AND instr(data, '\"type\":\"run_started\"') > 0",
+                vec![prefix.into()],
+            )
+            .ok()?;
+        first_int(&rows).map(|s| s as u64)
+    }
+
     /// Registers a client and returns the frames it must get first: every retained
     /// event after `after` (with a `truncated` notice if some are gone).
     pub fn subscribe(&self, after: u64, tx: ClientSender) -> Vec<Vec<u8>> {

@@ -1,0 +1,186 @@
+//! The AI SDK's chat routes, as a session's object serves them: `POST /v1/chat` takes
+//! what the client sends (a new user message, or answers to what the run waits on),
+//! applies it like the v1 operations do, and answers with the run as a UI message stream
+//! until it ends or waits for a human; `GET /v1/chat/{id}/stream` replays the active
+//! run's message and goes on live.
+
+use super::{Answer, Inner, Parts};
+use crate::api::ApiError;
+use crate::chat::{ChatAnswer, ChatRequest, UI_DONE, UiStream, ui_frame};
+use crate::http::internal;
+use crate::runner::{CreateSession, RunError};
+use crate::storage::CLIENT_QUEUE;
+use crate::store::{PendingKind, SessionStatus, Store, StoreError};
+use futures::StreamExt;
+use futures::channel::mpsc;
+use serde_json::Value;
+use std::rc::Rc;
+use worker::Response;
+
+/// One stored event of an SSE frame the stream log sent: `(event, data)`; `None` for
+/// comments (pings).
+fn parse_frame(frame: &[u8]) -> Option<(String, Value)> {
+    let text = std::str::from_utf8(frame).ok()?;
+    let mut event = None;
+    let mut data = None;
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("event: ") {
+            event = Some(v.to_string());
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            data = serde_json::from_str(v).ok();
+        }
+    }
+    Some((event?, data?))
+}
+
+impl Inner {
+    /// `POST /v1/chat` for this session.
+    pub(super) async fn chat(self: &Rc<Self>, parts: &Parts, id: &str, body: &[u8]) -> Answer {
+        let request = ChatRequest::parse(body)?;
+        let runner = &parts.runner;
+        let from = parts.stream.last_seq();
+        let loaded = runner.store().load(id).await.map_err(RunError::from)?;
+        let (message_id, known) = match loaded {
+            None => {
+                let text = request
+                    .user_text
+                    .ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?;
+                let setup = crate::setup::Setup::get(&self.env, &self.app)?;
+                let agent = match request.agent {
+                    Some(agent) => agent,
+                    None => setup
+                        .agents
+                        .iter()
+                        .next()
+                        .map(|a| a.name().to_string())
+                        .ok_or_else(|| internal("chat", "no agents"))?,
+                };
+                self.remember(id)?;
+                let created = runner.create(CreateSession::new(id, agent, text)).await?;
+                self.schedule(id);
+                (created.run_id, Vec::new())
+            }
+            Some(loaded) => {
+                let head = loaded.head;
+                let mut pending = head.pending.clone();
+                pending.extend(runner.descendant_calls(&head).await?);
+                let kind_of = |call: &str| {
+                    pending
+                        .iter()
+                        .find(|p| p.tool_call_id == call)
+                        .map(|p| p.kind)
+                };
+                // An approval must be for a call awaiting one; outputs of calls that
+                // are not pending client calls are history, not answers.
+                if let Some(forged) = request.answers.iter().find(|a| {
+                    a.is_approval() && kind_of(a.call_id()) != Some(PendingKind::Approval)
+                }) {
+                    return Err(ApiError::client(
+                        409,
+                        "approval_not_pending",
+                        format!(
+                            "No approval is pending for tool call {}: it was answered already, or never requested.",
+                            forged.call_id()
+                        ),
+                    ));
+                }
+                let answers: Vec<&ChatAnswer> = request
+                    .answers
+                    .iter()
+                    .filter(|a| {
+                        a.is_approval() || kind_of(a.call_id()) == Some(PendingKind::Client)
+                    })
+                    .collect();
+                let mut known: Vec<String> = Vec::new();
+                for answer in &answers {
+                    let body = answer.tool_result_body().to_string().into_bytes();
+                    self.submit(runner, id, body).await?;
+                    known.push(answer.call_id().to_string());
+                }
+                let run_id = if !answers.is_empty() {
+                    head.run.run_id.clone()
+                } else if let Some(text) = request.user_text {
+                    let message = crate::message::Message::user(text);
+                    let run_id = runner.send_messages(id, vec![message]).await?;
+                    self.schedule(id);
+                    run_id
+                } else {
+                    return Err(ApiError::client(
+                        409,
+                        "nothing_to_answer",
+                        "The messages answer nothing the session waits on, and end with no new user message.",
+                    ));
+                };
+                // The client appends this answer to the assistant message it continues.
+                let message_id = match (&request.continues, answers.is_empty()) {
+                    (Some(continued), false) => continued.clone(),
+                    _ => run_id,
+                };
+                known.extend(head.pending.iter().map(|p| p.tool_call_id.clone()));
+                (message_id, known)
+            }
+        };
+        self.ui_stream(parts, from, UiStream::new(id, &message_id, known))
+    }
+
+    /// `GET /v1/chat/{id}/stream`: the active run's message from its start, then live;
+    /// 204 when no run is active.
+    pub(super) async fn chat_stream(self: &Rc<Self>, parts: &Parts, id: &str) -> Answer {
+        let head = parts.runner.head_for_stream(id).await?;
+        let start = parts.stream.run_start(id);
+        match (head.status, start) {
+            (SessionStatus::Active, Some(start)) => {
+                let ui = UiStream::new(id, &head.run.run_id, Vec::new());
+                self.ui_stream(parts, start - 1, ui)
+            }
+            _ => Response::empty()
+                .map(|r| r.with_status(204))
+                .map_err(|e| internal("chat stream", e)),
+        }
+    }
+
+    /// The stream after `from`, as UI message chunks, until `ui` says the answer is
+    /// complete (or the session's stream ends).
+    fn ui_stream(self: &Rc<Self>, parts: &Parts, from: u64, ui: UiStream) -> Answer {
+        let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
+        let backlog = parts.stream.subscribe(from, tx);
+        let live = rx.take_while(|frame| futures::future::ready(!frame.is_empty()));
+        let source = futures::stream::iter(backlog).chain(live).boxed_local();
+        let body = futures::stream::unfold(Some((source, ui)), |state| async move {
+            let (mut source, mut ui) = state?;
+            loop {
+                let Some(frame) = source.next().await else {
+                    return Some((Ok(UI_DONE.as_bytes().to_vec()), None));
+                };
+                if frame.starts_with(b":") {
+                    return Some((Ok(frame), Some((source, ui))));
+                }
+                let Some((event, data)) = parse_frame(&frame) else {
+                    continue;
+                };
+                let mut out = String::new();
+                for chunk in ui.event(&event, &data) {
+                    out.push_str(&ui_frame(&chunk));
+                }
+                if ui.is_done() {
+                    out.push_str(UI_DONE);
+                    return Some((Ok::<Vec<u8>, worker::Error>(out.into_bytes()), None));
+                }
+                if !out.is_empty() {
+                    return Some((Ok(out.into_bytes()), Some((source, ui))));
+                }
+            }
+        });
+        self.start_pings();
+        let mut resp = Response::from_stream(body).map_err(|e| internal("chat", e))?;
+        let headers = resp.headers_mut();
+        for (k, v) in [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+            ("x-vercel-ai-ui-message-stream", "v1"),
+        ] {
+            headers.set(k, v).map_err(|e| internal("headers", e))?;
+        }
+        Ok(resp)
+    }
+}
