@@ -58,9 +58,14 @@ test('the example worker: create, approval on the stream, approve, the tool runs
   assert.equal(session.body.status, 'completed');
 });
 
-test('the example worker is built without the OpenAPI route: 404, saying which feature serves it', async () => {
+test('the example worker is built without the OpenAPI and chat routes: 404, saying which feature serves them', async () => {
   const doc = await api(worker, 'GET', '/v1/openapi.json');
   assert.equal(doc.status, 404);
   assert.equal(doc.body.error.code, 'not_found');
   assert.match(doc.body.error.message, /`openapi` feature/);
+  const chat = await api(worker, 'POST', '/v1/chat', { id: 'c', messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }] });
+  assert.equal(chat.status, 404);
+  assert.match(chat.body.error.message, /`chat` feature/);
+  const resume = await api(worker, 'GET', '/v1/chat/c/stream');
+  assert.equal(resume.status, 404);
 });

@@ -6,6 +6,7 @@
 use crate::api::{AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, parse_body};
 use crate::app::App;
 use crate::auth::authorize;
+#[cfg(feature = "chat")]
 use crate::chat::ChatRequest;
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
@@ -58,6 +59,7 @@ async fn dispatch(
         return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e));
     }
     // A chat names its session in the body: a session token for it is accepted.
+    #[cfg(feature = "chat")]
     let chat = match route.operation {
         Operation::Chat => {
             let body = read_body(&req).await?;
@@ -66,10 +68,13 @@ async fn dispatch(
         }
         _ => None,
     };
+    #[cfg(feature = "chat")]
     let session = match &chat {
         Some((_, Ok(request))) => Some(request.id.as_str()),
         _ => route.session,
     };
+    #[cfg(not(feature = "chat"))]
+    let session = route.session;
     authorize(config, credential.as_deref(), session, now_secs)?;
     // The database's schema is checked in the background, once per isolate.
     if let Ok(db) = env.d1(app.database()) {
@@ -88,6 +93,7 @@ async fn dispatch(
             "This worker does not serve its OpenAPI document (helix-edge's `openapi` feature).",
         )),
         (Operation::ListAgents, _) => json_response(200, &AgentsView::from(&setup.agents)),
+        #[cfg(feature = "chat")]
         (Operation::Chat, _) => {
             let Some((body, parsed)) = chat else {
                 return Err(internal("chat", "the body was not read"));
@@ -96,6 +102,12 @@ async fn dispatch(
             let request = ObjectRequest::post(path, body);
             call_object(env, app.sessions(), &id, request).await
         }
+        #[cfg(not(feature = "chat"))]
+        (Operation::Chat | Operation::ChatStream, _) => Err(ApiError::client(
+            404,
+            "not_found",
+            "This worker does not serve the AI SDK's chat routes (helix-edge's `chat` feature).",
+        )),
         (Operation::CreateSession, _) => create(env, app, &req).await,
         (Operation::ListSessions, _) => crate::list::list(env, app, &req).await,
         (_, Some(id)) => {

@@ -12,6 +12,7 @@
 //! - `replicate`: sending the commit log to D1 in the background.
 //! - `delete`: deleting the session, its children and the object's storage.
 
+#[cfg(feature = "chat")]
 mod chat;
 mod delete;
 mod drive;
@@ -257,7 +258,9 @@ impl Inner {
             Operation::Fork => self.fork(runner, &id, &body).await,
             Operation::ListRuns => self.runs(runner, &id).await,
             Operation::ListCheckpoints => self.checkpoints(runner, &id).await,
+            #[cfg(feature = "chat")]
             Operation::Chat => self.chat(&parts, &id, &body).await,
+            #[cfg(feature = "chat")]
             Operation::ChatStream => self.chat_stream(&parts, &id).await,
             // The worker answers the rest itself.
             other => Err(internal("object route", format!("{other:?}"))),

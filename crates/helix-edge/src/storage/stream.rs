@@ -145,12 +145,14 @@ impl SqlStreamLog {
     }
 
     /// The sequence number of the newest event.
+    #[cfg(feature = "chat")]
     pub fn last_seq(&self) -> u64 {
         self.last_seq.get()
     }
 
     /// The sequence number of the newest retained `run_started` of session `id` (not
     /// of a child's, relayed here), if any.
+    #[cfg(feature = "chat")]
     pub fn run_start(&self, id: &str) -> Option<u64> {
         let prefix = format!("{{\"sessionId\":{}", serde_json::Value::from(id));
         let rows = self
