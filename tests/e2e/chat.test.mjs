@@ -3,6 +3,7 @@
 // an approval answered with addToolApprovalResponse (approved, and denied), a client
 // tool answered from onToolCall, a stream resumed with resumeStream, the worker
 // restarted between an approval request and its answer; and forged answers refused.
+// An AI SDK 6 client (`ai` 6.0.325) goes through an approval too.
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,7 @@ import {
   lastAssistantMessageIsCompleteWithApprovalResponses as approvalsAnswered,
   lastAssistantMessageIsCompleteWithToolCalls as toolsAnswered,
 } from 'ai';
+import * as sdk6 from 'ai-v6';
 import { API_TOKEN, api, startWithMock, waitFor } from './client.mjs';
 
 let worker;
@@ -39,19 +41,27 @@ class NodeChatState {
   snapshot = (v) => structuredClone(v);
 }
 
-class Chat extends AbstractChat {
-  constructor(init) { super({ ...init, state: new NodeChatState() }); }
-}
+const sdk7 = {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses: approvalsAnswered,
+  lastAssistantMessageIsCompleteWithToolCalls: toolsAnswered,
+};
 
-function chat(id, { agent = 'assistant', onToolCall } = {}) {
+function chat(id, { agent = 'assistant', onToolCall, token = API_TOKEN, sdk = sdk7 } = {}) {
+  class Chat extends sdk.AbstractChat {
+    constructor(init) { super({ ...init, state: new NodeChatState() }); }
+  }
+  const done = (o) => sdk.lastAssistantMessageIsCompleteWithApprovalResponses(o)
+    || sdk.lastAssistantMessageIsCompleteWithToolCalls(o);
   const c = new Chat({
     id,
-    transport: new DefaultChatTransport({
+    transport: new sdk.DefaultChatTransport({
       api: `${worker.baseUrl}/v1/chat`,
-      headers: { authorization: `Bearer ${API_TOKEN}` },
+      headers: { authorization: `Bearer ${token}` },
       body: { agent },
     }),
-    sendAutomaticallyWhen: (o) => approvalsAnswered(o) || toolsAnswered(o),
+    sendAutomaticallyWhen: done,
     onToolCall: onToolCall && ((arg) => onToolCall(c, arg)),
   });
   return c;
@@ -195,6 +205,30 @@ test('forged answers are refused and change nothing', async () => {
   assert.equal(noAuth.status, 401);
 });
 
+test('a session token opens its own chat, and no other', async () => {
+  const id = newId('token');
+  llm.push({ text: 'First.' });
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'hi' });
+  assert.equal(created.status, 201);
+  await waitFor(worker, id, (s) => s.status === 'completed');
+  const token = created.body.sessionToken;
+  assert.ok(token, 'the worker issues session tokens');
+
+  llm.push({ text: 'Second, by token.' });
+  const c = chat(id, { token });
+  await c.sendMessage({ text: 'more' });
+  await until(c, (m) => textOf(m) === 'Second, by token.');
+
+  const other = await fetch(`${worker.baseUrl}/v1/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ id: newId('other'), messages: [{ role: 'user', parts: [{ type: 'text', text: 'x' }] }] }),
+  });
+  assert.equal(other.status, 403);
+  const resume = await fetch(`${worker.baseUrl}/v1/chat/${id}/stream`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(resume.status, 204);
+});
+
 test('the worker restarts between the approval request and the approval: the chat still completes', async () => {
   const id = newId('restart');
   llm.push({ calls: [{ id: 'c1', name: 'delete_file', args: { path: '/late' } }] }, { text: 'Deleted late.' });
@@ -214,4 +248,17 @@ test('the worker restarts between the approval request and the approval: the cha
   const done = await until(again, (m) => textOf(m).includes('Deleted late.'), 60_000);
   assert.equal(toolPart(done, 'c1').state, 'output-available');
   assert.equal((await waitFor(worker, id, (s) => s.status === 'completed')).status, 'completed');
+});
+
+test('an AI SDK 6 client: text, then an approval answered, in one assistant message', async () => {
+  const id = newId('sdk6');
+  llm.push({ text: 'I will.', calls: [{ id: 'c1', name: 'delete_file', args: { path: '/six' } }] }, { text: 'Deleted /six.' });
+  const c = chat(id, { sdk: sdk6 });
+  await c.sendMessage({ text: 'delete /six' });
+  const asked = await until(c, (m) => toolPart(m, 'c1')?.state === 'approval-requested');
+  await c.addToolApprovalResponse({ id: toolPart(asked, 'c1').approval.id, approved: true });
+  const done = await until(c, (m) => textOf(m).includes('Deleted /six.'));
+  assert.equal(done.id, asked.id);
+  assert.equal(toolPart(done, 'c1').state, 'output-available');
+  assert.equal(textOf(done), 'I will.Deleted /six.');
 });
