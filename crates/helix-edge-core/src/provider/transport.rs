@@ -1,0 +1,91 @@
+//! The HTTP a provider call needs from its caller: the request, the response with its
+//! body as a stream of byte chunks, and the [`Transport`] that sends one (the Workers
+//! `fetch` on the platform, real sockets in native tests) and keeps time.
+
+use crate::error::ProviderError;
+use futures::future::LocalBoxFuture;
+use std::time::Duration;
+
+/// An outgoing HTTP request.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// Absolute URL.
+    pub url: String,
+    /// Headers (the key is among them: never log them).
+    pub headers: Vec<(String, String)>,
+    /// JSON body.
+    pub body: String,
+}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the transport could not deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    /// No headers, or no next chunk, within the request timeout.
+    Timeout,
+    /// Connection failed or broke.
+    Network(String),
+    /// The run was aborted.
+    Aborted,
+}
+
+impl From<TransportError> for ProviderError {
+    fn from(e: TransportError) -> Self {
+        match e {
+            TransportError::Timeout => ProviderError::Timeout,
+            TransportError::Network(m) => ProviderError::Network(m),
+            TransportError::Aborted => ProviderError::Network("the call was aborted".into()),
+        }
+    }
+}
+
+/// A response whose body arrives in chunks.
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Box<dyn BodyStream>,
+}
+
+impl HttpResponse {
+    /// A header's value (names compare case-insensitively).
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Body chunks as they arrive.
+pub trait BodyStream {
+    /// The next chunk; `None` at the end.
+    fn next(&mut self) -> LocalBoxFuture<'_, Option<Result<Vec<u8>, TransportError>>>;
+}
+
+/// What the caller supplies: HTTP, a timer, a clock, randomness and a log.
+pub trait Transport {
+    /// Sends `request`; the timeout applies to the headers and to each body chunk.
+    fn send<'a>(
+        &'a self,
+        request: &'a HttpRequest,
+        timeout: Duration,
+    ) -> LocalBoxFuture<'a, Result<HttpResponse, TransportError>>;
+    /// Waits `wait`.
+    fn sleep(&self, wait: Duration) -> LocalBoxFuture<'_, ()>;
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+    /// A uniform random number in `[0, 1)`, for jitter.
+    fn random(&self) -> f64;
+    /// Notes something odd but harmless (an unknown stream event).
+    fn warn(&self, message: &str);
+}
