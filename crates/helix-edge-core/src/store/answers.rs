@@ -1,0 +1,194 @@
+//! What a suspended run waits on and what answers it: pending calls, the answers stored
+//! for them (read through a flat record, see `wire`), and how long each call waited.
+
+use crate::wire::{present, required, wire_enum};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How long an approval or a client call waited for its answer, and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallWait {
+    /// The call.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// Who answered it.
+    pub kind: PendingKind,
+    /// From the suspension to the answer (or the deadline), in ms.
+    pub waited_ms: u64,
+    /// How it ended.
+    pub outcome: WaitOutcome,
+}
+
+wire_enum! {
+    /// How a call that waited ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum WaitOutcome {
+        /// Approved (and then run).
+        Approved = "approved",
+        /// Denied.
+        Denied = "denied",
+        /// The client sent a result.
+        Result = "result",
+        /// The client reported an error.
+        Error = "error",
+        /// Its deadline passed first.
+        Expired = "expired",
+    }
+}
+
+wire_enum! {
+    /// How a pending call is answered.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum PendingKind {
+        /// The user approves or denies; the server then runs it.
+        Approval = "approval",
+        /// The client runs it and submits the result.
+        Client = "client",
+        /// A child session runs it (a sub-agent); it resolves when the child ends.
+        Child = "child",
+    }
+}
+
+/// A tool call the run waits on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCall {
+    /// The call.
+    pub tool_call_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// Who answers it.
+    pub kind: PendingKind,
+    /// For client and sub-agent calls: when the answer is due (ms since epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+    /// When the run suspended on it (ms).
+    #[serde(default)]
+    pub since: u64,
+}
+
+impl Answer {
+    /// When a person or a client submitted it, for the answers they give.
+    pub fn answered_at(&self) -> Option<u64> {
+        match self {
+            Self::Approval { answered_at, .. }
+            | Self::ClientResult { answered_at, .. }
+            | Self::ClientError { answered_at, .. } => Some(*answered_at),
+            _ => None,
+        }
+    }
+}
+
+/// An answer to a pending call.
+// Written by the derive, read through `AnswerWire` (see `crate::wire`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "AnswerWire")]
+pub enum Answer {
+    /// The user's decision on an approval.
+    Approval {
+        /// Approved or denied.
+        approved: bool,
+        /// Why, if given.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// When it was submitted (ms).
+        #[serde(rename = "answeredAt")]
+        answered_at: u64,
+    },
+    /// A client tool's result.
+    ClientResult {
+        /// The result.
+        result: Value,
+        /// When it was submitted (ms).
+        #[serde(rename = "answeredAt")]
+        answered_at: u64,
+    },
+    /// A client tool's error.
+    ClientError {
+        /// The message.
+        error: String,
+        /// When it was submitted (ms).
+        #[serde(rename = "answeredAt")]
+        answered_at: u64,
+    },
+    /// The deadline passed with no answer.
+    Expired,
+    /// A sub-agent's child session completed with this output (the child reports it
+    /// when it ends).
+    ChildOutput {
+        /// The child's output.
+        output: Value,
+    },
+    /// A sub-agent call ended without output: the child failed, was aborted, timed out
+    /// or could not be started.
+    ChildFailed {
+        /// Machine-readable reason (`subagent_failed`, `subagent_timeout`, …).
+        code: String,
+        /// What happened, for the model.
+        error: String,
+    },
+}
+
+/// Any stored [`Answer`] as one flat record (see [`crate::wire`]).
+#[derive(Deserialize)]
+struct AnswerWire {
+    kind: AnswerKind,
+    approved: Option<bool>,
+    reason: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    output: Option<Value>,
+    error: Option<String>,
+    code: Option<String>,
+    /// Absent in answers stored before it was recorded: 0.
+    #[serde(default, rename = "answeredAt")]
+    answered_at: u64,
+}
+
+wire_enum! {
+    /// The kinds an answer is stored as.
+    #[derive(Clone, Copy)]
+    enum AnswerKind {
+        Approval = "approval",
+        ClientResult = "client_result",
+        ClientError = "client_error",
+        Expired = "expired",
+        ChildOutput = "child_output",
+        ChildFailed = "child_failed",
+    }
+}
+
+impl TryFrom<AnswerWire> for Answer {
+    type Error = String;
+
+    fn try_from(w: AnswerWire) -> Result<Self, String> {
+        Ok(match w.kind {
+            AnswerKind::Approval => Self::Approval {
+                approved: required(w.approved, "approved")?,
+                reason: w.reason,
+                answered_at: w.answered_at,
+            },
+            AnswerKind::ClientResult => Self::ClientResult {
+                result: required(w.result, "result")?,
+                answered_at: w.answered_at,
+            },
+            AnswerKind::ClientError => Self::ClientError {
+                error: required(w.error, "error")?,
+                answered_at: w.answered_at,
+            },
+            AnswerKind::Expired => Self::Expired,
+            AnswerKind::ChildOutput => Self::ChildOutput {
+                output: required(w.output, "output")?,
+            },
+            AnswerKind::ChildFailed => Self::ChildFailed {
+                code: required(w.code, "code")?,
+                error: required(w.error, "error")?,
+            },
+        })
+    }
+}
