@@ -1,149 +1,15 @@
-//! The store conformance suite: the [`Store`] contract as executable checks, written
-//! once and run against every backend (natively against [`MemoryStore`](super::MemoryStore),
-//! in workerd against D1). Checks return errors instead of panicking, so that the suite
-//! can run inside a worker and report.
+//! The checks, one function each: `Ok` when the backend keeps the contract.
 
-use super::{
-    CallWait, CheckpointRecord, CheckpointStatus, ChildStatus, Commit, NewSession, PendingCall,
-    PendingKind, RunRecord, SessionHead, SessionStatus, StateChange, Store, StoreError,
-    WaitOutcome,
-};
-use crate::chunk::RunStatus;
+use super::fixtures::*;
 use crate::message::Message;
-use crate::model::{StopReason, Usage};
 use crate::state::PatchOp;
+use crate::store::{ChildStatus, Commit, PendingCall, PendingKind, StateChange, Store, StoreError};
 use serde_json::json;
 
-/// The outcome of one check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckResult {
-    /// The check's name.
-    pub name: &'static str,
-    /// `Err(why)` when the backend broke the contract.
-    pub outcome: Result<(), String>,
-}
-
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => {
-        if !$cond {
-            return Err(format!($($msg)+));
-        }
-    };
-}
-
-fn head(id: &str) -> SessionHead {
-    SessionHead {
-        id: id.into(),
-        agent: "assistant".into(),
-        status: SessionStatus::Active,
-        version: 1,
-        commit_id: String::new(),
-        step_count: 0,
-        message_count: 1,
-        run: RunRecord {
-            run_id: format!("{id}-run1"),
-            turn: 1,
-            status: RunStatus::Running,
-            step_count: 0,
-            started_at: 1_000,
-            completed_at: None,
-            error: None,
-            usage: Usage::default(),
-            nudges: 0,
-            deferred_output: None,
-            input_at: 0,
-        },
-        pending: vec![],
-        suspended_reason: None,
-        output: None,
-        error: None,
-        checkpoint_id: None,
-        created_at: 1_000,
-        updated_at: 1_000,
-        parent: None,
-        forked_from: None,
-    }
-}
-
-fn new_session(id: &str) -> NewSession {
-    NewSession {
-        head: head(id),
-        state: json!({"notes": []}),
-        messages: vec![Message::user("hello")],
-        checkpoint: first_checkpoint(id),
-    }
-}
-
-/// A checkpoint with every optional field set, so that a backend which drops one fails.
-fn first_checkpoint(id: &str) -> CheckpointRecord {
-    CheckpointRecord {
-        id: format!("{id}-k0"),
-        step_count: 0,
-        message_count: 1,
-        timestamp: 1_000,
-        status: CheckpointStatus::Active,
-        run_id: format!("{id}-run1"),
-        usage: Some(Usage {
-            input_tokens: 12,
-            output_tokens: 3,
-            cache_read_tokens: 8,
-            cache_write_tokens: 0,
-        }),
-        stop_reason: Some(StopReason::ToolUse),
-        waits: vec![CallWait {
-            tool_call_id: "call_1".into(),
-            tool_name: "delete_file".into(),
-            kind: PendingKind::Approval,
-            waited_ms: 1_500,
-            outcome: WaitOutcome::Approved,
-        }],
-    }
-}
-
-fn e(err: StoreError) -> String {
-    format!("unexpected store error: {err}")
-}
-
-/// A commit appending one assistant message and one note, with a checkpoint.
-fn step_commit(h: &SessionHead, text: &str, ckpt: &str) -> Commit {
-    let mut head = h.clone();
-    head.step_count += 1;
-    head.run.step_count += 1;
-    head.message_count += 1;
-    head.checkpoint_id = Some(ckpt.into());
-    Commit {
-        truncate_messages_to: None,
-        messages: vec![Message::assistant_text(text)],
-        state: StateChange::Patch(vec![PatchOp::Add {
-            path: "/notes/-".into(),
-            value: json!({"text": text}),
-        }]),
-        checkpoint: Some(CheckpointRecord {
-            id: ckpt.into(),
-            step_count: head.step_count,
-            message_count: head.message_count,
-            timestamp: 2_000,
-            status: CheckpointStatus::Active,
-            run_id: head.run.run_id.clone(),
-            usage: None,
-            stop_reason: None,
-            waits: Vec::new(),
-        }),
-        clear_interrupt: false,
-        subsessions: Vec::new(),
-        head,
-    }
-}
-
-async fn loaded<S: Store>(store: &S, id: &str) -> Result<super::Loaded, String> {
-    store
-        .load(id)
-        .await
-        .map_err(e)?
-        .ok_or_else(|| format!("session {id} vanished"))
-}
-
-async fn create_then_load_round_trips<S: Store>(store: &S, id: &str) -> Result<(), String> {
+pub(super) async fn create_then_load_round_trips<S: Store>(
+    store: &S,
+    id: &str,
+) -> Result<(), String> {
     ensure!(
         store.load(id).await.map_err(e)?.is_none(),
         "an unknown session must load as None"
@@ -185,7 +51,10 @@ async fn create_then_load_round_trips<S: Store>(store: &S, id: &str) -> Result<(
     Ok(())
 }
 
-async fn concurrent_creators_exactly_one_wins<S: Store>(store: &S, id: &str) -> Result<(), String> {
+pub(super) async fn concurrent_creators_exactly_one_wins<S: Store>(
+    store: &S,
+    id: &str,
+) -> Result<(), String> {
     let (a, b) = futures::join!(store.create(new_session(id)), store.create(new_session(id)));
     let wins = [a.is_ok(), b.is_ok()].iter().filter(|w| **w).count();
     ensure!(wins == 1, "exactly one creator must win, {wins} did");
@@ -197,7 +66,7 @@ async fn concurrent_creators_exactly_one_wins<S: Store>(store: &S, id: &str) -> 
     Ok(())
 }
 
-async fn commit_applies_everything_and_bumps_the_version<S: Store>(
+pub(super) async fn commit_applies_everything_and_bumps_the_version<S: Store>(
     store: &S,
     id: &str,
 ) -> Result<(), String> {
@@ -237,7 +106,7 @@ async fn commit_applies_everything_and_bumps_the_version<S: Store>(
     Ok(())
 }
 
-async fn a_stale_commit_is_rejected_and_changes_nothing<S: Store>(
+pub(super) async fn a_stale_commit_is_rejected_and_changes_nothing<S: Store>(
     store: &S,
     id: &str,
 ) -> Result<(), String> {
@@ -266,7 +135,7 @@ async fn a_stale_commit_is_rejected_and_changes_nothing<S: Store>(
     Ok(())
 }
 
-async fn a_commit_whose_patch_fails_changes_nothing<S: Store>(
+pub(super) async fn a_commit_whose_patch_fails_changes_nothing<S: Store>(
     store: &S,
     id: &str,
 ) -> Result<(), String> {
@@ -292,7 +161,7 @@ async fn a_commit_whose_patch_fails_changes_nothing<S: Store>(
     Ok(())
 }
 
-async fn messages_paginate<S: Store>(store: &S, id: &str) -> Result<(), String> {
+pub(super) async fn messages_paginate<S: Store>(store: &S, id: &str) -> Result<(), String> {
     store.create(new_session(id)).await.map_err(e)?;
     let mut h = loaded(store, id).await?.head;
     for i in 0..4 {
@@ -322,7 +191,7 @@ async fn messages_paginate<S: Store>(store: &S, id: &str) -> Result<(), String> 
     Ok(())
 }
 
-async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> Result<(), String> {
+pub(super) async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> Result<(), String> {
     store.create(new_session(id)).await.map_err(e)?;
     let mut h = loaded(store, id).await?.head;
     h.pending = vec![PendingCall {
@@ -352,7 +221,7 @@ async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> Result<(), S
     Ok(())
 }
 
-async fn an_interrupt_is_durable_until_a_commit_clears_it<S: Store>(
+pub(super) async fn an_interrupt_is_durable_until_a_commit_clears_it<S: Store>(
     store: &S,
     id: &str,
 ) -> Result<(), String> {
@@ -384,7 +253,7 @@ async fn an_interrupt_is_durable_until_a_commit_clears_it<S: Store>(
     Ok(())
 }
 
-async fn a_checkpoint_restores_state_and_transcript<S: Store>(
+pub(super) async fn a_checkpoint_restores_state_and_transcript<S: Store>(
     store: &S,
     id: &str,
 ) -> Result<(), String> {
@@ -452,7 +321,10 @@ async fn a_checkpoint_restores_state_and_transcript<S: Store>(
     Ok(())
 }
 
-async fn unknown_sessions_are_not_found<S: Store>(store: &S, id: &str) -> Result<(), String> {
+pub(super) async fn unknown_sessions_are_not_found<S: Store>(
+    store: &S,
+    id: &str,
+) -> Result<(), String> {
     let commit = step_commit(&head(id), "x", "k");
     ensure!(
         matches!(
@@ -471,14 +343,17 @@ async fn unknown_sessions_are_not_found<S: Store>(store: &S, id: &str) -> Result
     Ok(())
 }
 
-async fn subsessions_are_recorded_and_updated<S: Store>(store: &S, id: &str) -> Result<(), String> {
+pub(super) async fn subsessions_are_recorded_and_updated<S: Store>(
+    store: &S,
+    id: &str,
+) -> Result<(), String> {
     let child = format!("{id}.sub-1");
     store.create(new_session(id)).await.map_err(e)?;
     ensure!(
         store.subsessions(id).await.map_err(e)?.is_empty(),
         "a new session has no children"
     );
-    let record = |status: ChildStatus, at: u64| super::SubSession {
+    let record = |status: ChildStatus, at: u64| crate::store::SubSession {
         child_id: child.clone(),
         agent: "researcher".into(),
         tool_call_id: "c1".into(),
@@ -511,15 +386,7 @@ async fn subsessions_are_recorded_and_updated<S: Store>(store: &S, id: &str) -> 
     Ok(())
 }
 
-/// The records of a session that is gone: none, or `NotFound`.
-fn gone<T>(read: Result<Vec<T>, StoreError>) -> Result<Vec<T>, String> {
-    match read {
-        Err(StoreError::NotFound(_)) => Ok(Vec::new()),
-        other => other.map_err(e),
-    }
-}
-
-async fn a_deleted_session_is_gone_and_others_stay<S: Store>(
+pub(super) async fn a_deleted_session_is_gone_and_others_stay<S: Store>(
     store: &S,
     id: &str,
 ) -> Result<(), String> {
@@ -527,7 +394,7 @@ async fn a_deleted_session_is_gone_and_others_stay<S: Store>(
     store.create(new_session(id)).await.map_err(e)?;
     store.create(new_session(&other)).await.map_err(e)?;
     let mut commit = step_commit(&head(id), "x", &format!("{id}-k1"));
-    commit.subsessions = vec![super::SubSession {
+    commit.subsessions = vec![crate::store::SubSession {
         child_id: format!("{id}.sub-1"),
         agent: "researcher".into(),
         tool_call_id: "c1".into(),
@@ -564,85 +431,4 @@ async fn a_deleted_session_is_gone_and_others_stay<S: Store>(
         "the id can be used again"
     );
     Ok(())
-}
-
-/// Runs every check against `store`, using session ids that start with `prefix` (so
-/// that the suite can share a database with other data).
-pub async fn run<S: Store>(store: &S, prefix: &str) -> Vec<CheckResult> {
-    let id = |n: &str| format!("{prefix}-{n}");
-    vec![
-        CheckResult {
-            name: "create_then_load_round_trips",
-            outcome: create_then_load_round_trips(store, &id("create")).await,
-        },
-        CheckResult {
-            name: "concurrent_creators_exactly_one_wins",
-            outcome: concurrent_creators_exactly_one_wins(store, &id("race")).await,
-        },
-        CheckResult {
-            name: "commit_applies_everything_and_bumps_the_version",
-            outcome: commit_applies_everything_and_bumps_the_version(store, &id("commit")).await,
-        },
-        CheckResult {
-            name: "a_stale_commit_is_rejected_and_changes_nothing",
-            outcome: a_stale_commit_is_rejected_and_changes_nothing(store, &id("stale")).await,
-        },
-        CheckResult {
-            name: "a_commit_whose_patch_fails_changes_nothing",
-            outcome: a_commit_whose_patch_fails_changes_nothing(store, &id("badpatch")).await,
-        },
-        CheckResult {
-            name: "messages_paginate",
-            outcome: messages_paginate(store, &id("pages")).await,
-        },
-        CheckResult {
-            name: "pending_calls_round_trip",
-            outcome: pending_calls_round_trip(store, &id("pending")).await,
-        },
-        CheckResult {
-            name: "an_interrupt_is_durable_until_a_commit_clears_it",
-            outcome: an_interrupt_is_durable_until_a_commit_clears_it(store, &id("interrupt"))
-                .await,
-        },
-        CheckResult {
-            name: "a_checkpoint_restores_state_and_transcript",
-            outcome: a_checkpoint_restores_state_and_transcript(store, &id("restore")).await,
-        },
-        CheckResult {
-            name: "unknown_sessions_are_not_found",
-            outcome: unknown_sessions_are_not_found(store, &id("unknown")).await,
-        },
-        CheckResult {
-            name: "subsessions_are_recorded_and_updated",
-            outcome: subsessions_are_recorded_and_updated(store, &id("children")).await,
-        },
-        CheckResult {
-            name: "a_deleted_session_is_gone_and_others_stay",
-            outcome: a_deleted_session_is_gone_and_others_stay(store, &id("delete")).await,
-        },
-    ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::run;
-    use crate::store::MemoryStore;
-
-    #[test]
-    fn the_memory_store_passes_the_conformance_suite() {
-        let store = MemoryStore::new();
-        let results = futures::executor::block_on(run(&store, "t"));
-        let failures: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
-        assert!(failures.is_empty(), "{failures:#?}");
-        assert_eq!(results.len(), 12);
-    }
-
-    #[test]
-    fn the_planned_d1_rows_pass_the_conformance_suite() {
-        let store = crate::store::rows::PlannedStore::new();
-        let results = futures::executor::block_on(run(&store, "t"));
-        let failures: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
-        assert!(failures.is_empty(), "{failures:#?}");
-        assert_eq!(results.len(), 12);
-    }
 }
