@@ -7,4 +7,4 @@ mod request;
 mod ui;
 
 pub use request::{ChatAnswer, ChatRequest};
-pub use ui::{UI_DONE, UiStream, ui_frame};
+pub use ui::{UI_DONE, UiStream};

@@ -29,7 +29,133 @@
 //! parent's message: only `subagent_*` show them.
 
 use crate::error::ToolError;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+
+static NULL: Value = Value::Null;
+
+/// The UI message chunks helix-edge sends (AI SDK 6 and 7 both read each of them).
+#[derive(Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+enum Part<'a> {
+    Start {
+        message_id: &'a str,
+    },
+    StartStep,
+    FinishStep,
+    Finish {
+        finish_reason: &'static str,
+    },
+    Error {
+        error_text: &'a str,
+    },
+    TextStart {
+        id: &'a str,
+    },
+    TextDelta {
+        id: &'a str,
+        delta: &'a Value,
+    },
+    TextEnd {
+        id: &'a str,
+    },
+    ReasoningStart {
+        id: &'a str,
+    },
+    ReasoningDelta {
+        id: &'a str,
+        delta: &'a Value,
+    },
+    ReasoningEnd {
+        id: &'a str,
+    },
+    ToolInputStart {
+        tool_call_id: &'a str,
+        tool_name: &'a Value,
+    },
+    ToolInputAvailable {
+        tool_call_id: &'a str,
+        tool_name: &'a Value,
+        input: &'a Value,
+    },
+    ToolApprovalRequest {
+        approval_id: &'a str,
+        tool_call_id: &'a str,
+    },
+    ToolOutputAvailable {
+        tool_call_id: &'a str,
+        output: &'a Value,
+    },
+    ToolOutputDenied {
+        tool_call_id: &'a str,
+    },
+    ToolOutputError {
+        tool_call_id: &'a str,
+        error_text: &'a str,
+    },
+}
+
+/// A `data-*` chunk.
+#[derive(Serialize)]
+struct DataPart<'a, D: Serialize> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    data: D,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    transient: bool,
+}
+
+impl<'a, D: Serialize> DataPart<'a, D> {
+    fn new(kind: &'a str, data: D) -> Self {
+        Self {
+            kind,
+            id: None,
+            data,
+            transient: false,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Patches<'a> {
+    patches: &'a Value,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Subagent<'a> {
+    tool_call_id: &'a Value,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct Output<'a> {
+    output: &'a Value,
+}
+
+#[derive(Serialize)]
+struct RunError<'a> {
+    code: &'a Value,
+    message: &'a Value,
+    recoverable: &'a Value,
+}
+
+/// Appends one chunk as an SSE frame.
+fn push(out: &mut String, chunk: &impl Serialize) {
+    if let Ok(json) = serde_json::to_string(chunk) {
+        out.push_str("data: ");
+        out.push_str(&json);
+        out.push_str("\n\n");
+    }
+}
 
 /// Turns one response's worth of a session's stream into UI message chunks.
 #[derive(Debug)]
@@ -67,10 +193,10 @@ impl UiStream {
         self.done
     }
 
-    /// The UI chunks for one stored event (`event` is `chunk`, `end` or `fail`; `data`
-    /// its JSON).
-    pub fn event(&mut self, event: &str, data: &Value) -> Vec<Value> {
-        let mut out = Vec::new();
+    /// The SSE frames of the UI chunks for one stored event (`event` is `chunk`, `end`
+    /// or `fail`; `data` its JSON); empty when it shows nothing.
+    pub fn frames(&mut self, event: &str, data: &Value) -> String {
+        let mut out = String::new();
         if self.done {
             return out;
         }
@@ -86,7 +212,12 @@ impl UiStream {
                 let message = data["error"]["message"]
                     .as_str()
                     .unwrap_or("The run failed.");
-                out.push(json!({ "type": "error", "errorText": message }));
+                push(
+                    &mut out,
+                    &Part::Error {
+                        error_text: message,
+                    },
+                );
                 self.done = true;
             }
             _ => {}
@@ -94,7 +225,7 @@ impl UiStream {
         out
     }
 
-    fn chunk(&mut self, chunk: &Value, out: &mut Vec<Value>) {
+    fn chunk(&mut self, chunk: &Value, out: &mut String) {
         if chunk["sessionId"].as_str() != Some(self.session_id.as_str()) {
             return;
         }
@@ -108,30 +239,36 @@ impl UiStream {
             "text_delta" => {
                 self.open_step(out);
                 self.close_reasoning(out);
-                let id = match &self.text {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.part_id("text");
-                        out.push(json!({ "type": "text-start", "id": id }));
-                        self.text = Some(id.clone());
-                        id
-                    }
-                };
-                out.push(json!({ "type": "text-delta", "id": id, "delta": chunk["delta"] }));
+                if self.text.is_none() {
+                    let id = self.part_id("text");
+                    push(out, &Part::TextStart { id: &id });
+                    self.text = Some(id);
+                }
+                let id = self.text.as_deref().unwrap_or_default();
+                push(
+                    out,
+                    &Part::TextDelta {
+                        id,
+                        delta: &chunk["delta"],
+                    },
+                );
             }
             "thinking" => {
                 self.open_step(out);
                 self.close_text(out);
-                let id = match &self.reasoning {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.part_id("reasoning");
-                        out.push(json!({ "type": "reasoning-start", "id": id }));
-                        self.reasoning = Some(id.clone());
-                        id
-                    }
-                };
-                out.push(json!({ "type": "reasoning-delta", "id": id, "delta": chunk["content"] }));
+                if self.reasoning.is_none() {
+                    let id = self.part_id("reasoning");
+                    push(out, &Part::ReasoningStart { id: &id });
+                    self.reasoning = Some(id);
+                }
+                let id = self.reasoning.as_deref().unwrap_or_default();
+                push(
+                    out,
+                    &Part::ReasoningDelta {
+                        id,
+                        delta: &chunk["content"],
+                    },
+                );
                 if chunk["isComplete"] == true {
                     self.close_reasoning(out);
                 }
@@ -145,63 +282,92 @@ impl UiStream {
                 self.open_step(out);
                 self.close_parts(out);
                 self.tool_input(chunk, out);
-                out.push(json!({
-                    "type": "tool-approval-request",
-                    "approvalId": chunk["toolCallId"],
-                    "toolCallId": chunk["toolCallId"],
-                }));
+                let call = chunk["toolCallId"].as_str().unwrap_or_default();
+                push(
+                    out,
+                    &Part::ToolApprovalRequest {
+                        approval_id: call,
+                        tool_call_id: call,
+                    },
+                );
             }
             "tool_end" => {
                 self.open_step(out);
                 self.close_parts(out);
                 self.tool_input(chunk, out);
-                let call = &chunk["toolCallId"];
+                let tool_call_id = chunk["toolCallId"].as_str().unwrap_or_default();
                 let denied = ToolError::Denied.to_string();
-                out.push(match (chunk["success"] == true, chunk["error"].as_str()) {
-                    (true, _) => json!({
-                        "type": "tool-output-available",
-                        "toolCallId": call,
-                        "output": chunk.get("result").cloned().unwrap_or(Value::Null),
-                    }),
+                match (chunk["success"] == true, chunk["error"].as_str()) {
+                    (true, _) => push(
+                        out,
+                        &Part::ToolOutputAvailable {
+                            tool_call_id,
+                            output: chunk.get("result").unwrap_or(&NULL),
+                        },
+                    ),
                     (false, Some(error)) if error == denied => {
-                        json!({ "type": "tool-output-denied", "toolCallId": call })
+                        push(out, &Part::ToolOutputDenied { tool_call_id })
                     }
-                    (false, error) => json!({
-                        "type": "tool-output-error",
-                        "toolCallId": call,
-                        "errorText": error.unwrap_or("Tool call failed"),
-                    }),
-                });
+                    (false, error) => push(
+                        out,
+                        &Part::ToolOutputError {
+                            tool_call_id,
+                            error_text: error.unwrap_or("Tool call failed"),
+                        },
+                    ),
+                }
             }
-            "state_patch" => out.push(json!({
-                "type": "data-state-patch",
-                "data": { "patches": chunk["patches"] },
-                "transient": true,
-            })),
+            "state_patch" => {
+                let mut part = DataPart::new(
+                    "data-state-patch",
+                    Patches {
+                        patches: &chunk["patches"],
+                    },
+                );
+                part.transient = true;
+                push(out, &part);
+            }
             "custom" => {
-                let name = chunk["eventName"].as_str().unwrap_or("custom");
-                out.push(json!({ "type": format!("data-{name}"), "data": chunk["data"] }));
+                let name = format!("data-{}", chunk["eventName"].as_str().unwrap_or("custom"));
+                push(out, &DataPart::new(&name, &chunk["data"]));
             }
             "subagent_start" | "subagent_end" => {
                 let ended = kind == "subagent_end";
-                let mut data = json!({
-                    "toolCallId": chunk["toolCallId"],
-                    "status": if ended { "ended" } else { "running" },
-                });
-                if let Some(result) = chunk.get("result").filter(|_| ended) {
-                    data["result"] = result.clone();
-                }
-                out.push(json!({ "type": "data-subagent", "id": chunk["subSessionId"], "data": data }));
+                let mut part = DataPart::new(
+                    "data-subagent",
+                    Subagent {
+                        tool_call_id: &chunk["toolCallId"],
+                        status: if ended { "ended" } else { "running" },
+                        result: chunk.get("result").filter(|_| ended),
+                    },
+                );
+                part.id = Some(&chunk["subSessionId"]);
+                push(out, &part);
             }
-            "output" => out.push(json!({ "type": "data-output", "data": { "output": chunk["output"] } })),
-            "error" => out.push(json!({
-                "type": "data-error",
-                "data": { "code": chunk["code"], "message": chunk["message"], "recoverable": chunk["recoverable"] },
-            })),
+            "output" => push(
+                out,
+                &DataPart::new(
+                    "data-output",
+                    Output {
+                        output: &chunk["output"],
+                    },
+                ),
+            ),
+            "error" => push(
+                out,
+                &DataPart::new(
+                    "data-error",
+                    RunError {
+                        code: &chunk["code"],
+                        message: &chunk["message"],
+                        recoverable: &chunk["recoverable"],
+                    },
+                ),
+            ),
             "step_committed" | "stream_resync" => {
                 self.close_parts(out);
                 if self.step_open {
-                    out.push(json!({ "type": "finish-step" }));
+                    push(out, &Part::FinishStep);
                     self.step_open = false;
                 }
             }
@@ -212,17 +378,22 @@ impl UiStream {
     }
 
     /// `start`, once per response.
-    fn start(&mut self, out: &mut Vec<Value>) {
+    fn start(&mut self, out: &mut String) {
         if !self.started {
             self.started = true;
-            out.push(json!({ "type": "start", "messageId": self.message_id }));
+            push(
+                out,
+                &Part::Start {
+                    message_id: &self.message_id,
+                },
+            );
         }
     }
 
-    fn open_step(&mut self, out: &mut Vec<Value>) {
+    fn open_step(&mut self, out: &mut String) {
         if !self.step_open {
             self.step_open = true;
-            out.push(json!({ "type": "start-step" }));
+            push(out, &Part::StartStep);
         }
     }
 
@@ -231,55 +402,67 @@ impl UiStream {
         format!("{}-{kind}-{}", self.message_id, self.parts)
     }
 
-    fn tool_input(&mut self, chunk: &Value, out: &mut Vec<Value>) {
-        let Some(call) = chunk["toolCallId"].as_str() else {
+    fn tool_input(&mut self, chunk: &Value, out: &mut String) {
+        let Some(tool_call_id) = chunk["toolCallId"].as_str() else {
             return;
         };
-        if self.known_calls.iter().any(|c| c == call) {
+        if self.known_calls.iter().any(|c| c == tool_call_id) {
             return;
         }
-        self.known_calls.push(call.to_string());
-        let name = &chunk["toolName"];
-        out.push(json!({ "type": "tool-input-start", "toolCallId": call, "toolName": name }));
-        out.push(json!({
-            "type": "tool-input-available",
-            "toolCallId": call,
-            "toolName": name,
-            "input": chunk.get("arguments").cloned().unwrap_or_else(|| json!({})),
-        }));
+        self.known_calls.push(tool_call_id.to_string());
+        let tool_name = &chunk["toolName"];
+        push(
+            out,
+            &Part::ToolInputStart {
+                tool_call_id,
+                tool_name,
+            },
+        );
+        let input = match chunk.get("arguments") {
+            Some(arguments) => arguments,
+            None => &Value::Object(serde_json::Map::new()),
+        };
+        push(
+            out,
+            &Part::ToolInputAvailable {
+                tool_call_id,
+                tool_name,
+                input,
+            },
+        );
     }
 
-    fn close_text(&mut self, out: &mut Vec<Value>) {
+    fn close_text(&mut self, out: &mut String) {
         if let Some(id) = self.text.take() {
-            out.push(json!({ "type": "text-end", "id": id }));
+            push(out, &Part::TextEnd { id: &id });
         }
     }
 
-    fn close_reasoning(&mut self, out: &mut Vec<Value>) {
+    fn close_reasoning(&mut self, out: &mut String) {
         if let Some(id) = self.reasoning.take() {
-            out.push(json!({ "type": "reasoning-end", "id": id }));
+            push(out, &Part::ReasoningEnd { id: &id });
         }
     }
 
-    fn close_parts(&mut self, out: &mut Vec<Value>) {
+    fn close_parts(&mut self, out: &mut String) {
         self.close_text(out);
         self.close_reasoning(out);
     }
 
-    fn finish(&mut self, reason: &str, out: &mut Vec<Value>) {
+    fn finish(&mut self, reason: &'static str, out: &mut String) {
         self.close_parts(out);
         if self.step_open {
-            out.push(json!({ "type": "finish-step" }));
+            push(out, &Part::FinishStep);
             self.step_open = false;
         }
-        out.push(json!({ "type": "finish", "finishReason": reason }));
+        push(
+            out,
+            &Part::Finish {
+                finish_reason: reason,
+            },
+        );
         self.done = true;
     }
-}
-
-/// One UI chunk as an SSE frame.
-pub fn ui_frame(chunk: &Value) -> String {
-    format!("data: {chunk}\n\n")
 }
 
 /// The frame that ends a UI message stream.
@@ -305,8 +488,17 @@ mod tests {
             .collect()
     }
 
+    /// The chunks of the frames `ui` makes of `events`.
     fn feed(ui: &mut UiStream, events: &[(&str, Value)]) -> Vec<Value> {
-        events.iter().flat_map(|(e, d)| ui.event(e, d)).collect()
+        let frames: String = events.iter().map(|(e, d)| ui.frames(e, d)).collect();
+        frames
+            .split("\n\n")
+            .filter(|f| !f.is_empty())
+            .map(|f| {
+                let json = f.strip_prefix("data: ").expect("a data frame");
+                serde_json::from_str(json).expect("JSON")
+            })
+            .collect()
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use super::{Answer, Inner, Parts};
 use crate::api::ApiError;
-use crate::chat::{ChatAnswer, ChatRequest, UI_DONE, UiStream, ui_frame};
+use crate::chat::{ChatAnswer, ChatRequest, UI_DONE, UiStream};
 use crate::http::internal;
 use crate::runner::{CreateSession, RunError};
 use crate::storage::CLIENT_QUEUE;
@@ -158,10 +158,7 @@ impl Inner {
                 let Some((event, data)) = parse_frame(&frame) else {
                     continue;
                 };
-                let mut out = String::new();
-                for chunk in ui.event(&event, &data) {
-                    out.push_str(&ui_frame(&chunk));
-                }
+                let mut out = ui.frames(&event, &data);
                 if ui.is_done() {
                     out.push_str(UI_DONE);
                     return Some((Ok::<Vec<u8>, worker::Error>(out.into_bytes()), None));
