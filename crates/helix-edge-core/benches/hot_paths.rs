@@ -182,9 +182,7 @@ fn storage_growth() {
 fn fixture(path: &str) -> Option<Vec<u8>> {
     let dir = std::env::var_os("HELIX_FIXTURES_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        });
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
     std::fs::read(dir.join(path)).ok()
 }
 

@@ -2,7 +2,7 @@
 //! local servers, and Workers AI's OpenAI endpoint): the streaming request body, and a
 //! decoder that assembles a [`ModelTurn`] from `chat.completion.chunk` events.
 //!
-//! Decoding rules, from real provider traffic (`shared/fixtures/openai`):
+//! Decoding rules, from real provider traffic (`tests/fixtures/openai`):
 //! - Tool-call fragments are keyed by `index`; a fragment without one continues the
 //!   last call unless it brings a new id. The first non-empty `id` and `name` win;
 //!   later fragments may repeat them as `""`. Arguments concatenate.

@@ -1,4 +1,4 @@
-//! The provider recordings (`shared/fixtures` beside the repository, see its README) as
+//! The provider recordings (`tests/fixtures`, see its README and LICENSE) as
 //! the bytes a provider sends: SSE framing restored, `[DONE]` added where recordings
 //! omit it.
 
@@ -6,16 +6,17 @@ use helix_edge_core::provider::ProviderConfig;
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// The provider recordings live in `shared/fixtures` beside the repository (as CI
-/// checks it out); `HELIX_FIXTURES_DIR` points elsewhere.
+/// The provider recordings live in this crate's `tests/fixtures`; `HELIX_FIXTURES_DIR`
+/// points elsewhere.
 pub fn fixture(path: &str) -> Vec<u8> {
     let dir = std::env::var_os("HELIX_FIXTURES_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
-        });
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
     std::fs::read(dir.join(path)).unwrap_or_else(|e| {
-        panic!("fixture {} is missing ({e}): set HELIX_FIXTURES_DIR or put shared/ beside the repository", dir.join(path).display())
+        panic!(
+            "fixture {} is missing ({e}): set HELIX_FIXTURES_DIR to a copy of the recordings",
+            dir.join(path).display()
+        )
     })
 }
 
