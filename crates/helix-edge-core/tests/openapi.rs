@@ -11,6 +11,8 @@ use helix_edge_core::api::{
     ToolResultBody, is_blank, parse_body,
 };
 use helix_edge_core::chat::ChatRequest;
+use helix_edge_core::chunk::{Chunk, ChunkBody, StreamEvent};
+use helix_edge_core::error::ErrorInfo;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -334,4 +336,220 @@ fn not_blank_patterns_match_what_the_server_counts_as_blank() {
             c as u32
         );
     }
+}
+
+/// Every chunk type the core can send, one of each (the match in `chunk_types_documented`
+/// makes a new variant a compile error until it is added here and to the document).
+fn one_of_each_chunk() -> Vec<ChunkBody> {
+    use helix_edge_core::chunk::{Executor, ResyncReason, RunStatus, SuspendReason};
+    use helix_edge_core::state::PatchOp;
+    let call = || ("c1".to_string(), "t".to_string());
+    vec![
+        ChunkBody::RunStarted { turn: 1 },
+        ChunkBody::TextDelta { delta: "hi".into() },
+        ChunkBody::Thinking {
+            content: "hm".into(),
+            is_complete: true,
+        },
+        ChunkBody::ToolStart {
+            tool_call_id: call().0,
+            tool_name: call().1,
+            arguments: json!({"a": 1}),
+            executor: Executor::Client,
+            deadline: Some(5),
+        },
+        ChunkBody::ToolApprovalRequest {
+            tool_call_id: call().0,
+            tool_name: call().1,
+            arguments: json!({}),
+        },
+        ChunkBody::ToolEnd {
+            tool_call_id: call().0,
+            tool_name: call().1,
+            success: false,
+            result: Some(json!(1)),
+            error: Some("no".into()),
+        },
+        ChunkBody::StatePatch {
+            patches: vec![
+                PatchOp::Add {
+                    path: "/a/-".into(),
+                    value: json!(1),
+                },
+                PatchOp::Remove { path: "/b".into() },
+                PatchOp::Replace {
+                    path: "/c".into(),
+                    value: json!("x"),
+                },
+            ],
+        },
+        ChunkBody::Custom {
+            event_name: "e".into(),
+            data: json!(null),
+        },
+        ChunkBody::SubagentStart {
+            sub_session_id: "s-1".into(),
+            tool_call_id: call().0,
+        },
+        ChunkBody::SubagentEnd {
+            sub_session_id: "s-1".into(),
+            tool_call_id: call().0,
+            result: Some(json!("r")),
+        },
+        ChunkBody::Output {
+            output: json!({"x": 1}),
+        },
+        ChunkBody::Error {
+            code: "c".into(),
+            message: "m".into(),
+            recoverable: false,
+        },
+        ChunkBody::StepCommitted {
+            checkpoint_id: "cp".into(),
+        },
+        ChunkBody::RunSuspended {
+            reason: SuspendReason::AwaitingChildren,
+            tool_call_ids: vec![call().0],
+        },
+        ChunkBody::RunResumed { turn: 2 },
+        ChunkBody::RunInterrupted {
+            reason: Some("r".into()),
+        },
+        ChunkBody::RunFinished {
+            status: RunStatus::Completed,
+        },
+        ChunkBody::StreamResync {
+            checkpoint_id: "cp".into(),
+            step_count: 1,
+            message_count: 2,
+            from_sequence: 3,
+            reason: ResyncReason::CrashRecovery,
+        },
+    ]
+}
+
+/// `value` has every property `schema` (an object schema, `allOf` flattened) requires,
+/// no property it does not declare, and the `const`/`enum` values it prescribes.
+fn conforms(doc: &Value, schema: &Value, value: &Value) -> Result<(), String> {
+    let resolve = |s: &Value| match s.get("$ref").and_then(Value::as_str) {
+        Some(r) => doc.pointer(&r["#".len()..]).cloned().unwrap(),
+        None => s.clone(),
+    };
+    let schema = resolve(schema);
+    let parts: Vec<Value> = match schema.get("allOf") {
+        Some(all) => all.as_array().unwrap().iter().map(resolve).collect(),
+        None => vec![schema],
+    };
+    let obj = value
+        .as_object()
+        .ok_or(format!("{value} is not an object"))?;
+    let mut declared = BTreeSet::new();
+    for part in &parts {
+        for key in part["required"].as_array().into_iter().flatten() {
+            let key = key.as_str().unwrap();
+            if !obj.contains_key(key) {
+                return Err(format!("{value} lacks required {key}"));
+            }
+        }
+        for (key, prop) in part["properties"].as_object().into_iter().flatten() {
+            declared.insert(key.clone());
+            let Some(v) = obj.get(key) else { continue };
+            let prop = resolve(prop);
+            if prop.get("const").is_some_and(|c| c != v) {
+                return Err(format!("{key} of {value} is not {}", prop["const"]));
+            }
+            if let Some(allowed) = prop["enum"].as_array() {
+                if !allowed.contains(v) {
+                    return Err(format!("{key} of {value} is not one of {allowed:?}"));
+                }
+            }
+            if let (Some(items), Some(array)) = (prop.get("items"), v.as_array()) {
+                if items.get("$ref").is_some() {
+                    for item in array {
+                        conforms(doc, items, item)?;
+                    }
+                }
+            }
+        }
+    }
+    match obj.keys().find(|k| !declared.contains(*k)) {
+        Some(extra) => Err(format!("{value} has undocumented {extra}")),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn chunk_types_are_documented_exactly_as_they_are_sent() {
+    let doc = doc();
+    let stream = schema("StreamChunk");
+    let mapping = stream["discriminator"]["mapping"].as_object().unwrap();
+    let bodies = one_of_each_chunk();
+    let mut sent = BTreeSet::new();
+    for body in bodies {
+        // Exhaustive, so that a new chunk type does not compile until it has a sample.
+        let step = match &body {
+            ChunkBody::ToolStart { .. }
+            | ChunkBody::ToolEnd { .. }
+            | ChunkBody::StatePatch { .. } => Some(1),
+            ChunkBody::RunStarted { .. }
+            | ChunkBody::TextDelta { .. }
+            | ChunkBody::Thinking { .. }
+            | ChunkBody::ToolApprovalRequest { .. }
+            | ChunkBody::Custom { .. }
+            | ChunkBody::SubagentStart { .. }
+            | ChunkBody::SubagentEnd { .. }
+            | ChunkBody::Output { .. }
+            | ChunkBody::Error { .. }
+            | ChunkBody::StepCommitted { .. }
+            | ChunkBody::RunSuspended { .. }
+            | ChunkBody::RunResumed { .. }
+            | ChunkBody::RunInterrupted { .. }
+            | ChunkBody::RunFinished { .. }
+            | ChunkBody::StreamResync { .. } => None,
+        };
+        let chunk = Chunk {
+            session_id: "s".into(),
+            agent_type: "a".into(),
+            run_id: "r".into(),
+            step,
+            timestamp: 1,
+            body,
+        };
+        let value = serde_json::to_value(&chunk).unwrap();
+        let ty = value["type"].as_str().unwrap().to_string();
+        let documented = mapping
+            .get(&ty)
+            .unwrap_or_else(|| panic!("{ty} is not documented"));
+        conforms(&doc, &json!({ "$ref": documented }), &value).unwrap();
+        sent.insert(ty);
+    }
+    let documented: BTreeSet<_> = mapping.keys().cloned().collect();
+    assert_eq!(
+        sent, documented,
+        "the document lists exactly the chunk types sent"
+    );
+    assert_eq!(stream["oneOf"].as_array().unwrap().len(), documented.len());
+
+    let end = serde_json::to_value(StreamEvent::End {
+        output: Some(json!(1)),
+    })
+    .unwrap();
+    conforms(&doc, &schema("StreamEnd"), &end["data"]).unwrap();
+    let error = ErrorInfo {
+        code: "c".into(),
+        message: "m".into(),
+        retryable: false,
+    };
+    let fail = serde_json::to_value(StreamEvent::Fail { error }).unwrap();
+    conforms(&doc, &schema("StreamFail"), &fail["data"]).unwrap();
+    // A sample the check must refuse, so that it is not vacuous.
+    let bad = json!({"type": "text_delta", "sessionId": "s", "agentType": "a", "runId": "r", "timestamp": 1});
+    assert!(
+        conforms(
+            &doc,
+            &json!({"$ref": "#/components/schemas/TextDeltaChunk"}),
+            &bad
+        )
+        .is_err()
+    );
 }

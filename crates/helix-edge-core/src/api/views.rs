@@ -59,6 +59,9 @@ pub struct SessionView {
     can_resume: bool,
     /// Why it can (`interrupted`) or cannot.
     resume_reason: ResumeReason,
+    /// The newest stream event this view reflects: the stream read with `?after=` this
+    /// sequence brings exactly the changes the view does not have yet.
+    stream_sequence: u64,
 }
 
 /// Why a session can or cannot be resumed.
@@ -126,11 +129,18 @@ impl From<Loaded> for SessionView {
             error: h.error,
             suspended_reason,
             forked_from: h.forked_from,
+            stream_sequence: 0,
         }
     }
 }
 
 impl SessionView {
+    /// Sets the stream sequence the view reflects (read in the same turn as the state).
+    pub fn at_sequence(mut self, sequence: u64) -> Self {
+        self.stream_sequence = sequence;
+        self
+    }
+
     /// Adds the calls pending in descendant sessions (sub-agents): the client answers
     /// them at this, the root, session.
     pub fn with_descendant_calls(mut self, calls: Vec<PendingCall>) -> Self {

@@ -76,9 +76,13 @@ impl Inner {
     pub(super) async fn get(self: &Rc<Self>, runner: &R, id: &str) -> Answer {
         let loaded = runner.store().load(id).await.map_err(RunError::from)?;
         let loaded = loaded.ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?;
+        // Read with the state, before anything else can commit: a client that applies
+        // the stream after this sequence to this state never misses or repeats a patch.
+        let sequence = self.parts()?.stream.last_seq();
         self.touch(runner, id, &loaded.head);
         let below = runner.descendant_calls(&loaded.head).await?;
-        json_response(200, &SessionView::from(loaded).with_descendant_calls(below))
+        let view = SessionView::from(loaded).at_sequence(sequence);
+        json_response(200, &view.with_descendant_calls(below))
     }
 
     /// Schedules a drive when a read finds the session with work and nobody on it.
