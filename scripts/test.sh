@@ -27,6 +27,14 @@ if ! "$SCHEMATHESIS_BIN" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"
     "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
+# A real browser for the console's test: Debian's chromium (puppeteer-core drives it).
+if [ -z "${CHROMIUM_BIN:-}" ] && ! command -v chromium >/dev/null; then
+  step "installing chromium (apt-get) for the browser test"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
 step "cargo fmt --check"
 cargo fmt --all --check
 (cd examples/minimal-worker && cargo fmt --check)
@@ -45,6 +53,10 @@ cargo test --workspace --locked
 step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib
+
+step "TypeScript client (clients/js): typecheck, build, unit tests; the console's typecheck"
+npm --workspace clients/js test
+"$PWD/node_modules/.bin/tsc" -p crates/helix-edge/console/tsconfig.json
 
 step "build the worker (with the test-only routes)"
 export HELIX_BUILD_FEATURES=test-routes

@@ -458,16 +458,16 @@ fn conforms(doc: &Value, schema: &Value, value: &Value) -> Result<(), String> {
             if prop.get("const").is_some_and(|c| c != v) {
                 return Err(format!("{key} of {value} is not {}", prop["const"]));
             }
-            if let Some(allowed) = prop["enum"].as_array() {
-                if !allowed.contains(v) {
-                    return Err(format!("{key} of {value} is not one of {allowed:?}"));
-                }
+            if let Some(allowed) = prop["enum"].as_array()
+                && !allowed.contains(v)
+            {
+                return Err(format!("{key} of {value} is not one of {allowed:?}"));
             }
-            if let (Some(items), Some(array)) = (prop.get("items"), v.as_array()) {
-                if items.get("$ref").is_some() {
-                    for item in array {
-                        conforms(doc, items, item)?;
-                    }
+            if let (Some(items), Some(array)) = (prop.get("items"), v.as_array())
+                && items.get("$ref").is_some()
+            {
+                for item in array {
+                    conforms(doc, items, item)?;
                 }
             }
         }

@@ -42,6 +42,10 @@ async fn dispatch(
     if let Some(answer) = crate::test_routes::route(&req, &method, path, env, app).await {
         return answer;
     }
+    #[cfg(feature = "console")]
+    if let Some(page) = crate::console::serve(&method, path) {
+        return page.map_err(|e| internal("console", e));
+    }
     let setup = Setup::get(env, app)?;
     let config = &setup.auth;
     let now_secs = worker::Date::now().as_millis() / 1000;

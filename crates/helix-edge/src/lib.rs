@@ -25,6 +25,7 @@
 //!   routes of their own in front of helix-edge's.
 //! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
 //!   runner, fans the stream out to SSE clients, keeps the alarm.
+//! - `console` (feature): the browser console, served at `/`.
 //! - [`schema`]: the D1 migrations this version ships, and the check that the
 //!   database has them.
 //! - `storage`: the object's own SQLite — the session's store and commit log, and its
@@ -40,6 +41,8 @@ pub use helix_edge_core::*;
 
 #[cfg(target_arch = "wasm32")]
 mod app;
+#[cfg(all(target_arch = "wasm32", feature = "console"))]
+mod console;
 #[cfg(target_arch = "wasm32")]
 mod d1;
 #[cfg(target_arch = "wasm32")]

@@ -1,0 +1,45 @@
+// The entry point: one deployment, its agents, and its sessions.
+
+import { SessionHandle } from './session.js';
+import { Transport, type ClientOptions, type TokenSource } from './transport.js';
+import type { Agent, Created, CreateSessionInput, SessionList, SessionStatus } from './types.js';
+
+type Signal = { signal?: AbortSignal };
+
+export class HelixClient {
+  readonly transport: Transport;
+
+  constructor(options: ClientOptions) {
+    this.transport = new Transport(options);
+  }
+
+  /** The agents the worker hosts, with their tools. */
+  async agents({ signal }: Signal = {}): Promise<Agent[]> {
+    return (await this.transport.json<{ agents: Agent[] }>('GET', '/v1/agents', { signal })).agents;
+  }
+
+  /**
+   * Creates a session (its first run starts at once) and returns its handle, which
+   * uses the session's own token when the server issued one.
+   */
+  async createSession(input: CreateSessionInput, { signal }: Signal = {}): Promise<SessionHandle & { created: Created }> {
+    const created = await this.transport.json<Created>('POST', '/v1/sessions', { body: input, signal });
+    const token = created.sessionToken ?? undefined;
+    const transport = token && !(await this.transport.currentToken()) ? this.transport.withToken(token) : this.transport;
+    return Object.assign(new SessionHandle(transport, created.sessionId, token), { created });
+  }
+
+  /** A handle on an existing session (`token`: a session token to use instead of the client's). */
+  session(id: string, { token }: { token?: TokenSource } = {}): SessionHandle {
+    const transport = token ? this.transport.withToken(token) : this.transport;
+    return new SessionHandle(transport, id, typeof token === 'string' ? token : undefined);
+  }
+
+  /** Sessions from D1, newest first (API token only); follow `nextCursor` for more. */
+  sessions(
+    query: { agent?: string; status?: SessionStatus; updatedSince?: number; cursor?: string; limit?: number } & Signal = {},
+  ): Promise<SessionList> {
+    const { signal, ...q } = query;
+    return this.transport.json('GET', '/v1/sessions', { query: q, signal });
+  }
+}

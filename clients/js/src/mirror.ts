@@ -1,0 +1,172 @@
+// A live copy of a session: its snapshot from `GET`, then every event of its stream
+// after the snapshot's `streamSequence`, applied in order — state patches (RFC 6902,
+// through immutable-json-patch), pending calls, status. Whenever it cannot be sure it
+// still matches the server (a `stream_resync`, a `truncated` notice, a gap in the
+// sequence, a patch that does not apply) it refetches the snapshot instead of drifting.
+
+import { applyPatch, type Operation } from 'rfc6902';
+import type { EventStream, EventStreamOptions } from './events.js';
+import type { PendingCall, Session, SessionEvent, SessionStatus } from './types.js';
+
+/** What the mirror needs of a session handle. */
+export interface MirrorSource {
+  readonly id: string;
+  get(options?: { signal?: AbortSignal }): Promise<Session>;
+  events(options?: EventStreamOptions): EventStream;
+}
+
+export type MirrorListener = (mirror: StateMirror, event?: SessionEvent) => void;
+
+export class StateMirror<S = Record<string, unknown>> {
+  /** The latest snapshot, with state, status and pending calls kept current. */
+  session!: Session;
+  /** Resynchronisations so far (refetches after a gap, resync or truncation). */
+  resyncs = 0;
+  private listeners = new Set<MirrorListener>();
+  private stream: EventStream | undefined;
+  private following: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly source: MirrorSource,
+    private readonly options: Omit<EventStreamOptions, 'after' | 'signal'> = {},
+  ) {}
+
+  /** The session's state. */
+  get state(): S {
+    return this.session.state as S;
+  }
+
+  /** The calls waiting for an approval or a client result (children's included). */
+  get pendingToolCalls(): PendingCall[] {
+    return this.session.pendingToolCalls;
+  }
+
+  get status(): SessionStatus {
+    return this.session.status;
+  }
+
+  /** The sequence of the newest event the mirror reflects. */
+  get sequence(): number {
+    return this.session.streamSequence;
+  }
+
+  /** Fetches the snapshot and follows the stream; resolves once the snapshot is in. */
+  async start(): Promise<this> {
+    this.session = await this.source.get();
+    this.emit();
+    this.follow();
+    return this;
+  }
+
+  /** Calls `listener` after every change (with the event that made it, if any). */
+  subscribe(listener: MirrorListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Follows the stream again if it had ended (after a run's end: call it when a new run
+   * starts — the session handle does so for its own sends).
+   */
+  follow(): void {
+    if (this.closed || this.following) return;
+    this.following = this.run().finally(() => {
+      this.following = undefined;
+    });
+  }
+
+  /** Resolves when the stream being followed ends (a run's end). */
+  async settled(): Promise<void> {
+    await this.following;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.stream?.close();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closed) {
+      this.stream = this.source.events({ ...this.options, after: this.sequence });
+      let stale = false;
+      for await (const event of this.stream) {
+        if (!this.apply(event)) {
+          stale = true;
+          break;
+        }
+        this.emit(event);
+      }
+      if (!stale || this.closed) return;
+      this.resyncs++;
+      this.session = await this.source.get();
+      this.emit();
+    }
+  }
+
+  /** Applies one event; false when the mirror must refetch instead. */
+  private apply(event: SessionEvent): boolean {
+    const s = this.session;
+    if (event.type === 'truncated' || event.seq !== s.streamSequence + 1) return false;
+    s.streamSequence = event.seq;
+    const own = 'sessionId' in event && event.sessionId === s.sessionId;
+    switch (event.type) {
+      case 'state_patch':
+        // Children's patches are relayed too; they change the child's state, not ours.
+        if (!own) return true;
+        {
+          // Applied to a copy, so that a patch that fails halfway changes nothing.
+          const next = structuredClone(s.state);
+          if (applyPatch(next, event.patches as Operation[]).some((error) => error !== null)) return false;
+          s.state = next;
+        }
+        return true;
+      case 'stream_resync':
+        return false;
+      case 'tool_approval_request':
+        s.pendingToolCalls = [
+          ...s.pendingToolCalls.filter((p) => p.toolCallId !== event.toolCallId),
+          { toolCallId: event.toolCallId, toolName: event.toolName, arguments: event.arguments, kind: 'approval' },
+        ];
+        return true;
+      case 'tool_start':
+        if (event.executor === 'client') {
+          const call: PendingCall = {
+            toolCallId: event.toolCallId,
+            toolName: event.toolName,
+            arguments: event.arguments,
+            kind: 'client',
+          };
+          if (event.deadline !== undefined) call.deadline = event.deadline;
+          s.pendingToolCalls = [...s.pendingToolCalls.filter((p) => p.toolCallId !== event.toolCallId), call];
+        }
+        return true;
+      case 'tool_end':
+        s.pendingToolCalls = s.pendingToolCalls.filter((p) => p.toolCallId !== event.toolCallId);
+        return true;
+      case 'run_started':
+      case 'run_resumed':
+        if (own) s.status = 'active';
+        return true;
+      case 'run_interrupted':
+        if (own) s.status = 'interrupted';
+        return true;
+      case 'run_finished':
+        if (own && event.status !== 'running') s.status = event.status;
+        if (own) s.pendingToolCalls = [];
+        return true;
+      case 'output':
+        if (own) s.output = event.output;
+        return true;
+      case 'fail':
+        s.error = event.error;
+        return true;
+      default:
+        return true;
+    }
+  }
+
+  private emit(event?: SessionEvent): void {
+    for (const listener of this.listeners) listener(this as StateMirror, event);
+  }
+}

@@ -1,0 +1,160 @@
+// One session: every route under `/v1/sessions/{id}`, its event stream and its mirror.
+
+import { EventStream, type EventStreamOptions } from './events.js';
+import { StateMirror } from './mirror.js';
+import type { Transport } from './transport.js';
+import type { Checkpoint, Created, HistoryMessage, MessagePage, Run, Session, SessionEvent } from './types.js';
+
+type Signal = { signal?: AbortSignal };
+
+export class SessionHandle {
+  private readonly path: string;
+  private mirrors = new Set<StateMirror<unknown>>();
+
+  constructor(
+    private readonly transport: Transport,
+    /** The session id. */
+    readonly id: string,
+    /** The session token, when this client created the session (scoped to it alone). */
+    readonly token?: string,
+  ) {
+    this.path = `/v1/sessions/${encodeURIComponent(id)}`;
+  }
+
+  /** The session: status, state, pending calls, output or error. */
+  get({ signal }: Signal = {}): Promise<Session> {
+    return this.transport.json('GET', this.path, { signal });
+  }
+
+  /** One page of the transcript. */
+  messagePage(offset = 0, limit = 50, { signal }: Signal = {}): Promise<MessagePage> {
+    return this.transport.json('GET', `${this.path}/messages`, { query: { offset, limit }, signal });
+  }
+
+  /** The transcript, page by page (`for await (const page of session.messagePages())`). */
+  async *messagePages({ limit = 100, signal }: Signal & { limit?: number } = {}): AsyncGenerator<MessagePage> {
+    for (let offset = 0; ; ) {
+      const page = await this.messagePage(offset, limit, { signal });
+      yield page;
+      if (!page.hasMore || page.messages.length === 0) return;
+      offset += page.messages.length;
+    }
+  }
+
+  /** The whole transcript, message by message. */
+  async *messages(options: Signal & { limit?: number } = {}): AsyncGenerator<HistoryMessage> {
+    for await (const page of this.messagePages(options)) yield* page.messages;
+  }
+
+  async runs({ signal }: Signal = {}): Promise<Run[]> {
+    return (await this.transport.json<{ runs: Run[] }>('GET', `${this.path}/runs`, { signal })).runs;
+  }
+
+  async checkpoints({ signal }: Signal = {}): Promise<Checkpoint[]> {
+    const body = await this.transport.json<{ checkpoints: Checkpoint[] }>('GET', `${this.path}/checkpoints`, { signal });
+    return body.checkpoints;
+  }
+
+  /** A follow-up message: a new run (409 `session_busy` while one is active). */
+  send(message: string, { signal }: Signal = {}): Promise<{ runId: string }> {
+    return this.started(this.transport.json('POST', `${this.path}/messages`, { body: { message }, signal }));
+  }
+
+  /** Asks the run to stop at its next step boundary (status `interrupted`). */
+  interrupt(reason?: string, { signal }: Signal = {}): Promise<void> {
+    return this.transport.json('POST', `${this.path}/interrupt`, { body: reason ? { reason } : {}, signal });
+  }
+
+  /** Continues an interrupted (or stale) session. */
+  resume({ signal }: Signal = {}): Promise<{ runId: string }> {
+    return this.started(this.transport.json('POST', `${this.path}/resume`, { signal }));
+  }
+
+  /** Stops the session for good (status `aborted`). */
+  abort(reason?: string, { signal }: Signal = {}): Promise<void> {
+    return this.transport.json('POST', `${this.path}/abort`, { body: reason ? { reason } : {}, signal });
+  }
+
+  /** Restores a checkpoint (default: the latest) and runs again. */
+  retry(checkpointId?: string, { signal }: Signal = {}): Promise<{ runId: string }> {
+    const body = checkpointId ? { checkpointId } : {};
+    return this.started(this.transport.json('POST', `${this.path}/retry`, { body, signal }));
+  }
+
+  /** A new session from a checkpoint of this one (default: the latest). */
+  fork(options: { checkpointId?: string; sessionId?: string } & Signal = {}): Promise<Created> {
+    const { signal, ...body } = options;
+    return this.transport.json('POST', `${this.path}/fork`, { body, signal });
+  }
+
+  /** Removes the session and everything it stored. */
+  delete({ signal }: Signal = {}): Promise<void> {
+    return this.transport.json('DELETE', this.path, { signal });
+  }
+
+  /** Approves a pending call. */
+  approve(toolCallId: string, reason?: string, options: Signal = {}): Promise<void> {
+    return this.answer({ kind: 'approval-response', toolCallId, approved: true, ...(reason ? { reason } : {}) }, options);
+  }
+
+  /** Denies a pending call; the model sees the reason. */
+  deny(toolCallId: string, reason?: string, options: Signal = {}): Promise<void> {
+    return this.answer({ kind: 'approval-response', toolCallId, approved: false, ...(reason ? { reason } : {}) }, options);
+  }
+
+  /** Answers a client tool with its result. */
+  submitResult(toolCallId: string, result: unknown, options: Signal = {}): Promise<void> {
+    return this.answer({ kind: 'client-tool-result', toolCallId, result }, options);
+  }
+
+  /** Answers a client tool with an error the model sees. */
+  submitError(toolCallId: string, error: string, options: Signal = {}): Promise<void> {
+    return this.answer({ kind: 'client-tool-result', toolCallId, error }, options);
+  }
+
+  /** The session's events (see [`EventStream`]): `for await (const e of session.events())`. */
+  events(options: EventStreamOptions = {}): EventStream {
+    return new EventStream(this.transport, this.id, options);
+  }
+
+  /** The callback form of [`events`]; returns a function that stops it. */
+  subscribe(
+    onEvent: (event: SessionEvent) => void,
+    options: EventStreamOptions & { onError?: (error: unknown) => void; onEnd?: () => void } = {},
+  ): () => void {
+    const stream = this.events(options);
+    (async () => {
+      for await (const event of stream) onEvent(event);
+      options.onEnd?.();
+    })().catch((e: unknown) => (options.onError ?? console.error)(e));
+    return () => stream.close();
+  }
+
+  /** A live mirror of the session (state, pending calls, status), started. */
+  async mirror<S = Record<string, unknown>>(options: Omit<EventStreamOptions, 'after' | 'signal'> = {}): Promise<StateMirror<S>> {
+    const mirror = new StateMirror<S>(this, options);
+    this.mirrors.add(mirror as StateMirror<unknown>);
+    return mirror.start();
+  }
+
+  /** The stream's URL for `EventSource` users (the session token in `?token=`). */
+  streamUrl(after?: number): string {
+    return this.transport.url(`${this.path}/stream`, { token: this.token, after });
+  }
+
+  private async answer(body: object, { signal }: Signal): Promise<void> {
+    await this.transport.json('POST', `${this.path}/tool-results`, { body, signal });
+    this.wake();
+  }
+
+  private async started<T>(request: Promise<T>): Promise<T> {
+    const answer = await request;
+    this.wake();
+    return answer;
+  }
+
+  /** A run goes on: mirrors whose stream had ended follow again. */
+  private wake(): void {
+    for (const mirror of this.mirrors) mirror.follow();
+  }
+}

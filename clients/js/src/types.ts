@@ -1,0 +1,78 @@
+// The API's shapes, derived from `api/openapi.json` (src/openapi.ts is generated from
+// it by `npm run types`; a test fails when the two differ), and the events a session's
+// stream yields.
+
+import type { components } from './openapi.js';
+
+type Schemas = components['schemas'];
+
+export type Agent = Schemas['AgentList']['agents'][number];
+export type CreateSession = Schemas['CreateSession'];
+export type Created = Schemas['Created'];
+export type Session = Schemas['Session'];
+export type SessionStatus = Schemas['Status'];
+export type SessionList = Schemas['SessionList'];
+export type PendingCall = Schemas['PendingCall'];
+export type HistoryMessage = MessagePage["messages"][number];
+export type MessagePage = Schemas['MessagePage'];
+export type Run = Schemas['RunList']['runs'][number];
+export type Checkpoint = Schemas['CheckpointList']['checkpoints'][number];
+export type ErrorInfo = Schemas['ErrorInfo'];
+export type PatchOp = Schemas['PatchOp'];
+export type StreamChunk = Schemas['StreamChunk'];
+export type ChunkType = StreamChunk['type'];
+
+/** Every chunk `type` this client knows (a test checks it against the document). */
+export const CHUNK_TYPES: readonly ChunkType[] = [
+  'run_started',
+  'text_delta',
+  'thinking',
+  'tool_start',
+  'tool_approval_request',
+  'tool_end',
+  'state_patch',
+  'custom',
+  'subagent_start',
+  'subagent_end',
+  'output',
+  'error',
+  'step_committed',
+  'run_suspended',
+  'run_resumed',
+  'run_interrupted',
+  'run_finished',
+  'stream_resync',
+];
+
+/** The event's sequence number in the session's stream (its SSE `id`). */
+interface Sequenced {
+  seq: number;
+}
+
+/** A chunk (`event: chunk`), discriminated by its `type`. */
+export type ChunkEvent = StreamChunk & Sequenced;
+/** `event: end`: the run completed; the server then closes the connection. */
+export type EndEvent = Sequenced & { type: 'end' } & Schemas['StreamEnd'];
+/** `event: fail`: the run failed or was aborted; the server then closes the connection. */
+export type FailEvent = Sequenced & { type: 'fail' } & Schemas['StreamFail'];
+/** `event: truncated`: events up to `fromSequence - 1` are gone; refetch the session. */
+export type TruncatedEvent = Sequenced & { type: 'truncated' } & Schemas['StreamTruncated'];
+/** An event or chunk type this client does not know (a newer server): passed through. */
+export interface UnknownEvent extends Sequenced {
+  type: 'unknown';
+  /** The SSE event name. */
+  event: string;
+  /** Its data, parsed. */
+  data: unknown;
+}
+
+/** One event of a session's stream. */
+export type SessionEvent = ChunkEvent | EndEvent | FailEvent | TruncatedEvent | UnknownEvent;
+
+/** The body of a create: the session's agent, its first input, an optional id. */
+export interface CreateSessionInput {
+  agent: string;
+  input: CreateSession['input'];
+  sessionId?: string;
+  messages?: CreateSession['messages'];
+}

@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HelixClient } from '../dist/index.js';
+import { chunk, frame, json, scripted, sse } from './fake.mjs';
+
+const snapshot = (over = {}) => ({
+  sessionId: 's1', agent: 'a', status: 'active', stepCount: 1, version: 1,
+  state: { notes: ['a'] }, pendingToolCalls: [], canResume: false, resumeReason: 'running',
+  streamSequence: 4, ...over,
+});
+
+function mirrorOf(handlers) {
+  const s = scripted(handlers);
+  const c = new HelixClient({ baseUrl: 'http://w.test', fetch: s.fetch });
+  return { ...s, session: c.session('s1') };
+}
+
+test('the mirror applies the patches after the snapshot, in order, and tracks pending calls', async () => {
+  const { session, requests } = mirrorOf([
+    () => json(200, snapshot()),
+    () => sse([
+      chunk(5, 'state_patch', { patches: [{ op: 'add', path: '/notes/-', value: 'b' }] }),
+      // A child's patch is relayed to the parent's stream; it is not the parent's state.
+      chunk(6, 'state_patch', { patches: [{ op: 'add', path: '/x', value: 1 }] }, 's1-child'),
+      chunk(7, 'tool_approval_request', { toolCallId: 'c1', toolName: 'delete_file', arguments: { path: '/x' } }),
+      chunk(8, 'tool_start', { toolCallId: 'c2', toolName: 'ask_user', arguments: {}, executor: 'client', deadline: 9 }),
+      chunk(9, 'tool_end', { toolCallId: 'c1', toolName: 'delete_file', success: true }),
+      chunk(10, 'state_patch', { patches: [{ op: 'replace', path: '/notes/0', value: 'A' }] }),
+      chunk(11, 'run_finished', { status: 'completed' }),
+      frame(12, 'end', {}),
+    ]),
+  ]);
+  const mirror = await session.mirror();
+  const pending = [];
+  mirror.subscribe((m, e) => e?.seq === 8 && pending.push(m.pendingToolCalls.map((p) => `${p.toolCallId}:${p.kind}`)));
+  await mirror.settled();
+  assert.equal(requests[1].headers['last-event-id'], '4');
+  assert.deepEqual(mirror.state, { notes: ['A', 'b'] });
+  assert.deepEqual(pending, [['c1:approval', 'c2:client']]);
+  assert.equal(mirror.status, 'completed');
+  assert.equal(mirror.sequence, 12);
+  assert.equal(mirror.resyncs, 0);
+});
+
+for (const [name, events] of [
+  ['a gap in the sequence', [chunk(6, 'state_patch', { patches: [{ op: 'add', path: '/notes/-', value: 'lost' }] })]],
+  ['a stream_resync', [chunk(5, 'stream_resync', { checkpointId: 'k', stepCount: 1, messageCount: 2, fromSequence: 3, reason: 'crash_recovery' })]],
+  ['a patch that does not apply', [chunk(5, 'state_patch', { patches: [{ op: 'replace', path: '/missing/deep', value: 1 }] })]],
+  ['a truncated notice', [frame(20, 'truncated', { fromSequence: 21, requestedAfter: 4 })]],
+]) {
+  test(`${name} makes the mirror refetch instead of drifting`, async () => {
+    const { session } = mirrorOf([
+      () => json(200, snapshot()),
+      () => sse(events, { then: 'hang' }),
+      () => json(200, snapshot({ state: { notes: ['server'] }, streamSequence: 30, status: 'completed' })),
+      () => sse([]),
+      () => json(200, snapshot({ status: 'completed' })),
+    ]);
+    const mirror = await session.mirror({ initialDelayMs: 1 });
+    await mirror.settled();
+    assert.equal(mirror.resyncs, 1);
+    assert.deepEqual(mirror.state, { notes: ['server'] });
+    mirror.close();
+  });
+}

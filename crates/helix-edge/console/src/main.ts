@@ -1,0 +1,343 @@
+// The browser console: pick an agent, chat, approve or deny, answer client tools, and
+// watch the session's state, runs and checkpoints — on @helix-edge/client, with the
+// DOM and nothing else. Served by the worker's `console` feature at `/`.
+
+import {
+  HelixClient,
+  HttpError,
+  type ConnectionState,
+  type PendingCall,
+  type SessionEvent,
+  type SessionHandle,
+  type StateMirror,
+} from '@helix-edge/client';
+import { h, jsonTree, text } from './dom.js';
+
+const TOKEN = 'helix-edge.token';
+const SESSION_TOKENS = 'helix-edge.session-tokens';
+
+const byId = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+const ui = {
+  connection: byId('connection'),
+  auth: byId<HTMLDetailsElement>('auth'),
+  token: byId<HTMLInputElement>('token'),
+  agent: byId<HTMLSelectElement>('agent'),
+  firstMessage: byId<HTMLTextAreaElement>('first-message'),
+  sessionId: byId<HTMLInputElement>('session-id'),
+  notice: byId('notice'),
+  chat: byId('chat'),
+  inspect: byId('inspect'),
+  sessionLabel: byId('session-label'),
+  status: byId('status'),
+  transcript: byId<HTMLOListElement>('transcript'),
+  pending: byId('pending'),
+  message: byId<HTMLInputElement>('message'),
+  state: byId('state'),
+  runs: byId<HTMLOListElement>('runs'),
+  checkpoints: byId<HTMLOListElement>('checkpoints'),
+};
+
+const client = new HelixClient({
+  baseUrl: location.origin,
+  token: () => sessionStorage.getItem(TOKEN) ?? undefined,
+});
+let session: SessionHandle | undefined;
+let mirror: StateMirror | undefined;
+/** The streaming entries of the current step, replaced by the transcript when it commits. */
+let liveText: HTMLElement | undefined;
+const toolCards = new Map<string, HTMLElement>();
+/** Refreshes can overlap (a commit, then the run's end): only the newest one is shown. */
+let refreshes = 0;
+
+function sessionTokens(): Record<string, string> {
+  try {
+    return JSON.parse(sessionStorage.getItem(SESSION_TOKENS) ?? '{}');
+  } catch {
+    return {};
+  }
+}
+
+function notice(message: string): void {
+  ui.notice.textContent = message;
+}
+
+/** Runs an action, showing its error instead of throwing. */
+async function attempt(action: () => Promise<unknown>): Promise<void> {
+  notice('');
+  try {
+    await action();
+  } catch (e) {
+    if (e instanceof HttpError && (e.status === 401 || e.status === 503)) ui.auth.open = true;
+    notice(e instanceof HttpError ? `${e.message} (${e.code})` : String(e));
+  }
+}
+
+/** A token from a link (`?token=` or `#token=`) is kept in this tab and taken out of the URL. */
+function takeLinkToken(): void {
+  const url = new URL(location.href);
+  const hash = new URLSearchParams(url.hash.slice(1));
+  const token = url.searchParams.get('token') ?? hash.get('token');
+  if (!token) return;
+  sessionStorage.setItem(TOKEN, token);
+  url.searchParams.delete('token');
+  hash.delete('token');
+  url.hash = hash.toString();
+  history.replaceState(null, '', url);
+}
+
+async function loadAgents(): Promise<void> {
+  const agents = await client.agents();
+  ui.agent.replaceChildren(...agents.map((a) => h('option', { value: a.name }, `${a.name} — ${a.description}`)));
+}
+
+async function attach(handle: SessionHandle): Promise<void> {
+  mirror?.close();
+  session = handle;
+  const url = new URL(location.href);
+  url.searchParams.set('session', handle.id);
+  history.replaceState(null, '', url);
+  ui.sessionLabel.textContent = handle.id;
+  ui.chat.hidden = false;
+  ui.inspect.hidden = false;
+  await refresh();
+  mirror = await handle.mirror({ onConnection: showConnection });
+  mirror.subscribe((m, event) => {
+    render(m);
+    if (event) onEvent(event);
+  });
+  render(mirror);
+  ui.message.focus();
+}
+
+function showConnection(c: ConnectionState): void {
+  const words: Record<string, string> = {
+    connecting: 'Connecting…',
+    open: 'Live',
+    reconnecting: `Reconnecting (attempt ${c.attempt}${c.delayMs ? `, in ${Math.ceil(c.delayMs / 1000)} s` : ''})…`,
+    closed: 'Idle: the run has ended',
+  };
+  ui.connection.textContent = words[c.status] ?? c.status;
+  ui.connection.dataset.status = c.status;
+}
+
+/** The committed transcript, runs and checkpoints, fetched again. */
+async function refresh(): Promise<void> {
+  if (!session) return;
+  const s = session;
+  const mine = ++refreshes;
+  const entries: HTMLElement[] = [];
+  for await (const m of s.messages({ limit: 200 })) entries.push(...messageEntries(m as Message));
+  const [runs, checkpoints] = await Promise.all([s.runs(), s.checkpoints()]);
+  if (s !== session || mine !== refreshes) return;
+  ui.transcript.replaceChildren(...entries);
+  liveText = undefined;
+  toolCards.clear();
+  ui.runs.replaceChildren(
+    ...runs.map((r) => h('li', {}, `${r.runId} · turn ${r.turn} · ${r.status} · ${r.stepCount} step${r.stepCount === 1 ? '' : 's'}`)),
+  );
+  ui.checkpoints.replaceChildren(
+    ...checkpoints.map((c) => h('li', {}, `step ${c.stepCount} · ${c.status} · ${new Date(c.timestamp).toLocaleTimeString()}`)),
+  );
+}
+
+interface Message {
+  role: string;
+  content?: unknown;
+  toolCalls?: { id: string; name: string; arguments: unknown }[];
+  toolName?: string;
+  isError?: boolean;
+}
+
+function messageEntries(m: Message): HTMLElement[] {
+  const body = typeof m.content === 'string' ? m.content : m.content === undefined ? '' : JSON.stringify(m.content);
+  switch (m.role) {
+    case 'user':
+      return [h('li', { class: 'user' }, h('span', { class: 'role' }, 'You'), body)];
+    case 'assistant':
+      return [
+        h(
+          'li',
+          { class: 'assistant' },
+          h('span', { class: 'role' }, 'Agent'),
+          body,
+          ...(m.toolCalls ?? []).map((c) => h('div', { class: 'tool' }, `Calls ${c.name} `, h('pre', {}, JSON.stringify(c.arguments)))),
+        ),
+      ];
+    case 'tool':
+      return [
+        h('li', { class: 'tool-result' }, h('span', { class: 'role' }, `${m.toolName} ${m.isError ? 'failed' : 'returned'}`), h('pre', {}, body)),
+      ];
+    default:
+      return [];
+  }
+}
+
+function onEvent(e: SessionEvent): void {
+  const child = 'sessionId' in e && session && e.sessionId !== session.id ? ` (sub-agent ${e.sessionId})` : '';
+  switch (e.type) {
+    case 'text_delta':
+      if (child) return;
+      if (!liveText) {
+        liveText = h('li', { class: 'assistant live' }, h('span', { class: 'role' }, 'Agent (streaming)'));
+        ui.transcript.append(liveText);
+      }
+      liveText.append(e.delta);
+      return;
+    case 'tool_start':
+    case 'tool_approval_request': {
+      const card = toolCards.get(e.toolCallId) ?? h('li', { class: 'tool' });
+      const doing = e.type === 'tool_approval_request' ? 'needs your approval' : e.executor === 'client' ? 'waits for your answer' : 'running…';
+      card.replaceChildren(text(`Tool ${e.toolName}${child}: ${doing}`), h('pre', {}, JSON.stringify(e.arguments)));
+      toolCards.set(e.toolCallId, card);
+      ui.transcript.append(card);
+      return;
+    }
+    case 'tool_end': {
+      const card = toolCards.get(e.toolCallId);
+      const outcome = e.success ? `done: ${JSON.stringify(e.result)}` : `failed: ${e.error ?? ''}`;
+      if (card) card.firstChild!.textContent = `Tool ${e.toolName}${child}: ${outcome}`;
+      return;
+    }
+    case 'subagent_start':
+      ui.transcript.append(h('li', { class: 'tool' }, `Sub-agent ${e.agentType} started (${e.subSessionId})`));
+      return;
+    case 'error':
+      ui.transcript.append(h('li', { class: 'error' }, `Error${child}: ${e.message} (${e.code})`));
+      return;
+    case 'custom':
+      ui.transcript.append(h('li', { class: 'tool' }, `Event ${e.eventName}${child}: `, h('pre', {}, JSON.stringify(e.data))));
+      return;
+    case 'step_committed':
+    case 'run_suspended':
+    case 'run_interrupted':
+    case 'end':
+    case 'fail':
+      if (!child) void attempt(refresh);
+      return;
+    default:
+      return;
+  }
+}
+
+function render(m: StateMirror): void {
+  ui.state.replaceChildren(jsonTree(m.state));
+  const waiting = m.pendingToolCalls.length;
+  const error = m.session.error ? ` — ${m.session.error.message}` : '';
+  ui.status.textContent = `Status: ${m.status}${waiting ? ` — waiting for you (${waiting} call${waiting === 1 ? '' : 's'})` : ''}${error}`;
+  renderPending(m.pendingToolCalls);
+}
+
+/** One card per pending call; cards already shown keep what the user typed. */
+function renderPending(calls: PendingCall[]): void {
+  const keep = new Set(calls.map((c) => `pending-${c.toolCallId}`));
+  for (const card of [...ui.pending.children]) if (!keep.has(card.id)) card.remove();
+  for (const call of calls) {
+    if (document.getElementById(`pending-${call.toolCallId}`)) continue;
+    ui.pending.append(call.kind === 'approval' ? approvalCard(call) : clientToolCard(call));
+  }
+}
+
+function approvalCard(call: PendingCall): HTMLElement {
+  const reasonId = `reason-${call.toolCallId}`;
+  const reason = h('input', { id: reasonId, autocomplete: 'off' }) as HTMLInputElement;
+  const answer = (approved: boolean) => () =>
+    attempt(async () => {
+      const why = reason.value.trim() || undefined;
+      await (approved ? session!.approve(call.toolCallId, why) : session!.deny(call.toolCallId, why));
+    });
+  return h(
+    'section',
+    { class: 'card', id: `pending-${call.toolCallId}`, 'aria-label': `Approval for ${call.toolName}` },
+    h('h3', {}, `Approve ${call.toolName}?`),
+    h('pre', {}, JSON.stringify(call.arguments, null, 2)),
+    h('form', { onsubmit: (ev: Event) => { ev.preventDefault(); void answer(true)(); } },
+      h('label', { for: reasonId }, 'Reason (optional)'),
+      reason,
+      h('button', { type: 'submit' }, 'Approve'),
+      h('button', { type: 'button', onclick: answer(false) }, 'Deny'),
+    ),
+  );
+}
+
+function clientToolCard(call: PendingCall): HTMLElement {
+  const args = call.arguments as { question?: unknown };
+  const question = typeof args?.question === 'string' ? args.question : JSON.stringify(call.arguments);
+  const inputId = `answer-${call.toolCallId}`;
+  const input = h('input', { id: inputId, autocomplete: 'off', required: true }) as HTMLInputElement;
+  const due = call.deadline ? ` (answer by ${new Date(call.deadline).toLocaleTimeString()})` : '';
+  return h(
+    'section',
+    { class: 'card', id: `pending-${call.toolCallId}`, 'aria-label': `Answer for ${call.toolName}` },
+    h('h3', {}, `${call.toolName} asks${due}`),
+    h('p', {}, question),
+    h('form', {
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        void attempt(() => session!.submitResult(call.toolCallId, input.value));
+      },
+    },
+      h('label', { for: inputId }, 'Your answer'),
+      input,
+      h('button', { type: 'submit' }, 'Send answer'),
+      h('button', {
+        type: 'button',
+        onclick: () => attempt(() => session!.submitError(call.toolCallId, 'The user declined to answer.')),
+      }, 'Decline'),
+    ),
+  );
+}
+
+function on(id: string, event: string, handler: (ev: Event) => void): void {
+  byId(id).addEventListener(event, handler);
+}
+
+on('token-form', 'submit', (ev) => {
+  ev.preventDefault();
+  const token = ui.token.value.trim();
+  if (token) sessionStorage.setItem(TOKEN, token);
+  ui.token.value = '';
+  ui.auth.open = false;
+  void attempt(loadAgents);
+});
+on('token-clear', 'click', () => {
+  sessionStorage.removeItem(TOKEN);
+  notice('Token forgotten.');
+});
+on('new-session', 'submit', (ev) => {
+  ev.preventDefault();
+  void attempt(async () => {
+    const created = await client.createSession({ agent: ui.agent.value, input: ui.firstMessage.value });
+    if (created.token) {
+      sessionStorage.setItem(SESSION_TOKENS, JSON.stringify({ ...sessionTokens(), [created.id]: created.token }));
+    }
+    ui.firstMessage.value = '';
+    await attach(created);
+  });
+});
+on('open-session', 'submit', (ev) => {
+  ev.preventDefault();
+  void attempt(() => open(ui.sessionId.value.trim()));
+});
+on('follow-up', 'submit', (ev) => {
+  ev.preventDefault();
+  const message = ui.message.value;
+  void attempt(async () => {
+    await session?.send(message);
+    ui.message.value = '';
+    await refresh();
+  });
+});
+on('interrupt', 'click', () => void attempt(() => session!.interrupt('from the console')));
+on('resume', 'click', () => void attempt(() => session!.resume()));
+on('abort', 'click', () => void attempt(() => session!.abort('from the console')));
+
+async function open(id: string): Promise<void> {
+  const own = sessionStorage.getItem(TOKEN) ? undefined : sessionTokens()[id];
+  await attach(client.session(id, own ? { token: own } : {}));
+}
+
+takeLinkToken();
+void attempt(async () => {
+  const id = new URL(location.href).searchParams.get('session');
+  await Promise.all([loadAgents().catch((e) => (id ? undefined : Promise.reject(e))), id ? open(id) : undefined]);
+});

@@ -1,0 +1,130 @@
+// The browser console in a real browser (Debian's chromium, driven by puppeteer-core):
+// with the demo model and no credentials, start a session, see the approval card,
+// reload mid-session and reattach, approve from the keyboard, and see the run complete
+// with the note in the state tree — on a phone-sized screen. The final page is saved
+// as .e2e/artifacts/console.png.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
+import { api } from './client.mjs';
+import { ROOT, startWorker } from './harness.mjs';
+
+const CHROMIUM = process.env.CHROMIUM_BIN ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(existsSync);
+
+let worker;
+let browser;
+before(async () => {
+  assert.ok(CHROMIUM, 'chromium is installed (scripts/test.sh installs it)');
+  worker = await startWorker({ vars: { API_TOKEN: '', ALLOW_UNAUTHENTICATED: 'true', LLM_PROVIDER: '' } });
+  browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+  });
+});
+after(async () => {
+  await browser?.close();
+  await worker?.stop();
+  worker?.cleanup();
+});
+
+const text = (page, selector) => page.$eval(selector, (el) => el.textContent);
+
+test('the console: start, approval card, reload and reattach, approve, completed state', async () => {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 400, height: 900 });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+
+  const res = await page.goto(`${worker.baseUrl}/`);
+  assert.equal(res.status(), 200);
+  assert.match(res.headers()['content-security-policy'], /script-src 'self'/);
+  await page.waitForSelector('#agent option[value="assistant"]');
+
+  await page.type('#first-message', 'note buy milk; delete /tmp/x');
+  await page.click('#new-session button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#pending h3')?.textContent === 'Approve delete_file?');
+  const id = new URL(page.url()).searchParams.get('session');
+  assert.match(id, /^s_/);
+  assert.equal(await text(page, '#session-label'), id);
+  assert.match(await text(page, '#transcript'), /note buy milk; delete \/tmp\/x/);
+  assert.match(await text(page, '#status'), /waiting for you \(1 call\)/);
+
+  // Reload mid-session: the page reattaches to the same session, the card is back.
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector('#pending h3')?.textContent === 'Approve delete_file?');
+  assert.equal(new URL(page.url()).searchParams.get('session'), id);
+  assert.equal(await text(page, '#session-label'), id);
+  await page.waitForFunction(() => document.querySelector('#connection')?.textContent === 'Live');
+  assert.match(await text(page, '#state'), /buy milk/);
+
+  // Approve from the keyboard: type a reason, press Enter in the card's form.
+  await page.focus('#pending input');
+  await page.keyboard.type('ok');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => /Status: completed/.test(document.querySelector('#status')?.textContent ?? ''));
+  await page.waitForFunction(() => document.querySelectorAll('#pending .card').length === 0);
+  assert.match(await text(page, '#state'), /text: "buy milk"/);
+  await page.waitForFunction(() => /delete_file returned/.test(document.querySelector('#transcript')?.textContent ?? ''));
+  await page.waitForFunction(() => /turn 1 · completed/.test(document.querySelector('#runs')?.textContent ?? ''));
+  assert.ok((await page.$$('#checkpoints li')).length >= 2);
+
+  // The server agrees with what the page shows.
+  const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);
+  assert.equal(session.body.status, 'completed');
+  assert.deepEqual(session.body.state, { notes: [{ text: 'buy milk' }] });
+
+  // A phone-sized screen: nothing wider than the viewport.
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
+  const dir = join(ROOT, '.e2e', 'artifacts');
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: join(dir, 'console.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a follow-up message, a client tool answered in its form, and a session opened by id', async () => {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1200, height: 900 });
+  await page.goto(`${worker.baseUrl}/`);
+  await page.waitForSelector('#agent option[value="assistant"]');
+  await page.type('#first-message', 'what time is it');
+  await page.click('#new-session button[type=submit]');
+  await page.waitForFunction(() => /Status: completed/.test(document.querySelector('#status')?.textContent ?? ''));
+  const id = new URL(page.url()).searchParams.get('session');
+
+  await page.type('#message', 'ask me something');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#pending .card input');
+  assert.match(await text(page, '#pending'), /ask_user asks/);
+  await page.type('#pending .card input', 'blue');
+  await page.click('#pending .card button[type=submit]');
+  await page.waitForFunction(() => /Status: completed/.test(document.querySelector('#status')?.textContent ?? ''));
+  await page.waitForFunction(() => /ask_user returned/.test(document.querySelector('#transcript')?.textContent ?? ''));
+  await page.waitForFunction(() => /turn 2 · completed/.test(document.querySelector('#runs')?.textContent ?? ''));
+
+  // Another tab opens the session by its id.
+  const other = await browser.newPage();
+  await other.goto(`${worker.baseUrl}/`);
+  await other.type('#session-id', id);
+  await other.click('#open-session button[type=submit]');
+  await other.waitForFunction(() => /ask_user returned/.test(document.querySelector('#transcript')?.textContent ?? ''));
+  assert.equal(await text(other, '#session-label'), id);
+  await other.close();
+  await page.close();
+});
+
+test('the embedded console.js is the build of the current sources', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const { readFileSync, rmSync } = await import('node:fs');
+  const out = join(ROOT, '.e2e', 'console-build.js');
+  execFileSync(process.execPath, [join(ROOT, 'crates', 'helix-edge', 'console', 'build.mjs'), '--out', out]);
+  const fresh = readFileSync(out, 'utf8');
+  rmSync(out);
+  assert.equal(fresh, readFileSync(join(ROOT, 'crates', 'helix-edge', 'console', 'console.js'), 'utf8'),
+    'run `node crates/helix-edge/console/build.mjs` and commit console.js');
+});

@@ -1,0 +1,153 @@
+// @helix-edge/client (clients/js) against the real worker: the approval flow, a client
+// tool answered through the client, reconnects forced at random points of a running
+// stream, and the state mirror, each checked against what the server itself says.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HelixClient, HttpError } from '@helix-edge/client';
+import { API_TOKEN, api } from './client.mjs';
+import { startWorker } from './harness.mjs';
+import { openStream } from './sse.mjs';
+
+let worker;
+before(async () => {
+  worker = await startWorker();
+});
+after(async () => { await worker?.stop(); worker?.cleanup(); });
+
+const client = () => new HelixClient({ baseUrl: worker.baseUrl, token: API_TOKEN });
+
+/** The session's whole stream as the server sends it, read raw. */
+async function serverStream(id) {
+  const s = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, { headers: { authorization: `Bearer ${API_TOKEN}` } });
+  await s.closed;
+  return s.events.map((e) => ({ seq: e.id, type: e.type, data: e.json }));
+}
+
+/** An event as the client yields it, in the raw stream's terms. */
+function asServer(e) {
+  const { seq, ...rest } = e;
+  if (e.type === 'end' || e.type === 'fail' || e.type === 'truncated') {
+    const { type, ...data } = rest;
+    return { seq, type, data };
+  }
+  return { seq, type: e.type, data: rest };
+}
+
+test('the approval flow: stream, approve from the client, the run completes', async () => {
+  const c = client();
+  assert.ok((await c.agents()).some((a) => a.name === 'assistant'));
+  const session = await c.createSession({ agent: 'assistant', input: 'note buy milk; delete /tmp/x' });
+  assert.match(session.token, /\S/);
+  const seen = [];
+  for await (const e of session.events()) {
+    seen.push(e);
+    if (e.type === 'tool_approval_request') await session.approve(e.toolCallId, 'fine by me');
+  }
+  assert.equal(seen.at(-1).type, 'end');
+  assert.ok(seen.some((e) => e.type === 'tool_end' && e.toolName === 'delete_file' && e.success));
+  assert.deepEqual(seen.map(asServer), await serverStream(session.id));
+  const s = await session.get();
+  assert.equal(s.status, 'completed');
+  const messages = [];
+  for await (const m of session.messages({ limit: 2 })) messages.push(m);
+  assert.equal(messages.length, (await session.messagePage(0, 500)).total);
+  assert.equal((await session.runs()).length, 1);
+  assert.ok((await session.checkpoints()).length >= 2);
+  // A second answer to the same call is refused, typed.
+  const approval = seen.find((e) => e.type === 'tool_approval_request');
+  await assert.rejects(session.approve(approval.toolCallId), (e) => e instanceof HttpError && e.code === 'tool_call_already_resolved' && e.status === 409);
+});
+
+test('a client tool answered through the client; a denial; the session token alone suffices', async () => {
+  const c = client();
+  const created = await c.createSession({ agent: 'assistant', input: 'ask me something' });
+  // A browser holding only the session token.
+  const session = new HelixClient({ baseUrl: worker.baseUrl, token: created.token }).session(created.id);
+  for await (const e of session.events()) {
+    if (e.type === 'tool_start' && e.executor === 'client') await session.submitResult(e.toolCallId, 'blue');
+  }
+  const messages = (await session.messagePage()).messages;
+  assert.ok(messages.some((m) => m.role === 'tool' && JSON.stringify(m.content).includes('blue')));
+  await assert.rejects(c.session(created.id, { token: 'not-a-token' }).get(), (e) => e instanceof HttpError && e.status === 401);
+
+  const denied = await c.createSession({ agent: 'assistant', input: 'delete /tmp/y' });
+  for await (const e of denied.events()) {
+    if (e.type === 'tool_approval_request') await denied.deny(e.toolCallId, 'not today');
+  }
+  const last = (await denied.messagePage(0, 500)).messages.filter((m) => m.role === 'tool').at(-1);
+  assert.equal(last.content.code, 'tool_denied');
+});
+
+test('reconnects forced at random points of a running stream: exactly the server stream', async () => {
+  let cuts = 0;
+  // A fetch whose event streams break after a random number of bytes.
+  const flaky = async (url, init) => {
+    const res = await fetch(url, init);
+    if (!String(url).includes('/stream') || !res.body) return res;
+    let budget = 1 + Math.floor(Math.random() * 600);
+    const reader = res.body.getReader();
+    const body = new ReadableStream({
+      async pull(controller) {
+        const { value, done } = await reader.read();
+        if (done) return controller.close();
+        if (value.length >= budget) {
+          controller.enqueue(value.slice(0, budget));
+          cuts++;
+          reader.cancel().catch(() => {});
+          return controller.error(new TypeError('connection reset (test)'));
+        }
+        budget -= value.length;
+        controller.enqueue(value);
+      },
+      cancel() { return reader.cancel(); },
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+  const c = new HelixClient({ baseUrl: worker.baseUrl, token: API_TOKEN, fetch: flaky });
+  for (let trial = 0; trial < 3; trial++) {
+    const session = await c.createSession({ agent: 'assistant', input: 'note a; note b; note c; email a@x,b@x,c@x,d@x about lunch' });
+    const seen = [];
+    const states = [];
+    for await (const e of session.events({ initialDelayMs: 5, maxDelayMs: 50, onConnection: (s) => states.push(s.status) })) {
+      seen.push(e);
+      if (e.type === 'tool_approval_request') await session.approve(e.toolCallId);
+    }
+    const server = await serverStream(session.id);
+    assert.deepEqual(seen.map(asServer), server, `trial ${trial}`);
+    assert.deepEqual(seen.map((e) => e.seq), server.map((_, i) => i + 1));
+    assert.ok(states.includes('reconnecting'));
+  }
+  assert.ok(cuts >= 3, `streams were cut (${cuts})`);
+});
+
+test('the state mirror ends equal to GET, with the pending calls seen on the way', async () => {
+  const c = client();
+  const session = await c.createSession({ agent: 'assistant', input: 'note buy milk; note call mom; delete /tmp/x' });
+  const mirror = await session.mirror();
+  const pending = await new Promise((resolve) => {
+    const stop = mirror.subscribe((m) => {
+      if (m.pendingToolCalls.length > 0) { stop(); resolve(m.pendingToolCalls); }
+    });
+    if (mirror.pendingToolCalls.length > 0) resolve(mirror.pendingToolCalls);
+  });
+  assert.equal(pending[0].toolName, 'delete_file');
+  assert.deepEqual(pending, (await session.get()).pendingToolCalls);
+  await session.approve(pending[0].toolCallId);
+  await mirror.settled();
+  const server = await session.get();
+  assert.equal(mirror.status, 'completed');
+  assert.deepEqual(mirror.state, server.state);
+  assert.deepEqual(mirror.state.notes.map((n) => n.text), ['buy milk', 'call mom']);
+  assert.deepEqual(mirror.pendingToolCalls, []);
+  assert.equal(mirror.sequence, server.streamSequence);
+  assert.equal(mirror.resyncs, 0);
+  // A follow-up run: the mirror follows it too.
+  await session.send('note eggs');
+  await mirror.settled();
+  assert.deepEqual(mirror.state, (await session.get()).state);
+  assert.equal(mirror.state.notes.length, 3);
+  mirror.close();
+  const raw = await api(worker, 'GET', `/v1/sessions/${session.id}`);
+  assert.equal(raw.body.streamSequence, mirror.sequence);
+});
