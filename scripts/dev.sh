@@ -18,5 +18,5 @@ fi
 
 bash scripts/build.sh
 wrangler d1 migrations apply DB --local --persist-to "$state"
-echo "[dev] http://127.0.0.1:$port  (try: curl http://127.0.0.1:$port/healthz)"
+echo "[dev] console: http://127.0.0.1:$port/  (API: http://127.0.0.1:$port/v1/agents)"
 exec wrangler dev --ip 127.0.0.1 --port "$port" --persist-to "$state" "$@"

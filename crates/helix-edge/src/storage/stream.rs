@@ -145,7 +145,6 @@ impl SqlStreamLog {
     }
 
     /// The sequence number of the newest event.
-    #[cfg(feature = "chat")]
     pub fn last_seq(&self) -> u64 {
         self.last_seq.get()
     }
