@@ -6,24 +6,17 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import puppeteer from 'puppeteer-core';
+import { launchBrowser, pageErrors } from './browser.mjs';
 import { api } from './client.mjs';
 import { ROOT, startWorker } from './harness.mjs';
-
-const CHROMIUM = process.env.CHROMIUM_BIN ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(existsSync);
 
 let worker;
 let browser;
 before(async () => {
-  assert.ok(CHROMIUM, 'chromium is installed (scripts/test.sh installs it)');
+  browser = await launchBrowser();
   worker = await startWorker({ vars: { API_TOKEN: '', ALLOW_UNAUTHENTICATED: 'true', LLM_PROVIDER: '' } });
-  browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
-  });
 });
 after(async () => {
   await browser?.close();
@@ -36,9 +29,7 @@ const text = (page, selector) => page.$eval(selector, (el) => el.textContent);
 test('the console: start, approval card, reload and reattach, approve, completed state', async () => {
   const page = await browser.newPage();
   await page.setViewport({ width: 400, height: 900 });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  const errors = pageErrors(page);
 
   const res = await page.goto(`${worker.baseUrl}/`);
   assert.equal(res.status(), 200);
