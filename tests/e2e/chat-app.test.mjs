@@ -41,6 +41,16 @@ after(async () => {
 
 const lastAgentText = (page) => page.$eval('#messages', (el) => el.lastElementChild?.textContent ?? '');
 
+/** Waits until the chat is idle (the page re-renders while it streams) and `selector` is there. */
+async function idleWith(page, selector) {
+  await page.waitForFunction(
+    (s) => document.querySelector('#status')?.textContent === '' && document.querySelector(s),
+    {},
+    selector,
+  );
+  return page.$(selector);
+}
+
 test('the example app: an approval from its button, a client tool from its form', async () => {
   const page = await browser.newPage();
   const errors = pageErrors(page);
@@ -50,15 +60,16 @@ test('the example app: an approval from its button, a client tool from its form'
 
   await page.type('#input', 'note buy milk; delete /tmp/x');
   await page.keyboard.press('Enter');
-  const approve = await page.waitForSelector('xpath/.//button[text()="Approve"]');
+  const approve = await idleWith(page, '.tool button');
   assert.match(await lastAgentText(page), /delete_file \{"path":"\/tmp\/x"\}: approval-requested/);
+  assert.equal(await approve.evaluate((b) => b.textContent), 'Approve');
   await approve.click();
   await page.waitForFunction(() => /delete_file .*: output-available → \{"deleted":"\/tmp\/x"\}/.test(document.querySelector('#messages')?.textContent ?? ''));
   await page.waitForFunction(() => document.querySelector('#status')?.textContent === '');
 
   await page.type('#input', 'ask me something');
   await page.keyboard.press('Enter');
-  const answer = await page.waitForSelector('.tool form input');
+  const answer = await idleWith(page, '.tool form input');
   await answer.type('blue');
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => /ask_user .*: output-available → "blue"/.test(document.querySelector('#messages')?.textContent ?? ''));
