@@ -22,6 +22,8 @@ export class StateMirror<S = Record<string, unknown>> {
   session!: Session;
   /** Resynchronisations so far (refetches after a gap, resync or truncation). */
   resyncs = 0;
+  /** Why following stopped, if it failed (a 401 or 404, say); listeners are told. */
+  error: unknown = undefined;
   private listeners = new Set<MirrorListener>();
   private stream: EventStream | undefined;
   private following: Promise<void> | undefined;
@@ -71,9 +73,15 @@ export class StateMirror<S = Record<string, unknown>> {
    */
   follow(): void {
     if (this.closed || this.following) return;
-    this.following = this.run().finally(() => {
-      this.following = undefined;
-    });
+    this.error = undefined;
+    this.following = this.run()
+      .catch((e: unknown) => {
+        this.error = e;
+        this.emit();
+      })
+      .finally(() => {
+        this.following = undefined;
+      });
   }
 
   /** Resolves when the stream being followed ends (a run's end). */

@@ -63,3 +63,16 @@ for (const [name, events] of [
     mirror.close();
   });
 }
+
+test('a stream error stops the mirror with the error recorded and listeners told, never unhandled', async () => {
+  const { session } = mirrorOf([
+    () => json(200, snapshot()),
+    () => json(404, { error: { code: 'session_not_found', message: 'No such session.', retryable: false } }),
+  ]);
+  const mirror = await session.mirror();
+  const told = [];
+  mirror.subscribe((m) => told.push(m.error?.code));
+  await mirror.settled();
+  assert.equal(mirror.error.code, 'session_not_found');
+  assert.deepEqual(told, ['session_not_found']);
+});

@@ -220,6 +220,7 @@ function onEvent(e: SessionEvent): void {
 }
 
 function render(m: StateMirror): void {
+  if (m.error) notice(m.error instanceof HttpError ? `${m.error.message} (${m.error.code})` : String(m.error));
   ui.state.replaceChildren(jsonTree(m.state));
   const waiting = m.pendingToolCalls.length;
   const error = m.session.error ? ` — ${m.session.error.message}` : '';
