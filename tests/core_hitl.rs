@@ -19,12 +19,21 @@ fn approve(
     call: &str,
     yes: bool,
 ) {
+    answer(runner, call, yes, None);
+}
+
+fn answer(
+    runner: &helix_edge::runner::Runner<std::rc::Rc<helix_edge::store::MemoryStore>>,
+    call: &str,
+    yes: bool,
+    reason: Option<&str>,
+) {
     block(runner.submit(
         SESSION,
         Submission::Approval {
             tool_call_id: call.into(),
             approved: yes,
-            reason: None,
+            reason: reason.map(Into::into),
         },
     ))
     .unwrap();
@@ -104,6 +113,30 @@ fn a_denied_call_never_runs_and_the_model_is_told() {
     assert!(is_error);
     assert_eq!(content["error"], "Tool call was not approved by the user");
     assert!(w.chunks().iter().any(|c| matches!(c, ChunkBody::ToolEnd { success: false, error: Some(e), .. } if e == "Tool call was not approved by the user")));
+    assert_consistent(&w, &initial());
+}
+
+#[test]
+fn a_denial_s_reason_reaches_the_model() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let call = w.model.call("delete_file", json!({"path": "/etc"}));
+    w.model.calls(vec![call.clone()]).text("Understood.");
+    w.create(&r, "tester", "delete /etc");
+    drive(&r);
+    answer(&r, &call.id, false, Some("  not today  "));
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    assert_eq!(w.exec.count("delete_file"), 0);
+    let Message::Tool { content, .. } = &w.model.seen()[1].messages[2] else {
+        panic!()
+    };
+    let told = "Tool call was not approved by the user: not today";
+    assert_eq!(content["error"], told);
+    assert_eq!(content["code"], "tool_denied");
+    assert!(w.chunks().iter().any(
+        |c| matches!(c, ChunkBody::ToolEnd { success: false, error: Some(e), .. } if e == told)
+    ));
     assert_consistent(&w, &initial());
 }
 

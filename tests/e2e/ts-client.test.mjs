@@ -77,6 +77,7 @@ test('a client tool answered through the client; a denial; the session token alo
   }
   const last = (await denied.messagePage(0, 500)).messages.filter((m) => m.role === 'tool').at(-1);
   assert.equal(last.content.code, 'tool_denied');
+  assert.equal(last.content.error, 'Tool call was not approved by the user: not today');
 });
 
 test('reconnects forced at random points of a running stream: exactly the server stream', async () => {

@@ -494,6 +494,7 @@ export interface components {
             kind: "approval-response";
             toolCallId: string;
             approved: boolean;
+            /** @description Why. With a denial the model is told it: "Tool call was not approved by the user: <reason>". */
             reason?: string;
         } | {
             /** @constant */

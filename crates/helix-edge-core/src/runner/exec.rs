@@ -122,6 +122,22 @@ impl<S: Store> Runner<S> {
         self.end_with_error(call, error.code(), &error.to_string(), emitter)
     }
 
+    /// Resolves a denied call: the model is told, with the user's reason when one was
+    /// given ("Tool call was not approved by the user: not today").
+    pub(crate) fn end_denied(
+        &self,
+        call: &ToolCall,
+        reason: Option<&str>,
+        emitter: &Emitter,
+    ) -> Message {
+        let denied = ToolError::Denied;
+        let text = match reason.map(str::trim).filter(|r| !r.is_empty()) {
+            Some(reason) => format!("{denied}: {reason}"),
+            None => denied.to_string(),
+        };
+        self.end_with_error(call, denied.code(), &text, emitter)
+    }
+
     /// Resolves a call as an error with `code` and `text`.
     pub(crate) fn end_with_error(
         &self,

@@ -106,8 +106,10 @@ impl<S: Store> Runner<S> {
                     self.end_without_running(call, &ToolError::Interrupted, &emitter)
                 }
                 Some(Answer::Approval {
-                    approved: false, ..
-                }) => self.end_without_running(call, &ToolError::Denied, &emitter),
+                    approved: false,
+                    reason,
+                    ..
+                }) => self.end_denied(call, reason.as_deref(), &emitter),
                 Some(Answer::ClientResult { result, .. }) => {
                     self.end_with_result(call, result.clone(), &emitter)
                 }
