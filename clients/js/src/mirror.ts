@@ -27,7 +27,7 @@ export class StateMirror<S = Record<string, unknown>> {
   private listeners = new Set<MirrorListener>();
   private stream: EventStream | undefined;
   private following: Promise<void> | undefined;
-  private closed = false;
+  #closed = false;
 
   constructor(
     private readonly source: MirrorSource,
@@ -72,7 +72,7 @@ export class StateMirror<S = Record<string, unknown>> {
    * starts — the session handle does so for its own sends).
    */
   follow(): void {
-    if (this.closed || this.following) return;
+    if (this.#closed || this.following) return;
     this.error = undefined;
     this.following = this.run()
       .catch((e: unknown) => {
@@ -89,13 +89,18 @@ export class StateMirror<S = Record<string, unknown>> {
     await this.following;
   }
 
+  /** Whether [`close`](#close) was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   close(): void {
-    this.closed = true;
+    this.#closed = true;
     this.stream?.close();
   }
 
   private async run(): Promise<void> {
-    while (!this.closed) {
+    while (!this.#closed) {
       this.stream = this.source.events({ ...this.options, after: this.sequence });
       let stale = false;
       for await (const event of this.stream) {
@@ -105,7 +110,7 @@ export class StateMirror<S = Record<string, unknown>> {
         }
         this.emit(event);
       }
-      if (!stale || this.closed) return;
+      if (!stale || this.#closed) return;
       this.resyncs++;
       this.session = await this.source.get();
       this.emit();

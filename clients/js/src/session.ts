@@ -155,6 +155,9 @@ export class SessionHandle {
 
   /** A run goes on: mirrors whose stream had ended follow again. */
   private wake(): void {
-    for (const mirror of this.mirrors) mirror.follow();
+    for (const mirror of this.mirrors) {
+      if (mirror.closed) this.mirrors.delete(mirror);
+      else mirror.follow();
+    }
   }
 }
