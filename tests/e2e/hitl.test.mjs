@@ -98,6 +98,7 @@ test('a denied approval never runs the tool and the model is told', async () => 
   const lastRequest = llm.requests.at(-1).body.messages.at(-1);
   assert.equal(lastRequest.role, 'tool');
   assert.match(lastRequest.content, /not approved by the user/);
+  assert.equal(JSON.parse(lastRequest.content).reason, 'no', 'the model is told the reason');
 });
 
 test('send_email needs approval for 5 recipients but not for 2', async () => {

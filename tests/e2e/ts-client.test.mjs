@@ -77,7 +77,8 @@ test('a client tool answered through the client; a denial; the session token alo
   }
   const last = (await denied.messagePage(0, 500)).messages.filter((m) => m.role === 'tool').at(-1);
   assert.equal(last.content.code, 'tool_denied');
-  assert.equal(last.content.error, 'Tool call was not approved by the user: not today');
+  assert.equal(last.content.error, 'Tool call was not approved by the user');
+  assert.equal(last.content.reason, 'not today');
 });
 
 test('reconnects forced at random points of a running stream: exactly the server stream', async () => {

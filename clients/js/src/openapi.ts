@@ -494,7 +494,7 @@ export interface components {
             kind: "approval-response";
             toolCallId: string;
             approved: boolean;
-            /** @description Why. With a denial the model is told it: "Tool call was not approved by the user: <reason>". */
+            /** @description Why. With a denial the model sees it beside the denial: {"error": "Tool call was not approved by the user", "code": "tool_denied", "reason": …}. */
             reason?: string;
         } | {
             /** @constant */

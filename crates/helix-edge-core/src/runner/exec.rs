@@ -122,8 +122,10 @@ impl<S: Store> Runner<S> {
         self.end_with_error(call, error.code(), &error.to_string(), emitter)
     }
 
-    /// Resolves a denied call: the model is told, with the user's reason when one was
-    /// given ("Tool call was not approved by the user: not today").
+    /// Resolves a denied call. The model sees the denial and, when the user gave one,
+    /// their reason (`{"error": "Tool call was not approved by the user", "code":
+    /// "tool_denied", "reason": "not today"}`); the stream's `tool_end` carries the
+    /// denial's text as for any error.
     pub(crate) fn end_denied(
         &self,
         call: &ToolCall,
@@ -131,11 +133,15 @@ impl<S: Store> Runner<S> {
         emitter: &Emitter,
     ) -> Message {
         let denied = ToolError::Denied;
-        let text = match reason.map(str::trim).filter(|r| !r.is_empty()) {
-            Some(reason) => format!("{denied}: {reason}"),
-            None => denied.to_string(),
-        };
-        self.end_with_error(call, denied.code(), &text, emitter)
+        let mut message = Message::tool_error(call, denied.code(), &denied.to_string());
+        if let (Some(reason), Message::Tool { content, .. }) = (
+            reason.map(str::trim).filter(|r| !r.is_empty()),
+            &mut message,
+        ) {
+            content["reason"] = Value::from(reason);
+        }
+        tool_end(call, &message, emitter);
+        message
     }
 
     /// Resolves a call as an error with `code` and `text`.
