@@ -109,6 +109,25 @@ test('a follow-up message, a client tool answered in its form, and a session ope
   await page.close();
 });
 
+test('Abort from the console ends a session that waits for an approval', async () => {
+  const page = await browser.newPage();
+  const errors = pageErrors(page);
+  await page.goto(`${worker.baseUrl}/`);
+  await page.waitForSelector('#agent option[value="assistant"]');
+  await page.type('#first-message', 'delete /tmp/y');
+  await page.click('#new-session button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#pending h3')?.textContent === 'Approve delete_file?');
+  const id = new URL(page.url()).searchParams.get('session');
+  await page.click('#abort');
+  await page.waitForFunction(() => /Status: aborted/.test(document.querySelector('#status')?.textContent ?? ''));
+  await page.waitForFunction(() => document.querySelectorAll('#pending .card').length === 0);
+  const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);
+  assert.equal(session.body.status, 'aborted');
+  assert.deepEqual(session.body.pendingToolCalls, []);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('the embedded console.js is the build of the current sources', async () => {
   const { execFileSync } = await import('node:child_process');
   const { readFileSync, rmSync } = await import('node:fs');
