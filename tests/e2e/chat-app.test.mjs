@@ -51,6 +51,16 @@ async function idleWith(page, selector) {
   return page.$(selector);
 }
 
+/** GET the session until its run is no longer active (10 s at most). */
+async function settled(id) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);
+    if (session.body.status !== 'active' || Date.now() > deadline) return session;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 test('the example app: an approval from its button, a client tool from its form', async () => {
   const page = await browser.newPage();
   const errors = pageErrors(page);
@@ -74,8 +84,9 @@ test('the example app: an approval from its button, a client tool from its form'
   await page.keyboard.press('Enter');
   await page.waitForFunction(() => /ask_user .*: output-available → "blue"/.test(document.querySelector('#messages')?.textContent ?? ''));
 
-  // The chat is the session: the server has it, with both turns.
-  const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);
+  // The chat is the session: the server has it, with both turns. The answer resumes the
+  // run, which takes one more model step after the page shows the tool's output.
+  const session = await settled(id);
   assert.equal(session.body.status, 'completed');
   assert.deepEqual(session.body.state.notes, [{ text: 'buy milk' }]);
   const runs = await api(worker, 'GET', `/v1/sessions/${id}/runs`, undefined, null);
