@@ -45,6 +45,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo clippy (wasm32-unknown-unknown)"
 cargo clippy --workspace --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --workspace --all-targets --locked --target wasm32-unknown-unknown --features test-routes -- -D warnings
+cargo clippy -p helix-edge --all-targets --locked --target wasm32-unknown-unknown --features console -- -D warnings
 (cd examples/minimal-worker && cargo clippy --locked --target wasm32-unknown-unknown -- -D warnings)
 
 step "cargo test (native)"
@@ -52,7 +53,7 @@ cargo test --workspace --locked
 
 step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib
+  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --features console
 
 step "TypeScript client (clients/js): typecheck, build, unit tests; the console's typecheck"
 npm --workspace clients/js test

@@ -2,7 +2,7 @@
 // with the demo model and no credentials, start a session, see the approval card,
 // reload mid-session and reattach, approve from the keyboard, and see the run complete
 // with the note in the state tree — on a phone-sized screen. The final page is saved
-// as .e2e/artifacts/console.png.
+// as .e2e/artifacts/console.png. The reference worker serves it as static assets.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -128,7 +128,23 @@ test('Abort from the console ends a session that waits for an approval', async (
   await page.close();
 });
 
-test('the embedded console.js is the build of the current sources', async () => {
+test('the console is served as static assets: its files with their headers, not its sources', async () => {
+  for (const [path, type] of [['/', 'text/html'], ['/console.js', 'text/javascript'], ['/console.css', 'text/css']]) {
+    const res = await worker.fetch(path);
+    assert.equal(res.status, 200, path);
+    assert.match(res.headers.get('content-type'), new RegExp(`^${type}`), path);
+    assert.match(res.headers.get('content-security-policy'), /^default-src 'none'; script-src 'self';/, path);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
+    await res.arrayBuffer();
+  }
+  for (const path of ['/src/main.ts', '/build.mjs', '/tsconfig.json', '/_headers', '/.assetsignore']) {
+    const res = await worker.fetch(path);
+    assert.equal(res.status, 404, `${path} is not served`);
+    await res.arrayBuffer();
+  }
+});
+
+test('the committed console.js is the build of the current sources', async () => {
   const { execFileSync } = await import('node:child_process');
   const { readFileSync, rmSync } = await import('node:fs');
   const out = join(ROOT, '.e2e', 'console-build.js');

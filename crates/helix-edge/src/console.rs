@@ -3,16 +3,18 @@
 //! page holds no secret; everything it shows comes from the API with the user's token.
 //! Its sources are in `console/` (the script is built from `console/src` and the
 //! TypeScript client by `console/build.mjs`, and committed).
+//!
+//! The same directory is a Workers static assets directory (the reference worker serves
+//! the console that way, at no cost to its bundle); its `_headers` file holds the
+//! headers of both ways: the content security policy and the rest.
 
 use worker::{Response, Result};
 
 const PAGE: &str = include_str!("../console/index.html");
 const SCRIPT: &str = include_str!("../console/console.js");
 const STYLE: &str = include_str!("../console/console.css");
-
-/// The page only talks to its own origin, runs only its own script, and is never framed.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
-                   img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// `Name: value` lines under `/*`, as Workers static assets read them.
+const HEADERS: &str = include_str!("../console/_headers");
 
 /// The console's answer for `path`, if it is one of its files.
 pub fn serve(method: &str, path: &str) -> Option<Result<Response>> {
@@ -28,14 +30,70 @@ pub fn serve(method: &str, path: &str) -> Option<Result<Response>> {
     Some(respond(body, content_type))
 }
 
+/// The headers `_headers` sets: its indented `Name: value` lines (comments and the
+/// `/*` pattern line skipped).
+fn headers() -> impl Iterator<Item = (&'static str, &'static str)> {
+    HEADERS
+        .lines()
+        .filter(|line| line.starts_with(' '))
+        .filter_map(|line| line.trim().split_once(": "))
+}
+
 fn respond(body: &str, content_type: &str) -> Result<Response> {
     let mut resp = Response::ok(body)?;
-    let headers = resp.headers_mut();
-    headers.set("content-type", content_type)?;
-    headers.set("content-security-policy", CSP)?;
-    headers.set("x-content-type-options", "nosniff")?;
-    headers.set("referrer-policy", "no-referrer")?;
-    // Revalidated on every load, so a deploy is seen at once.
-    headers.set("cache-control", "no-cache")?;
+    let out = resp.headers_mut();
+    out.set("content-type", content_type)?;
+    for (name, value) in headers() {
+        out.set(name, value)?;
+    }
     Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test]
+    fn the_page_its_script_and_its_style_are_served_with_their_headers() {
+        for (path, kind, start) in [
+            ("/", "text/html", "<!doctype html>"),
+            ("/console.js", "text/javascript", ""),
+            ("/console.css", "text/css", ""),
+        ] {
+            let resp = serve("GET", path).unwrap().unwrap();
+            let h = resp.headers();
+            assert_eq!(resp.status_code(), 200);
+            assert!(h.get("content-type").unwrap().unwrap().starts_with(kind));
+            let csp = h.get("content-security-policy").unwrap().unwrap();
+            assert!(
+                csp.starts_with("default-src 'none'; script-src 'self';"),
+                "{csp}"
+            );
+            assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+            assert_eq!(
+                h.get("x-content-type-options").unwrap().as_deref(),
+                Some("nosniff")
+            );
+            assert_eq!(h.get("cache-control").unwrap().as_deref(), Some("no-cache"));
+            let body = match path {
+                "/" => PAGE,
+                "/console.js" => SCRIPT,
+                _ => STYLE,
+            };
+            assert!(body.to_ascii_lowercase().starts_with(start));
+        }
+        assert_eq!(
+            headers().count(),
+            4,
+            "every header line of _headers is read"
+        );
+    }
+
+    #[wasm_bindgen_test]
+    fn other_paths_and_methods_are_not_the_console_s() {
+        assert!(serve("POST", "/").is_none());
+        assert!(serve("GET", "/index.html").is_none());
+        assert!(serve("GET", "/v1/agents").is_none());
+    }
 }

@@ -25,7 +25,8 @@
 //!   routes of their own in front of helix-edge's.
 //! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
 //!   runner, fans the stream out to SSE clients, keeps the alarm.
-//! - `console` (feature): the browser console, served at `/`.
+//! - `console` (feature): the browser console, embedded and served at `/` (the
+//!   reference worker serves the same files as static assets).
 //! - [`schema`]: the D1 migrations this version ships, and the check that the
 //!   database has them.
 //! - `storage`: the object's own SQLite — the session's store and commit log, and its
