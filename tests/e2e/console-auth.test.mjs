@@ -21,6 +21,9 @@ after(async () => {
   worker?.cleanup();
 });
 
+/** Presses a button of the page (a DOM click: the transcript can move it while it streams). */
+const press = (page, selector) => page.$eval(selector, (b) => b.click());
+
 const statusIs = (page, status) =>
   page.waitForFunction((s) => (document.querySelector('#status')?.textContent ?? '').startsWith(`Status: ${s}`), {}, status);
 
@@ -42,12 +45,12 @@ test('the token form, then Interrupt during a step and Resume', async () => {
   await page.type('#first-message', 'note slow');
   await page.click('#new-session button[type=submit]');
   await statusIs(page, 'active');
-  await page.click('#interrupt');
+  await press(page, '#interrupt');
   await statusIs(page, 'interrupted');
   const id = new URL(page.url()).searchParams.get('session');
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).body.status, 'interrupted');
 
-  await page.click('#resume');
+  await press(page, '#resume');
   await statusIs(page, 'completed');
   await page.waitForFunction(() => /Noted\./.test(document.querySelector('#transcript')?.textContent ?? ''));
   const session = (await api(worker, 'GET', `/v1/sessions/${id}`)).body;

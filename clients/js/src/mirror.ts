@@ -27,6 +27,8 @@ export class StateMirror<S = Record<string, unknown>> {
   private listeners = new Set<MirrorListener>();
   private stream: EventStream | undefined;
   private following: Promise<void> | undefined;
+  /** Whether `follow` was called while a stream was being followed. */
+  private again = false;
   #closed = false;
 
   constructor(
@@ -72,7 +74,13 @@ export class StateMirror<S = Record<string, unknown>> {
    * starts — the session handle does so for its own sends).
    */
   follow(): void {
-    if (this.#closed || this.following) return;
+    if (this.#closed) return;
+    if (this.following) {
+      // The stream being followed may be about to end with the run that just ended
+      // (a resume sent while its `end` is on the way): follow again once it has.
+      this.again = true;
+      return;
+    }
     this.error = undefined;
     this.following = this.run()
       .catch((e: unknown) => {
@@ -81,12 +89,16 @@ export class StateMirror<S = Record<string, unknown>> {
       })
       .finally(() => {
         this.following = undefined;
+        if (this.again) {
+          this.again = false;
+          this.follow();
+        }
       });
   }
 
-  /** Resolves when the stream being followed ends (a run's end). */
+  /** Resolves when the stream being followed ends (a run's end) and none follows it. */
   async settled(): Promise<void> {
-    await this.following;
+    while (this.following) await this.following;
   }
 
   /** Whether [`close`](#close) was called. */

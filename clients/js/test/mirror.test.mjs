@@ -76,3 +76,26 @@ test('a stream error stops the mirror with the error recorded and listeners told
   assert.equal(mirror.error.code, 'session_not_found');
   assert.deepEqual(told, ['session_not_found']);
 });
+
+test('a follow asked for while the ended run\'s stream is still open follows the next run', async () => {
+  const { session, requests } = mirrorOf([
+    () => json(200, snapshot()),
+    () => sse([chunk(5, 'run_interrupted', {}), frame(6, 'end', {})]),
+    () => sse([
+      chunk(7, 'run_resumed', {}),
+      chunk(8, 'state_patch', { patches: [{ op: 'add', path: '/notes/-', value: 'b' }] }),
+      chunk(9, 'run_finished', { status: 'completed' }),
+      frame(10, 'end', {}),
+    ]),
+  ]);
+  const mirror = await session.mirror();
+  // A resume sent as the interruption arrives, before the stream's `end`: the handle
+  // asks the mirror to follow while it still follows the old stream.
+  mirror.subscribe((m, e) => e?.type === 'run_interrupted' && mirror.follow());
+  await mirror.settled();
+  assert.equal(requests.length, 3);
+  assert.equal(requests[2].headers['last-event-id'], '6');
+  assert.equal(mirror.status, 'completed');
+  assert.deepEqual(mirror.state, { notes: ['a', 'b'] });
+  mirror.close();
+});
