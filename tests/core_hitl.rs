@@ -92,54 +92,52 @@ fn an_approved_call_suspends_then_runs_once_and_the_run_completes() {
     assert_consistent(&w, &initial());
 }
 
-#[test]
-fn a_denied_call_never_runs_and_the_model_is_told() {
+const DENIED: &str = "Tool call was not approved by the user";
+
+/// A `delete_file` call denied (with `reason`, if any) and the run driven to its end:
+/// the call never ran and the stream ended it as the denial. Returns the tool message the model
+/// saw next.
+fn denied_delete(reason: Option<&str>) -> Message {
     let w = World::new();
     let r = w.runner("p1");
     let call = w.model.call("delete_file", json!({"path": "/etc"}));
     w.model.calls(vec![call.clone()]).text("Understood.");
     w.create(&r, "tester", "delete /etc");
     drive(&r);
-    approve(&r, &call.id, false);
+    answer(&r, &call.id, false, reason);
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
 
     assert_eq!(w.exec.count("delete_file"), 0);
+    assert!(w.chunks().iter().any(
+        |c| matches!(c, ChunkBody::ToolEnd { success: false, error: Some(e), .. } if e == DENIED)
+    ));
+    assert_consistent(&w, &initial());
+    w.model.seen()[1].messages[2].clone()
+}
+
+#[test]
+fn a_denied_call_never_runs_and_the_model_is_told() {
+    let seen = denied_delete(None);
     let Message::Tool {
         content, is_error, ..
-    } = &w.model.seen()[1].messages[2]
+    } = seen
     else {
         panic!()
     };
     assert!(is_error);
-    assert_eq!(content["error"], "Tool call was not approved by the user");
-    assert!(w.chunks().iter().any(|c| matches!(c, ChunkBody::ToolEnd { success: false, error: Some(e), .. } if e == "Tool call was not approved by the user")));
-    assert_consistent(&w, &initial());
+    assert_eq!(content, json!({"error": DENIED, "code": "tool_denied"}));
 }
 
 #[test]
 fn a_denial_s_reason_reaches_the_model() {
-    let w = World::new();
-    let r = w.runner("p1");
-    let call = w.model.call("delete_file", json!({"path": "/etc"}));
-    w.model.calls(vec![call.clone()]).text("Understood.");
-    w.create(&r, "tester", "delete /etc");
-    drive(&r);
-    answer(&r, &call.id, false, Some("  not today  "));
-    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
-
-    assert_eq!(w.exec.count("delete_file"), 0);
-    let Message::Tool { content, .. } = &w.model.seen()[1].messages[2] else {
+    let seen = denied_delete(Some("  not today  "));
+    let Message::Tool { content, .. } = seen else {
         panic!()
     };
-    let denied = "Tool call was not approved by the user";
     assert_eq!(
         content,
-        &json!({"error": denied, "code": "tool_denied", "reason": "not today"})
+        json!({"error": DENIED, "code": "tool_denied", "reason": "not today"})
     );
-    assert!(w.chunks().iter().any(
-        |c| matches!(c, ChunkBody::ToolEnd { success: false, error: Some(e), .. } if e == denied)
-    ));
-    assert_consistent(&w, &initial());
 }
 
 #[test]
