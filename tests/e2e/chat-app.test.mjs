@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { launchBrowser, pageErrors } from './browser.mjs';
-import { api } from './client.mjs';
+import { api, waitFor } from './client.mjs';
 import { ROOT, freePort, startWorker } from './harness.mjs';
 
 const APP = join(ROOT, 'examples', 'chat-app');
@@ -51,16 +51,6 @@ async function idleWith(page, selector) {
   return page.$(selector);
 }
 
-/** GET the session until its run is no longer active (10 s at most). */
-async function settled(id) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);
-    if (session.body.status !== 'active' || Date.now() > deadline) return session;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 test('the example app: an approval from its button, a client tool from its form', async () => {
   const page = await browser.newPage();
   const errors = pageErrors(page);
@@ -86,9 +76,9 @@ test('the example app: an approval from its button, a client tool from its form'
 
   // The chat is the session: the server has it, with both turns. The answer resumes the
   // run, which takes one more model step after the page shows the tool's output.
-  const session = await settled(id);
-  assert.equal(session.body.status, 'completed');
-  assert.deepEqual(session.body.state.notes, [{ text: 'buy milk' }]);
+  const session = await waitFor(worker, id, (s) => s.status !== 'active', 10_000, null);
+  assert.equal(session.status, 'completed');
+  assert.deepEqual(session.state.notes, [{ text: 'buy milk' }]);
   const runs = await api(worker, 'GET', `/v1/sessions/${id}/runs`, undefined, null);
   assert.equal(runs.body.runs.length, 2);
   assert.deepEqual(errors, []);

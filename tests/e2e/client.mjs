@@ -67,12 +67,12 @@ export async function startWithMock(vars = {}, persistDir, options = {}) {
   }
 }
 
-/** Polls GET /v1/sessions/{id} until `pred(session)` holds. */
-export async function waitFor(worker, id, pred, timeoutMs = 15_000) {
+/** Polls GET /v1/sessions/{id} (with `token`) until `pred(session)` holds. */
+export async function waitFor(worker, id, pred, timeoutMs = 15_000, token = API_TOKEN) {
   const deadline = Date.now() + timeoutMs;
   let last;
   while (Date.now() < deadline) {
-    last = await api(worker, 'GET', `/v1/sessions/${id}`);
+    last = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, token);
     if (last.status === 200 && pred(last.body)) return last.body;
     await new Promise((r) => setTimeout(r, 100));
   }
