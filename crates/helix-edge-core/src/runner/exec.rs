@@ -124,23 +124,21 @@ impl<S: Store> Runner<S> {
 
     /// Resolves a denied call. The model sees the denial and, when the user gave one,
     /// their reason (`{"error": "Tool call was not approved by the user", "code":
-    /// "tool_denied", "reason": "not today"}`); the stream's `tool_end` carries the
-    /// denial's text as for any error.
+    /// "tool_denied", "reason": "not today"}`); the stream's `tool_end`, sent before the
+    /// reason is added, carries the denial's text as for any error.
     pub(crate) fn end_denied(
         &self,
         call: &ToolCall,
         reason: Option<&str>,
         emitter: &Emitter,
     ) -> Message {
-        let denied = ToolError::Denied;
-        let mut message = Message::tool_error(call, denied.code(), &denied.to_string());
+        let mut message = self.end_without_running(call, &ToolError::Denied, emitter);
         if let (Some(reason), Message::Tool { content, .. }) = (
             reason.map(str::trim).filter(|r| !r.is_empty()),
             &mut message,
         ) {
             content["reason"] = Value::from(reason);
         }
-        tool_end(call, &message, emitter);
         message
     }
 
