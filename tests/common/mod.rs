@@ -157,6 +157,83 @@ pub fn tester(exec: &Executions) -> Agent {
         .unwrap()
 }
 
+/// The `planner` agent's state: where its tools store their results.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, Default)]
+pub struct PlanState {
+    pub order: Option<Value>,
+    pub check: Option<Value>,
+    pub stored: Vec<Value>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct FetchOrder {
+    pub id: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct CheckOrder {
+    pub order_id: String,
+    pub total: f64,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct StoreOrder {
+    pub order: Value,
+    pub check: Value,
+}
+
+/// An agent for plans: `fetch_order` → `check_order` (approval when the total is over
+/// 100) → `store_order`, each storing its result where the model says.
+pub fn planner(exec: &Executions) -> Agent {
+    let (e1, e2, e3) = (exec.clone(), exec.clone(), exec.clone());
+    let any: Vec<String> = Vec::new();
+    Agent::builder("planner")
+        .system_prompt("plan")
+        .state::<PlanState>()
+        .tool(
+            Tool::new("fetch_order", "d", move |i: FetchOrder, _| {
+                let e = e1.clone();
+                async move {
+                    e.record(format!("fetch_order {}", i.id));
+                    let total = if i.id == "big" { 250.0 } else { 42.5 };
+                    Ok::<_, ToolError>(json!({ "id": i.id, "total": total }))
+                }
+            })
+            .output_paths(any.clone()),
+        )
+        .tool(
+            Tool::new("check_order", "d", move |i: CheckOrder, _| {
+                let e = e2.clone();
+                async move {
+                    e.record(format!("check_order {} {}", i.order_id, i.total));
+                    Ok::<_, ToolError>(json!({ "ok": true, "orderId": i.order_id }))
+                }
+            })
+            .approval_when(|i: &CheckOrder, _| i.total > 100.0)
+            .output_paths(any.clone()),
+        )
+        .tool(
+            Tool::new("store_order", "d", move |i: StoreOrder, _| {
+                let e = e3.clone();
+                async move {
+                    e.record(format!("store_order {} {}", i.order["id"], i.check["ok"]));
+                    Ok::<_, ToolError>(json!({ "stored": i.order["id"] }))
+                }
+            })
+            .output_paths(["/stored/-"]),
+        )
+        .tool(
+            Tool::new(
+                "echo",
+                "d",
+                |i: Value, _| async move { Ok::<_, ToolError>(i) },
+            )
+            .no_state_refs(),
+        )
+        .build()
+        .unwrap()
+}
+
 /// The `tester` agent's timeout for server tools, and that of its `slow` tool.
 pub const TOOL_TIMEOUT_MS: u64 = 30_000;
 pub const SLOW_TIMEOUT_MS: u64 = 500;
@@ -213,6 +290,7 @@ impl World {
         let exec = Executions::default();
         let agents = Agents::new()
             .with(tester(&exec))
+            .and_then(|a| a.with(planner(&exec)))
             .and_then(|a| a.with(summarizer()))
             .and_then(|a| a.with(reference_agents::assistant()?))
             .unwrap();

@@ -108,6 +108,17 @@ pub enum ToolError {
     /// The state write the tool attempted is invalid.
     #[error("{0}")]
     State(#[from] StateError),
+    /// The step's calls do not form a valid plan; none of them ran.
+    #[error("The calls of this step do not form a valid plan, so none of them ran: {0}")]
+    PlanInvalid(String),
+    /// A call this one depends on (in a plan) was denied or failed, so it did not run.
+    #[error("Not run: it uses what call {call} ({tool}) stores, and that call did not succeed")]
+    DependencyFailed {
+        /// The call depended on.
+        call: String,
+        /// Its tool.
+        tool: String,
+    },
     /// The result is too large to keep in the transcript.
     #[error(
         "The tool's result is {bytes} bytes, over the limit of {limit} bytes; ask for less (a narrower query, or \
@@ -186,6 +197,8 @@ impl Coded for ToolError {
             Self::Skipped(_) => "tool_skipped",
             Self::State(e) => e.code(),
             Self::ResultTooLarge { .. } => "tool_result_too_large",
+            Self::PlanInvalid(_) => "tool_plan_invalid",
+            Self::DependencyFailed { .. } => "tool_dependency_failed",
         }
     }
     fn category(&self) -> Category {
@@ -396,6 +409,14 @@ pub enum DefinitionError {
     /// A sub-agent's result is its structured output, so it needs an output schema.
     #[error("Sub-agent tool '{0}' runs an agent without an output schema")]
     SubAgentWithoutOutput(String),
+    /// An output path the agent's state does not have.
+    #[error("Tool '{tool}': output path '{path}' is not a place in the agent's state")]
+    UnknownOutputPath {
+        /// The tool.
+        tool: String,
+        /// The path.
+        path: String,
+    },
     /// A sub-agent tool in a worker built without helix-edge's `subagents` feature.
     #[error(
         "Sub-agent tool '{0}' needs helix-edge's `subagents` feature, which this worker was built without"

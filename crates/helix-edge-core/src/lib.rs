@@ -11,7 +11,8 @@
 //!   sub-agents), [`store`] (the persistence contract, an in-memory backend, the D1 row
 //!   plan, the plan run in memory and the conformance suite), [`journal`] (the stream log and suspension context contract),
 //!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, timers, ids, logs),
-//!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions).
+//!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions), [`memory`] (state
+//!   as the workflow's memory: `_outputPath`, state references, plans).
 //! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript) and
 //!   [`attachment`] (files users attach to messages), [`api`]
 //!   (routes, bodies, views and errors of the HTTP API, the served OpenAPI document),
@@ -33,6 +34,7 @@ pub mod error;
 pub mod host;
 pub mod journal;
 pub mod lifecycle;
+pub mod memory;
 pub mod message;
 pub mod model;
 pub mod provider;

@@ -100,6 +100,7 @@ mod tests {
             kind,
             deadline,
             since: 0,
+            output_path: None,
         }
     }
 

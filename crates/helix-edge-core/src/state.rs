@@ -294,7 +294,7 @@ pub fn apply_all(doc: &mut Value, ops: &[PatchOp]) -> Result<(), StateError> {
 }
 
 /// Whether `op` would apply to `doc`, without applying it.
-fn applies_to(doc: &Value, op: &PatchOp) -> bool {
+pub(crate) fn applies_to(doc: &Value, op: &PatchOp) -> bool {
     match op {
         PatchOp::Replace { path, .. } | PatchOp::Remove { path } => {
             !path.is_empty() && doc.pointer(path).is_some()

@@ -4,6 +4,7 @@ use super::{
     Agent, DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT, Hooks, OutputSpec, StepSummary, SystemPrompt,
 };
 use crate::error::DefinitionError;
+use crate::memory::{OUTPUT_PATH, OutputPath};
 use crate::model::{CacheTtl, ModelSettings};
 use crate::tool::{RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
 use schemars::JsonSchema;
@@ -163,12 +164,34 @@ impl AgentBuilder {
         }
         for (i, tool) in agent.tools.iter().enumerate() {
             validate_tool(tool)?;
+            validate_output_paths(&agent, tool)?;
             if agent.tools[..i].iter().any(|t| t.name == tool.name) {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }
         Ok(agent)
     }
+}
+
+/// A prescribed or offered output path must be a place the state has (any pointer
+/// below the root when the state is untyped).
+fn validate_output_paths(agent: &Agent, tool: &Tool) -> Result<(), DefinitionError> {
+    let paths: &[String] = match tool.output_path() {
+        OutputPath::Off => &[],
+        OutputPath::Fixed(path) => std::slice::from_ref(path),
+        OutputPath::Choose(list) => list,
+    };
+    for path in paths {
+        let mut args = json!({ (OUTPUT_PATH): path });
+        let choose = OutputPath::Choose(Vec::new());
+        if choose.take(&mut args, &[], agent.state_schema()).is_err() {
+            return Err(DefinitionError::UnknownOutputPath {
+                tool: tool.name.clone(),
+                path: path.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {

@@ -194,12 +194,17 @@ impl Agent {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// The system prompt for `state`.
+    /// The system prompt for `state` (with the guidance on the state as memory when a
+    /// tool stores results there, see [`crate::memory::guidance`]).
     pub fn system_prompt(&self, state: &Value) -> String {
-        match &self.system_prompt {
+        let mut prompt = match &self.system_prompt {
             SystemPrompt::Static(text) => text.clone(),
             SystemPrompt::Dynamic(f) => f(state),
+        };
+        if let Some(guidance) = crate::memory::guidance(self) {
+            prompt.push_str(&guidance);
         }
+        prompt
     }
 
     /// The tools as the model sees them, with `__finish__` when an output is required.
@@ -210,7 +215,9 @@ impl Agent {
             .map(|t| ToolSpec {
                 name: t.name.clone(),
                 description: t.description.clone(),
-                input_schema: t.input_schema.clone(),
+                input_schema: t
+                    .output_path
+                    .offer(&t.input_schema, &crate::memory::offered_paths(self, t)),
                 strict: t.strict,
             })
             .collect();

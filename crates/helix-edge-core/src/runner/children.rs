@@ -21,6 +21,7 @@ use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::message::{Message, ToolCall};
+use crate::state::PatchOp;
 use crate::store::{
     Answer, AnswerOutcome, ChildStatus, ParentRef, PendingCall, PendingKind, SessionHead,
     SessionStatus, Store, SubSession,
@@ -326,9 +327,10 @@ impl<S: Store> Runner<S> {
         agent: &Agent,
         call: &ToolCall,
         answer: &Answer,
+        output_path: Option<&str>,
         live: &Live,
         emitter: &Emitter,
-    ) -> Message {
+    ) -> (Message, Option<PatchOp>) {
         let child_agent = agent
             .tool(&call.name)
             .and_then(|t| t.subagent_of())
@@ -346,15 +348,20 @@ impl<S: Store> Runner<S> {
             },
         );
         match (output, answer) {
-            (Some(output), _) => self.end_with_result(call, output, emitter),
-            (None, Answer::ChildFailed { code, error }) => {
-                self.end_with_error(call, code, error, emitter)
+            (Some(output), _) => {
+                self.end_with_result(call, output, output_path, &live.state, emitter)
             }
-            (None, _) => self.end_with_error(
-                call,
-                "subagent_failed",
-                "The sub-agent ended without output.",
-                emitter,
+            (None, Answer::ChildFailed { code, error }) => {
+                (self.end_with_error(call, code, error, emitter), None)
+            }
+            (None, _) => (
+                self.end_with_error(
+                    call,
+                    "subagent_failed",
+                    "The sub-agent ended without output.",
+                    emitter,
+                ),
+                None,
             ),
         }
     }

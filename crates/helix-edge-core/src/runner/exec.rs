@@ -28,13 +28,16 @@ pub(crate) struct CallOutcome {
 
 impl<S: Store> Runner<S> {
     /// Runs one server call against `base` (the committed state its step started from),
-    /// firing `before_tool` and streaming `tool_start`/`tool_end`. The hooks on its
-    /// result fire later, in call order ([`result_hooks`]).
+    /// firing `before_tool` and streaming `tool_start`/`tool_end`; `call` has the
+    /// arguments it runs with (references resolved) and `output` is where its result is
+    /// stored, if anywhere. The hooks on its result fire later, in call order
+    /// ([`result_hooks`]).
     pub(crate) async fn run_tool(
         &self,
         agent: &Agent,
         tool: &Tool,
         call: &ToolCall,
+        output: Option<&str>,
         base: Rc<Value>,
         emitter: &Emitter,
     ) -> CallOutcome {
@@ -54,7 +57,7 @@ impl<S: Store> Runner<S> {
             emitter.session_id(),
             &call.id,
             self.host.now_ms(),
-            base,
+            base.clone(),
             Rc::new(move |event_name, data| {
                 custom.chunk(ChunkBody::Custom { event_name, data });
             }),
@@ -91,17 +94,21 @@ impl<S: Store> Runner<S> {
                 ("code", code),
             ],
         );
-        let writes = if result.is_ok() {
+        let mut writes = if result.is_ok() {
             ctx.take_writes()
         } else {
             Vec::new()
         };
         let outcome = match result {
-            Ok(value) => CallOutcome {
-                message: Message::tool_result(call, value.clone()),
-                writes,
-                value: Some(value),
-            },
+            Ok(value) => {
+                let (message, stored) = result_message(call, value.clone(), output, &base);
+                writes.extend(stored);
+                CallOutcome {
+                    message,
+                    writes,
+                    value: Some(value),
+                }
+            }
             Err(err) => CallOutcome {
                 message: Message::tool_error(call, err.code(), &err.to_string()),
                 writes,
@@ -155,21 +162,58 @@ impl<S: Store> Runner<S> {
         message
     }
 
-    /// Resolves a call with a result from elsewhere (a client, a sub-agent).
+    /// Resolves a call with a result from elsewhere (a client, a sub-agent), stored at
+    /// `output` in `state` when the call has an output path: the message and the write.
     pub(crate) fn end_with_result(
         &self,
         call: &ToolCall,
         result: Value,
+        output: Option<&str>,
+        state: &Value,
         emitter: &Emitter,
-    ) -> Message {
+    ) -> (Message, Option<PatchOp>) {
         let result = match crate::message::bounded_result(result) {
             Ok(result) => result,
-            Err(e) => return self.end_without_running(call, &e, emitter),
+            Err(e) => return (self.end_without_running(call, &e, emitter), None),
         };
-        let message = Message::tool_result(call, result);
+        let (message, stored) = result_message(call, result, output, state);
         tool_end(call, &message, emitter);
-        message
+        (message, stored)
     }
+}
+
+/// A successful result as the model reads it and, with an output path, the write that
+/// stores it in the state: the model then reads `{"result": …, "storedAt": path}`, or a
+/// `"storeError"` beside the result when the path's parent is not in `state` (and
+/// nothing is written).
+pub(crate) fn result_message(
+    call: &ToolCall,
+    value: Value,
+    output: Option<&str>,
+    state: &Value,
+) -> (Message, Option<PatchOp>) {
+    let Some(path) = output else {
+        return (Message::tool_result(call, value), None);
+    };
+    // Whether an add applies does not depend on its value.
+    let probe = PatchOp::Add {
+        path: path.to_string(),
+        value: Value::Null,
+    };
+    if !crate::state::applies_to(state, &probe) {
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        let content = serde_json::json!({
+            "result": value,
+            "storeError": format!("not stored: the state has no {parent} to hold {path}"),
+        });
+        return (Message::tool_result(call, content), None);
+    }
+    let content = crate::memory::output::stored(value.clone(), path);
+    let write = PatchOp::Add {
+        path: path.to_string(),
+        value,
+    };
+    (Message::tool_result(call, content), Some(write))
 }
 
 /// Fires the hooks on a step's (or a resumption's) results in the model's call order,

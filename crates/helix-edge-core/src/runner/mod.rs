@@ -30,6 +30,7 @@ mod error;
 mod exec;
 mod ops;
 mod outcome;
+mod plan;
 mod resolve;
 mod step;
 mod waits;

@@ -78,7 +78,13 @@ impl<S: Store> Runner<S> {
         let runs = runnable.iter().filter_map(|&i| {
             let tool = agent.tool(&calls[i].name)?;
             let (base, emitter, call) = (base.clone(), &emitter, &calls[i]);
-            Some(async move { (i, self.run_tool(agent, tool, call, base, emitter).await) })
+            let output = pending[i].output_path.as_deref();
+            Some(async move {
+                let outcome = self
+                    .run_tool(agent, tool, call, output, base, emitter)
+                    .await;
+                (i, outcome)
+            })
         });
         let outcomes = join_all(runs).await;
         live.state = Rc::try_unwrap(base).unwrap_or_else(|rc| (*rc).clone());
@@ -93,9 +99,13 @@ impl<S: Store> Runner<S> {
             if results[i].is_some() {
                 continue;
             }
+            let output = pending[i].output_path.as_deref();
             let message = match live.answer(&call.id) {
                 Some(answer @ (Answer::ChildOutput { .. } | Answer::ChildFailed { .. })) => {
-                    self.end_child_call(agent, call, answer, live, &emitter)
+                    let (message, stored) =
+                        self.end_child_call(agent, call, answer, output, live, &emitter);
+                    writes[i].extend(stored);
+                    message
                 }
                 _ if agent.tool(&call.name).is_none() => self.end_without_running(
                     call,
@@ -111,7 +121,10 @@ impl<S: Store> Runner<S> {
                     ..
                 }) => self.end_denied(call, reason.as_deref(), &emitter),
                 Some(Answer::ClientResult { result, .. }) => {
-                    self.end_with_result(call, result.clone(), &emitter)
+                    let (message, stored) =
+                        self.end_with_result(call, result.clone(), output, &live.state, &emitter);
+                    writes[i].extend(stored);
+                    message
                 }
                 Some(Answer::ClientError { error, .. }) => {
                     self.end_without_running(call, &ToolError::Client(error.clone()), &emitter)
@@ -143,7 +156,11 @@ impl<S: Store> Runner<S> {
             }
             waits.push(wait);
         }
-        let messages: Vec<Message> = results.into_iter().flatten().collect();
+        let mut messages: Vec<Message> = results.into_iter().flatten().collect();
+        // A plan goes on: the calls that waited on these run now (and may wait again).
+        let waiting_again = self
+            .resume_plan(live, agent, &mut messages, &mut state_ops, &emitter)
+            .await?;
         let children = pending
             .iter()
             .filter(|p| p.kind == PendingKind::Child)
@@ -168,6 +185,20 @@ impl<S: Store> Runner<S> {
             events.extend(concluded.post);
             self.commit_closing(live, commit, events, None).await?;
             return Ok(Some(Progress::Idle(live.head.status)));
+        }
+        if !waiting_again.is_empty() {
+            let concluded =
+                self.conclude(agent, &mut head, Outcome::Suspend(waiting_again), &emitter);
+            let (mut commit, mut events) =
+                self.checkpointed_commit(head, messages, state_ops, concluded.status, &emitter);
+            commit.subsessions = children;
+            commit.subsessions.extend(concluded.children);
+            record_waits(&mut commit, waits);
+            events.extend(concluded.post);
+            return self
+                .commit_closing(live, commit, events, concluded.suspended)
+                .await
+                .map(|()| None);
         }
         let (mut commit, post) = self.checkpointed_commit(
             head,

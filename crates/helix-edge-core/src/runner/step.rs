@@ -1,26 +1,30 @@
 //! One model step: build the prompt, call the model (streaming its deltas as chunks),
-//! plan the tool calls, run them — phase 1: regular calls in parallel; phase 2:
-//! `finish_with` calls in order, seeing phase 1's writes — and commit the assistant
-//! message, the results, the merged state writes, the run bookkeeping and a checkpoint
-//! in one write. Approval-gated and client calls become durable pending calls. When the
-//! run goes on, that write goes out together with the next model call ([`super::Ahead`]).
+//! plan the tool calls, run them — first the server, approval-gated, client and
+//! sub-agent calls in dependency order ([`super::plan`]: in parallel, from the pre-step
+//! state, when none uses what another stores); then `finish_with` calls in order, seeing
+//! those writes — and commit the assistant message, the results, the merged state
+//! writes, the run bookkeeping and a checkpoint in one write. Approval-gated and client
+//! calls become durable pending calls. When the run goes on, that write goes out
+//! together with the next model call ([`super::Ahead`]).
 
 use super::calls::{Plan, normalize_calls, plan, share, unshare};
 use super::commit::Outcome;
 use super::emit::Emitter;
-use super::exec::{CallOutcome, result_hooks};
+use super::exec::result_hooks;
 use super::outcome::Stepped;
+use super::plan::{Ran, StepCalls};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
 use crate::host::LogValue::{Num, Str};
-use crate::message::Message;
+use crate::memory;
+use crate::message::{Message, ToolCall};
 use crate::model::{Delta, ModelRequest};
 use crate::state::{PatchOp, merge};
-use crate::store::{PendingCall, PendingKind, Store};
-use futures::future::{join_all, try_join};
+use crate::store::{PendingKind, Store};
+use futures::future::try_join;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 
@@ -137,45 +141,42 @@ impl<S: Store> Runner<S> {
             h.on_message(&assistant);
         }
         let plans: Vec<Plan> = calls.iter().map(|c| plan(agent, c, &live.state)).collect();
-        let mut results: Vec<Option<Message>> = vec![None; calls.len()];
-        let mut state_ops: Vec<PatchOp> = Vec::new();
 
-        // Phase 1: regular calls in parallel, each from the committed pre-step state.
-        let base = share(&mut live.state);
-        let phase1 = calls
+        // Regular, approval-gated, client and sub-agent calls run as a plan: in
+        // dependency order (one round from the pre-step state when none depends on
+        // another), each prepared and its approval decided just before it runs.
+        let planned: Vec<bool> = plans
             .iter()
-            .zip(&plans)
-            .enumerate()
-            .filter(|(_, (_, p))| **p == Plan::Regular)
-            .filter_map(|(i, (call, _))| {
-                let tool = agent.tool(&call.name)?;
-                let base = base.clone();
-                let emitter = &emitter;
-                Some(async move { (i, self.run_tool(agent, tool, call, base, emitter).await) })
-            });
-        let outcomes: Vec<(usize, CallOutcome)> = join_all(phase1).await;
-        live.state = unshare(base);
-        // Each call's writes, kept for the hooks (in call order, below).
-        let hooked = agent.hooks().is_some();
-        let mut call_writes: Vec<Vec<PatchOp>> =
-            vec![Vec::new(); if hooked { calls.len() } else { 0 }];
-        let mut writes = Vec::with_capacity(outcomes.len());
-        for (i, outcome) in outcomes {
-            results[i] = Some(outcome.message);
-            if hooked {
-                call_writes[i] = outcome.writes.clone();
+            .map(|p| matches!(p, Plan::Regular | Plan::Gated(_) | Plan::SubAgent))
+            .collect();
+        let mut ran = Ran::new(calls.len());
+        match StepCalls::new(agent, &calls, &planned) {
+            Ok(mut step_calls) => {
+                let todo: Vec<usize> = (0..calls.len()).filter(|&i| planned[i]).collect();
+                self.run_calls(live, agent, &mut step_calls, &todo, &mut ran, &emitter)
+                    .await?;
             }
-            writes.push(outcome.writes);
+            Err(invalid) => {
+                for (i, call) in calls.iter().enumerate() {
+                    if planned[i] || plans[i] == Plan::FinishWith {
+                        ran.results[i] = Some(self.end_without_running(call, &invalid, &emitter));
+                    }
+                }
+            }
         }
-        self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
+        let Ran {
+            mut results,
+            writes: mut call_writes,
+            mut pending,
+            ops: mut state_ops,
+        } = ran;
 
-        // Phase 2: finish_with calls in order, each seeing every write before it.
+        // Then finish_with calls in order, each seeing every write before it.
         let mut output: Option<Value> = None;
-        for (i, call) in calls
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| plans[*i] == Plan::FinishWith)
-        {
+        for (i, call) in calls.iter().enumerate() {
+            if plans[i] != Plan::FinishWith || results[i].is_some() {
+                continue;
+            }
             let Some(tool) = agent.tool(&call.name) else {
                 continue;
             };
@@ -184,14 +185,30 @@ impl<S: Store> Runner<S> {
                 results[i] = Some(self.end_without_running(call, &skipped, &emitter));
                 continue;
             }
+            let prepared = match memory::prepare(agent, tool, &call.arguments, &live.state) {
+                Ok(prepared) => prepared,
+                Err(err) => {
+                    results[i] = Some(self.end_without_running(call, &err, &emitter));
+                    continue;
+                }
+            };
+            let ready = ToolCall {
+                arguments: prepared.arguments,
+                ..call.clone()
+            };
             let base = share(&mut live.state);
             let outcome = self
-                .run_tool(agent, tool, call, base.clone(), &emitter)
+                .run_tool(
+                    agent,
+                    tool,
+                    &ready,
+                    prepared.output.as_deref(),
+                    base.clone(),
+                    &emitter,
+                )
                 .await;
             live.state = unshare(base);
-            if hooked {
-                call_writes[i] = outcome.writes.clone();
-            }
+            call_writes[i] = outcome.writes.clone();
             self.merge_into(
                 &mut live.state,
                 vec![outcome.writes],
@@ -202,9 +219,7 @@ impl<S: Store> Runner<S> {
             results[i] = Some(outcome.message);
         }
 
-        // Structured output, unknown tools, gated calls, sub-agents (after phase 2).
-        let mut pending = Vec::new();
-        let now = self.host.now_ms();
+        // Structured output and unknown tools.
         for (i, call) in calls.iter().enumerate() {
             match plans[i] {
                 Plan::Finish => results[i] = Some(self.finish_output(agent, call, &mut output)),
@@ -212,40 +227,7 @@ impl<S: Store> Runner<S> {
                     let err = ToolError::NotFound(call.name.clone());
                     results[i] = Some(self.end_without_running(call, &err, &emitter));
                 }
-                Plan::Gated(kind) => pending.push(PendingCall {
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                    kind,
-                    deadline: agent
-                        .tool(&call.name)
-                        .and_then(|t| t.client_deadline())
-                        .map(|d| now + d.as_millis() as u64),
-                    since: now,
-                }),
-                Plan::SubAgent => {
-                    let Some(tool) = agent.tool(&call.name) else {
-                        continue;
-                    };
-                    match crate::schema::validate(tool.input_schema(), &call.arguments) {
-                        Ok(()) => pending.push(PendingCall {
-                            tool_call_id: call.id.clone(),
-                            tool_name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                            kind: PendingKind::Child,
-                            deadline: tool.subagent_of().map(|(_, t)| now + t.as_millis() as u64),
-                            since: now,
-                        }),
-                        Err(reason) => {
-                            let err = ToolError::InputInvalid {
-                                tool: call.name.clone(),
-                                reason,
-                            };
-                            results[i] = Some(self.end_without_running(call, &err, &emitter));
-                        }
-                    }
-                }
-                Plan::Regular | Plan::FinishWith => {}
+                _ => {}
             }
         }
 
@@ -259,15 +241,17 @@ impl<S: Store> Runner<S> {
         let outcome = if let Some(stopped) = stopped {
             self.after_error_stop(live, agent, &mut head, &mut results, stopped)
         } else if output.is_some() {
-            // The run ends: gated calls of the same step never run, but its sub-agents
-            // always do, and the run completes with this output once they have ended.
+            // The run ends: gated and deferred calls of the same step never run, but its
+            // sub-agents always do, and the run completes with this output once they
+            // have ended.
+            pending.retain(|p| p.kind == PendingKind::Child);
             let skipped = ToolError::Skipped("the run finished first".into());
             for (i, call) in calls.iter().enumerate() {
-                if matches!(plans[i], Plan::Gated(_)) && results[i].is_none() {
+                let child = pending.iter().any(|p| p.tool_call_id == call.id);
+                if results[i].is_none() && !child {
                     results[i] = Some(self.end_without_running(call, &skipped, &emitter));
                 }
             }
-            pending.retain(|p| p.kind == PendingKind::Child);
             if pending.is_empty() {
                 Outcome::Complete(output)
             } else {

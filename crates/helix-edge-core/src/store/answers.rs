@@ -69,6 +69,10 @@ pub struct PendingCall {
     /// When the run suspended on it (ms).
     #[serde(default)]
     pub since: u64,
+    /// Where its result is stored in the state (`_outputPath`), if anywhere; the
+    /// arguments are then the ones the call runs with (references resolved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_path: Option<String>,
 }
 
 impl Answer {

@@ -35,6 +35,7 @@
 
 use super::{Approval, ApprovalDecision, ExecuteFn, Execution, Tool, ToolContext, schema_of};
 use crate::error::ToolError;
+use crate::memory::OutputPath;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -76,6 +77,29 @@ macro_rules! into_tool {
             /// Replaces the description the model sees.
             pub fn with_description(mut self, description: impl Into<String>) -> Self {
                 self.0.description = description.into();
+                self
+            }
+
+            /// Stores every result in the state at `path` (a JSON Pointer; a last
+            /// segment `-` appends to an array), as if the model had given it as
+            /// `_outputPath`. See [`crate::memory`].
+            pub fn output_to(mut self, path: impl Into<String>) -> Self {
+                self.0.output_path = OutputPath::Fixed(path.into());
+                self
+            }
+
+            /// Lets the model choose where to store a result (`_outputPath`), from
+            /// `paths`, or from every path of the agent's state schema when `paths` is
+            /// empty. See [`crate::memory`].
+            pub fn output_paths<P: Into<String>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
+                self.0.output_path = OutputPath::Choose(paths.into_iter().map(Into::into).collect());
+                self
+            }
+
+            /// Passes arguments that look like state references (`"$state.x"`) as
+            /// they are, instead of resolving them. See [`crate::memory::reference`].
+            pub fn no_state_refs(mut self) -> Self {
+                self.0.state_refs = false;
                 self
             }
         }

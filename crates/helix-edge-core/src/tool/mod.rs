@@ -21,6 +21,7 @@ pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool, SubAgentToo
 pub use context::{AbortSignal, ToolContext};
 
 use crate::error::ToolError;
+use crate::memory::OutputPath;
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -106,6 +107,10 @@ pub struct Tool {
     pub(crate) finish_with: bool,
     /// How long a server call may run (default: the agent's `tool_timeout`).
     pub(crate) timeout: Option<Duration>,
+    /// Whether and where its results are stored in the state.
+    pub(crate) output_path: OutputPath,
+    /// Whether state references in its arguments are resolved (default: yes).
+    pub(crate) state_refs: bool,
 }
 
 impl std::fmt::Debug for Tool {
@@ -144,6 +149,8 @@ impl Tool {
             execution,
             finish_with: false,
             timeout: None,
+            output_path: OutputPath::Off,
+            state_refs: true,
         }
     }
 
@@ -211,6 +218,16 @@ impl Tool {
     /// with its result as the output.
     pub fn is_finish_with(&self) -> bool {
         self.finish_with
+    }
+
+    /// Whether and where its results are stored in the state (`_outputPath`).
+    pub fn output_path(&self) -> &OutputPath {
+        &self.output_path
+    }
+
+    /// Whether state references in its arguments are resolved before it runs.
+    pub fn takes_state_refs(&self) -> bool {
+        self.state_refs
     }
 
     /// The approval policy.

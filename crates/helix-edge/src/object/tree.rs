@@ -136,6 +136,7 @@ impl Children for DoChildren {
                     kind: serde_json::from_value::<PendingKind>(c["kind"].clone()).ok()?,
                     deadline: c["deadline"].as_u64(),
                     since: 0,
+                    output_path: None,
                 })
             };
             Ok(calls.into_iter().filter_map(call).collect())

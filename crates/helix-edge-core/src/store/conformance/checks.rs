@@ -201,6 +201,7 @@ pub(super) async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> R
         kind: PendingKind::Approval,
         deadline: Some(42),
         since: 7,
+        output_path: Some("/check".into()),
     }];
     let commit = Commit {
         head: h.clone(),

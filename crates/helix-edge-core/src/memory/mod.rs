@@ -1,0 +1,112 @@
+//! State as the workflow's memory: the session's state is the scratchpad that wires tool
+//! calls together. A call stores its result in the state with the `_outputPath`
+//! meta-argument ([`output`]); a later argument names a stored value with a state
+//! reference ([`reference`]); calls of one step that read what others of the same step
+//! write form a plan ([`graph`]), checked against the state schema ([`paths`]) before
+//! anything runs and run in dependency order.
+
+pub mod graph;
+pub mod output;
+pub mod paths;
+pub mod reference;
+
+pub use graph::{Access, Graph, Problem};
+pub use output::{OUTPUT_PATH, OutputPath};
+
+use crate::agent::Agent;
+use crate::error::ToolError;
+use crate::tool::Tool;
+use serde_json::Value;
+
+/// A call ready to run: references resolved, `_outputPath` taken out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// The arguments the tool gets.
+    pub arguments: Value,
+    /// Where the result is stored, if anywhere.
+    pub output: Option<String>,
+}
+
+/// The paths `tool` may store to in `agent`'s state: its own list, else (when the model
+/// chooses) every path of the agent's state schema.
+pub fn offered_paths(agent: &Agent, tool: &Tool) -> Vec<String> {
+    match tool.output_path() {
+        OutputPath::Choose(list) if list.is_empty() => agent
+            .state_schema()
+            .map(paths::output_paths)
+            .unwrap_or_default(),
+        OutputPath::Choose(list) => list.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Prepares the model's `arguments` for a call of `tool` in `state`: takes the output
+/// path out (checked against the tool's policy) and resolves the references, unless
+/// the tool does not take them. An error is the `tool_input_invalid` the model sees.
+pub fn prepare(
+    agent: &Agent,
+    tool: &Tool,
+    arguments: &Value,
+    state: &Value,
+) -> Result<Prepared, ToolError> {
+    let invalid = |reason: String| ToolError::InputInvalid {
+        tool: tool.name().to_string(),
+        reason,
+    };
+    let mut arguments = arguments.clone();
+    let offered = offered_paths(agent, tool);
+    let output = tool
+        .output_path()
+        .take(&mut arguments, &offered, agent.state_schema())
+        .map_err(invalid)?;
+    if tool.takes_state_refs() {
+        arguments = reference::resolve(&arguments, state).map_err(invalid)?;
+    }
+    Ok(Prepared { arguments, output })
+}
+
+/// What a call of `tool` with the model's `arguments` reads and writes (for the plan;
+/// malformed references and refused output paths are left to [`prepare`]).
+pub fn access(agent: &Agent, tool: &Tool, arguments: &Value) -> Access {
+    let reads = if tool.takes_state_refs() {
+        reference::references(arguments)
+            .into_iter()
+            .flatten()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut arguments = arguments.clone();
+    let offered = offered_paths(agent, tool);
+    let write = tool
+        .output_path()
+        .take(&mut arguments, &offered, agent.state_schema())
+        .ok()
+        .flatten();
+    Access { reads, write }
+}
+
+/// The system prompt's guidance for an agent whose tools store results in the state:
+/// what the state is for, its schema, and how to reference it. `None` when no tool does.
+pub fn guidance(agent: &Agent) -> Option<String> {
+    if agent
+        .tools()
+        .iter()
+        .all(|t| *t.output_path() == OutputPath::Off)
+    {
+        return None;
+    }
+    let schema = agent
+        .state_schema()
+        .map(|s| format!(" Its JSON Schema:\n{s}\n"))
+        .unwrap_or_default();
+    Some(format!(
+        "\n\n# State\nThe session has a state: memory your tool calls share.{schema}\
+         A tool that offers `{OUTPUT_PATH}` stores its result there, at the path you give. \
+         An argument may instead be a reference to a value in the state, written as the \
+         whole string \"†state.path.to.value\" (or \"$state.path.to.value\"; array items \
+         as .0 or [0]); it is replaced by that value just before the call runs. Calls of \
+         one step may reference what other calls of the same step store: they then run in \
+         order, so you can lay out a whole chain of calls at once."
+    ))
+}

@@ -1,0 +1,336 @@
+//! Running a step's calls in dependency order (see [`crate::memory`]): a call runs once
+//! every call whose stored result it references has succeeded, calls that are ready
+//! together run in parallel, and each is prepared (references resolved, `_outputPath`
+//! taken out) and its approval decided on that resolved input just before it runs. A
+//! step without dependencies is one such round, its calls all from the pre-step state.
+//!
+//! A call whose dependency waits on a person, a client or a child is *deferred*: it
+//! stays without a result in the transcript and the resumption runs it, after the
+//! answers ([`Runner::resume_plan`]). A call whose dependency was denied or failed fails
+//! with `tool_dependency_failed`; the others' results stay.
+
+use super::calls::{Plan, plan, share, unshare};
+use super::emit::Emitter;
+use super::exec::CallOutcome;
+use super::{Live, RunError, Runner};
+use crate::agent::Agent;
+use crate::error::ToolError;
+use crate::memory::{self, Access, Graph};
+use crate::message::{Message, ToolCall};
+use crate::state::PatchOp;
+use crate::store::{PendingCall, PendingKind, Store};
+use futures::future::join_all;
+
+/// A step's calls and how far each has got.
+pub(crate) struct StepCalls<'a> {
+    /// The calls, as the model made them.
+    pub calls: &'a [ToolCall],
+    /// Who depends on whom.
+    pub graph: Graph,
+    /// Per call: `Some(true)` it succeeded, `Some(false)` it failed or did not run,
+    /// `None` it has not ended (it waits, or has not been reached).
+    pub ended: Vec<Option<bool>>,
+    /// Whether calls run now must be claimed first (at most once, in a resumption).
+    pub claim: bool,
+}
+
+/// What running calls produced, indexed like the step's calls.
+pub(crate) struct Ran {
+    pub results: Vec<Option<Message>>,
+    pub writes: Vec<Vec<PatchOp>>,
+    pub pending: Vec<PendingCall>,
+    /// The writes merged into the state, in order (for the commit).
+    pub ops: Vec<PatchOp>,
+}
+
+impl Ran {
+    pub(crate) fn new(n: usize) -> Self {
+        Self {
+            results: vec![None; n],
+            writes: vec![Vec::new(); n],
+            pending: Vec::new(),
+            ops: Vec::new(),
+        }
+    }
+}
+
+impl<'a> StepCalls<'a> {
+    /// The step's `calls` as a graph; `None` when they are not a valid plan — then
+    /// every call in `planned` gets the one error naming each problem.
+    pub(crate) fn new(
+        agent: &Agent,
+        calls: &'a [ToolCall],
+        planned: &[bool],
+    ) -> Result<Self, ToolError> {
+        let access: Vec<Access> = calls
+            .iter()
+            .zip(planned)
+            .map(|(call, &planned)| match agent.tool(&call.name) {
+                Some(tool) if planned => memory::access(agent, tool, &call.arguments),
+                _ => Access::default(),
+            })
+            .collect();
+        let graph = Graph::new(&access);
+        let labels: Vec<String> = calls
+            .iter()
+            .map(|c| format!("call {} ({})", c.id, c.name))
+            .collect();
+        let problems = graph.problems(&access, &labels, agent.state_schema());
+        if !problems.is_empty() {
+            let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(ToolError::PlanInvalid(text.join("; ")));
+        }
+        Ok(Self {
+            calls,
+            graph,
+            ended: vec![None; calls.len()],
+            claim: false,
+        })
+    }
+}
+
+impl<S: Store> Runner<S> {
+    /// Runs the calls `todo` of `step` (server calls run; approval-gated, client and
+    /// sub-agent calls become pending) in dependency order, merging each round's writes
+    /// into the live state before the next round is prepared. Calls still waiting on a
+    /// pending call when nothing more can run are left deferred.
+    pub(crate) async fn run_calls(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        step: &mut StepCalls<'_>,
+        todo: &[usize],
+        ran: &mut Ran,
+        emitter: &Emitter,
+    ) -> Result<(), RunError> {
+        let mut open = todo.to_vec();
+        loop {
+            let mut ready = Vec::new();
+            let mut failed_any = false;
+            let mut still = Vec::new();
+            for &i in &open {
+                let deps = step.graph.deps(i);
+                if let Some(&d) = deps.iter().find(|&&d| step.ended[d] == Some(false)) {
+                    let dep = &step.calls[d];
+                    let err = ToolError::DependencyFailed {
+                        call: dep.id.clone(),
+                        tool: dep.name.clone(),
+                    };
+                    ran.results[i] = Some(self.end_without_running(&step.calls[i], &err, emitter));
+                    step.ended[i] = Some(false);
+                    failed_any = true;
+                } else if deps.iter().all(|&d| step.ended[d] == Some(true)) {
+                    ready.push(i);
+                } else {
+                    still.push(i);
+                }
+            }
+            open = still;
+            if ready.is_empty() {
+                if failed_any {
+                    continue;
+                }
+                return Ok(());
+            }
+            self.run_round(live, agent, step, &ready, ran, emitter)
+                .await?;
+        }
+    }
+
+    /// One round: the ready calls prepared against the current state, the server calls
+    /// among them run in parallel, their writes merged in call order.
+    async fn run_round(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        step: &mut StepCalls<'_>,
+        ready: &[usize],
+        ran: &mut Ran,
+        emitter: &Emitter,
+    ) -> Result<(), RunError> {
+        let now = self.host.now_ms();
+        let mut runs: Vec<(usize, ToolCall, Option<String>)> = Vec::new();
+        for &i in ready {
+            let call = &step.calls[i];
+            let Some(tool) = agent.tool(&call.name) else {
+                continue;
+            };
+            let prepared = memory::prepare(agent, tool, &call.arguments, &live.state);
+            let prepared = prepared.and_then(|p| {
+                let ready = ToolCall {
+                    arguments: p.arguments,
+                    ..call.clone()
+                };
+                match plan(agent, &ready, &live.state) {
+                    Plan::SubAgent => {
+                        crate::schema::validate(tool.input_schema(), &ready.arguments)
+                            .map_err(|reason| ToolError::InputInvalid {
+                                tool: call.name.clone(),
+                                reason,
+                            })
+                            .map(|()| (ready, p.output, Plan::SubAgent))
+                    }
+                    planned => Ok((ready, p.output, planned)),
+                }
+            });
+            let (ready, output, planned) = match prepared {
+                Ok(prepared) => prepared,
+                Err(err) => {
+                    ran.results[i] = Some(self.end_without_running(call, &err, emitter));
+                    step.ended[i] = Some(false);
+                    continue;
+                }
+            };
+            let kind = match planned {
+                Plan::Gated(kind) => kind,
+                Plan::SubAgent => PendingKind::Child,
+                _ => {
+                    runs.push((i, ready, output));
+                    continue;
+                }
+            };
+            let deadline = match kind {
+                PendingKind::Child => tool.subagent_of().map(|(_, t)| t),
+                _ => tool.client_deadline(),
+            };
+            ran.pending.push(PendingCall {
+                tool_call_id: ready.id,
+                tool_name: ready.name,
+                arguments: ready.arguments,
+                kind,
+                deadline: deadline.map(|d| now + d.as_millis() as u64),
+                since: now,
+                output_path: output,
+            });
+        }
+        let runs = self.claimed(live, runs, ran, step, emitter)?;
+        let base = share(&mut live.state);
+        let outcomes: Vec<(usize, CallOutcome)> =
+            join_all(runs.iter().filter_map(|(i, call, output)| {
+                let tool = agent.tool(&call.name)?;
+                let base = base.clone();
+                Some(async move {
+                    let outcome = self
+                        .run_tool(agent, tool, call, output.as_deref(), base, emitter)
+                        .await;
+                    (*i, outcome)
+                })
+            }))
+            .await;
+        live.state = unshare(base);
+        let mut writes = Vec::with_capacity(outcomes.len());
+        for (i, outcome) in outcomes {
+            step.ended[i] = Some(outcome.value.is_some());
+            ran.results[i] = Some(outcome.message);
+            ran.writes[i] = outcome.writes.clone();
+            writes.push(outcome.writes);
+        }
+        self.merge_into(&mut live.state, writes, &mut ran.ops, emitter);
+        Ok(())
+    }
+
+    /// In a resumption, the calls about to run claimed for this instance first (so a
+    /// call runs at most once); one another instance claimed ends as interrupted.
+    fn claimed(
+        &self,
+        live: &Live,
+        runs: Vec<(usize, ToolCall, Option<String>)>,
+        ran: &mut Ran,
+        step: &mut StepCalls<'_>,
+        emitter: &Emitter,
+    ) -> Result<Vec<(usize, ToolCall, Option<String>)>, RunError> {
+        if !step.claim {
+            return Ok(runs);
+        }
+        let head = &live.head;
+        let instance = self.config.instance.as_str();
+        let mut mine = Vec::with_capacity(runs.len());
+        for (i, call, output) in runs {
+            let owner = self.journal.suspension.claim(
+                &head.run.run_id,
+                head.step_count,
+                &call.id,
+                instance,
+            )?;
+            if owner == instance {
+                mine.push((i, call, output));
+            } else {
+                let err = ToolError::Interrupted;
+                ran.results[i] = Some(self.end_without_running(&step.calls[i], &err, emitter));
+                step.ended[i] = Some(false);
+            }
+        }
+        Ok(mine)
+    }
+
+    /// In a resumption, after the answers' results (`messages`): runs the calls of the
+    /// suspended step that were deferred (no result yet, not among the answered calls)
+    /// as far as they can go, appending their results to `messages`. Returns the calls
+    /// that now wait on an answer (empty when the plan is done).
+    pub(crate) async fn resume_plan(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        messages: &mut Vec<Message>,
+        state_ops: &mut Vec<PatchOp>,
+        emitter: &Emitter,
+    ) -> Result<Vec<PendingCall>, RunError> {
+        let Some(at) = live
+            .transcript
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+        else {
+            return Ok(Vec::new());
+        };
+        let calls: Vec<ToolCall> = match &live.transcript[at] {
+            Message::Assistant { tool_calls, .. } => tool_calls.clone(),
+            _ => Vec::new(),
+        };
+        let ended_as = |id: &str| {
+            live.transcript[at + 1..]
+                .iter()
+                .chain(messages.iter())
+                .find_map(|m| match m {
+                    Message::Tool {
+                        tool_call_id,
+                        is_error,
+                        ..
+                    } if tool_call_id == id => Some(!is_error),
+                    _ => None,
+                })
+        };
+        let ended: Vec<Option<bool>> = calls.iter().map(|c| ended_as(&c.id)).collect();
+        let planned: Vec<bool> = calls
+            .iter()
+            .map(|c| {
+                let kind = plan(agent, c, &live.state);
+                matches!(kind, Plan::Regular | Plan::Gated(_) | Plan::SubAgent)
+            })
+            .collect();
+        let todo: Vec<usize> = (0..calls.len())
+            .filter(|&i| planned[i] && ended[i].is_none())
+            .collect();
+        if todo.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ran = Ran::new(calls.len());
+        match StepCalls::new(agent, &calls, &planned) {
+            Ok(mut step) => {
+                step.ended = ended;
+                step.claim = true;
+                self.run_calls(live, agent, &mut step, &todo, &mut ran, emitter)
+                    .await?;
+            }
+            // The definition changed since the step (a new deployment).
+            Err(invalid) => {
+                for &i in &todo {
+                    ran.results[i] = Some(self.end_without_running(&calls[i], &invalid, emitter));
+                }
+            }
+        }
+        super::exec::result_hooks(agent, &calls, &ran.results, &ran.writes);
+        state_ops.extend(ran.ops);
+        messages.extend(ran.results.into_iter().flatten());
+        Ok(ran.pending)
+    }
+}

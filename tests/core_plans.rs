@@ -1,0 +1,347 @@
+//! State as the workflow's memory, run by the pure core: results stored with
+//! `_outputPath`, arguments that reference the state, and one step laid out as a plan
+//! (fetch → check → store) — in dependency order, suspended durably at an approval
+//! inside it, continued by another process, failed at a denial for its dependants only,
+//! and refused whole when it is not a valid plan.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+mod common;
+
+use common::*;
+use helix_edge::chunk::ChunkBody;
+use helix_edge::message::{Message, ToolCall};
+use helix_edge::runner::{Progress, Submission};
+use helix_edge::store::{PendingKind, SessionStatus};
+use serde_json::{Value, json};
+
+const EMPTY: fn() -> Value = || json!({ "order": null, "check": null, "stored": [] });
+
+/// The three calls of the plan, for order `id`.
+fn plan_calls(w: &World, id: &str) -> Vec<ToolCall> {
+    vec![
+        w.model.call("fetch_order", json!({ "id": id, "_outputPath": "/order" })),
+        w.model.call(
+            "check_order",
+            json!({ "order_id": "$state.order.id", "total": "†state.order.total", "_outputPath": "/check" }),
+        ),
+        w.model.call(
+            "store_order",
+            json!({ "order": "$state.order", "check": "$state.check", "_outputPath": "/stored/-" }),
+        ),
+    ]
+}
+
+/// The tool messages the model saw in its `n`th call, by call id.
+fn results_seen(w: &World, n: usize) -> Vec<(String, bool, Value)> {
+    w.model.seen()[n]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                is_error,
+                content,
+                ..
+            } => Some((tool_call_id.clone(), *is_error, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn approve(
+    r: &helix_edge::runner::Runner<std::rc::Rc<helix_edge::store::MemoryStore>>,
+    id: &str,
+    yes: bool,
+) {
+    let answer = Submission::Approval {
+        tool_call_id: id.into(),
+        approved: yes,
+        reason: None,
+    };
+    block(r.submit(SESSION, answer)).unwrap();
+}
+
+#[test]
+fn a_plan_without_approvals_runs_in_dependency_order_within_the_step() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = plan_calls(&w, "small");
+    w.model.calls(calls.clone()).text("Stored.");
+    w.create(&r, "planner", "store order small");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    assert_eq!(
+        w.exec.all(),
+        vec![
+            "fetch_order small",
+            "check_order small 42.5",
+            "store_order \"small\" true"
+        ],
+        "each once, in dependency order, with the referenced values' types kept"
+    );
+    let state = w.session().state;
+    assert_eq!(state["order"], json!({ "id": "small", "total": 42.5 }));
+    assert_eq!(state["check"], json!({ "ok": true, "orderId": "small" }));
+    assert_eq!(state["stored"], json!([{ "stored": "small" }]));
+    // The model is told where each result went.
+    let seen = results_seen(&w, 1);
+    assert_eq!(
+        seen[0].2,
+        json!({ "result": { "id": "small", "total": 42.5 }, "storedAt": "/order" })
+    );
+    assert_eq!(seen[2].2["storedAt"], "/stored/-");
+    // The model's own arguments stay in its transcript; the tools got the resolved ones.
+    let Message::Assistant { tool_calls, .. } = &w.model.seen()[1].messages[1] else {
+        panic!("the step's message");
+    };
+    assert_eq!(tool_calls[1].arguments["order_id"], "$state.order.id");
+    let started: Vec<Value> = w
+        .chunks()
+        .into_iter()
+        .filter_map(|c| match c {
+            ChunkBody::ToolStart { arguments, .. } => Some(arguments),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started[1], json!({ "order_id": "small", "total": 42.5 }));
+    assert_consistent(&w, &EMPTY());
+}
+
+#[test]
+fn an_approval_inside_a_plan_suspends_it_and_another_process_continues_it() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = plan_calls(&w, "big");
+    w.model.calls(calls.clone()).text("Stored.");
+    w.create(&r, "planner", "store order big");
+    assert_eq!(
+        drive(&r),
+        Progress::Suspended {
+            next_deadline: None
+        }
+    );
+
+    // The fetch ran; the check waits for a person, with its resolved input; the store
+    // waits for the check and has no result yet.
+    assert_eq!(w.exec.all(), vec!["fetch_order big"]);
+    let s = w.session();
+    assert_eq!(s.head.pending.len(), 1);
+    let pending = &s.head.pending[0];
+    assert_eq!(
+        (pending.tool_call_id.as_str(), pending.kind),
+        (calls[1].id.as_str(), PendingKind::Approval)
+    );
+    assert_eq!(
+        pending.arguments,
+        json!({ "order_id": "big", "total": 250.0 })
+    );
+    assert_eq!(pending.output_path.as_deref(), Some("/check"));
+    assert_eq!(
+        s.state["order"]["total"], 250.0,
+        "the fetch's result is durable"
+    );
+    let ended: Vec<String> = w
+        .messages()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended, vec![calls[0].id.clone()]);
+
+    // Another process (the first one is gone) takes the approval and finishes the plan.
+    let r2 = w.runner("p2");
+    approve(&r2, &calls[1].id, true);
+    assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        w.exec.all(),
+        vec![
+            "fetch_order big",
+            "check_order big 250",
+            "store_order \"big\" true"
+        ],
+        "each call ran once"
+    );
+    let state = w.session().state;
+    assert_eq!(state["stored"], json!([{ "stored": "big" }]));
+    let seen = results_seen(&w, 1);
+    let ids: Vec<&str> = seen.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        vec![
+            calls[0].id.as_str(),
+            calls[1].id.as_str(),
+            calls[2].id.as_str()
+        ]
+    );
+    assert!(seen.iter().all(|(_, error, _)| !error));
+    assert_consistent(&w, &EMPTY());
+}
+
+#[test]
+fn a_denial_fails_the_calls_that_depend_on_it_and_keeps_the_others() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let mut calls = plan_calls(&w, "big");
+    calls.push(w.model.call("echo", json!({ "x": "$state.order" })));
+    w.model.calls(calls.clone()).text("Not stored.");
+    w.create(&r, "planner", "store order big");
+    drive(&r);
+    approve(&r, &calls[1].id, false);
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    assert_eq!(w.exec.all(), vec!["fetch_order big"]);
+    let seen = results_seen(&w, 1);
+    let by_id = |id: &str| seen.iter().find(|(i, _, _)| i == id).cloned().unwrap();
+    assert!(!by_id(&calls[0].id).1, "the fetch's result stays");
+    assert_eq!(by_id(&calls[1].id).2["code"], "tool_denied");
+    let store = by_id(&calls[2].id);
+    assert!(store.1);
+    assert_eq!(store.2["code"], "tool_dependency_failed");
+    assert!(
+        store.2["error"].as_str().unwrap().contains(&calls[1].id),
+        "{}",
+        store.2
+    );
+    // A tool that takes no references gets the text as it is.
+    assert_eq!(by_id(&calls[3].id).2, json!({ "x": "$state.order" }));
+    let state = w.session().state;
+    assert_eq!(state["order"]["id"], "big");
+    assert_eq!(
+        (state["check"].clone(), state["stored"].clone()),
+        (Value::Null, json!([]))
+    );
+    assert_consistent(&w, &EMPTY());
+}
+
+#[test]
+fn an_invalid_plan_runs_nothing_and_names_each_problem() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = vec![
+        // A cycle: each reads what the other stores.
+        w.model.call(
+            "check_order",
+            json!({ "order_id": "$state.order.id", "total": 1, "_outputPath": "/check" }),
+        ),
+        w.model.call(
+            "fetch_order",
+            json!({ "id": "$state.check.orderId", "_outputPath": "/order" }),
+        ),
+        // A place the state does not have.
+        w.model.call(
+            "store_order",
+            json!({ "order": "$state.orders", "check": {}, "_outputPath": "/stored/-" }),
+        ),
+    ];
+    w.model.calls(calls.clone()).text("I see.");
+    w.create(&r, "planner", "go");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    assert!(w.exec.all().is_empty(), "nothing ran");
+    let seen = results_seen(&w, 1);
+    assert_eq!(seen.len(), 3);
+    let error = seen[0].2["error"].as_str().unwrap().to_string();
+    assert!(seen.iter().all(|(_, is_error, c)| *is_error
+        && c["code"] == "tool_plan_invalid"
+        && c["error"] == error.as_str()));
+    assert!(
+        error.contains(&format!(
+            "call {} (store_order) reads /orders, which the state schema does not have",
+            calls[2].id
+        )),
+        "{error}"
+    );
+    assert!(
+        error.contains(&format!(
+            "call {} (check_order), call {} (fetch_order) depend on each other in a cycle",
+            calls[0].id, calls[1].id
+        )),
+        "{error}"
+    );
+    assert_eq!(w.session().state, EMPTY());
+}
+
+#[test]
+fn a_reference_to_nothing_and_a_refused_output_path_are_input_errors() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = vec![
+        w.model
+            .call("fetch_order", json!({ "id": "$state.order.id" })),
+        w.model.call(
+            "store_order",
+            json!({ "order": {}, "check": {}, "_outputPath": "/order" }),
+        ),
+        w.model.call(
+            "fetch_order",
+            json!({ "id": "a", "_outputPath": "/stored/-" }),
+        ),
+    ];
+    w.model.calls(calls).text("I see.");
+    w.create(&r, "planner", "go");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    assert_eq!(w.exec.all(), vec!["fetch_order a"]);
+    let seen = results_seen(&w, 1);
+    assert_eq!(seen[0].2["code"], "tool_input_invalid");
+    assert!(
+        seen[0].2["error"].as_str().unwrap().contains(
+            "state reference '$state.order.id' points at nothing (no value at /order/id)"
+        )
+    );
+    assert_eq!(seen[1].2["code"], "tool_input_invalid");
+    assert!(
+        seen[1].2["error"]
+            .as_str()
+            .unwrap()
+            .contains("'/order' is not one of the paths this tool may write: /stored/-")
+    );
+    // Any path the schema has may be chosen when the tool offers them all.
+    assert_eq!(seen[2].2["storedAt"], "/stored/-");
+    assert_eq!(
+        w.session().state["stored"],
+        json!([{ "id": "a", "total": 42.5 }])
+    );
+}
+
+#[test]
+fn the_model_sees_the_output_path_property_and_the_state_as_guidance() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model.text("Hello.");
+    w.create(&r, "planner", "hi");
+    drive(&r);
+    let request = &w.model.seen()[0];
+    assert!(
+        request.system.contains("\"†state.path.to.value\""),
+        "{}",
+        request.system
+    );
+    assert!(
+        request.system.contains("\"stored\""),
+        "the state schema is given: {}",
+        request.system
+    );
+    let specs = planner(&w.exec).tool_specs();
+    let schema_of = |name: &str| {
+        specs
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap()
+            .input_schema
+            .clone()
+    };
+    let fetch = schema_of("fetch_order");
+    assert_eq!(
+        fetch["properties"]["_outputPath"]["enum"],
+        json!(["/check", "/order", "/stored", "/stored/-"])
+    );
+    assert_eq!(
+        schema_of("store_order")["properties"]["_outputPath"]["enum"],
+        json!(["/stored/-"])
+    );
+    assert!(schema_of("echo")["properties"].get("_outputPath").is_none());
+}
