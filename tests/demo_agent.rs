@@ -11,21 +11,26 @@ use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{CreateSession, Progress, Runner, RunnerConfig, Submission};
 use helix_edge::store::{MemoryStore, PendingKind, SessionStatus, Store};
-use reference_agents::assistant;
+use reference_agents::{assistant, orders};
 use serde_json::{Value, json};
 use std::rc::Rc;
 
 fn run(message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStore>, Progress) {
+    run_as("assistant", message)
+}
+
+fn run_as(agent: &str, message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStore>, Progress) {
     let store = Rc::new(MemoryStore::new());
+    let agents = Agents::new().with(assistant().unwrap()).unwrap();
     let runner = Runner::new(
         store.clone(),
-        Agents::new().with(assistant().unwrap()).unwrap(),
+        agents.with(orders().unwrap()).unwrap(),
         Rc::new(OneModel(Rc::new(DemoModel))),
         Rc::new(MemoryJournal::new()),
         Rc::new(ManualHost::new(1_795_314_660_000, "")),
         RunnerConfig::new("demo"),
     );
-    let create = CreateSession::new("d", "assistant", message);
+    let create = CreateSession::new("d", agent, message);
     futures::executor::block_on(runner.create(create)).unwrap();
     let progress = futures::executor::block_on(runner.drive("d", 20)).unwrap();
     (runner, store, progress)
@@ -133,4 +138,64 @@ fn anything_else_gets_help_text() {
     let (_, store, progress) = run("hello");
     assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
     assert!(last_text(&store).contains("note buy milk"));
+}
+
+#[test]
+fn an_order_is_processed_as_a_plan_through_the_state() {
+    let (_, store, progress) = run_as("orders", "process order 1001");
+    assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
+    let state = state(&store);
+    assert_eq!(
+        state["order"],
+        json!({"id": "1001", "customer": "Ada", "total": 42.5})
+    );
+    assert_eq!(state["check"], json!({"orderId": "1001", "ok": true}));
+    assert_eq!(
+        state["archive"],
+        json!([{"orderId": "1001", "total": 42.5}])
+    );
+    assert!(
+        last_text(&store).contains("store_order returned"),
+        "{}",
+        last_text(&store)
+    );
+}
+
+#[test]
+fn a_large_order_s_plan_waits_for_the_check_s_approval() {
+    let (runner, store, progress) = run_as("orders", "process order 1002");
+    assert_eq!(
+        progress,
+        Progress::Suspended {
+            next_deadline: None
+        }
+    );
+    let head = futures::executor::block_on(store.load("d"))
+        .unwrap()
+        .unwrap()
+        .head;
+    assert_eq!(head.pending.len(), 1);
+    assert_eq!(head.pending[0].tool_name, "check_order");
+    assert_eq!(
+        head.pending[0].arguments,
+        json!({"orderId": "1002", "total": 250.0})
+    );
+    assert_eq!(
+        state(&store)["archive"],
+        json!([]),
+        "the store waits for the check"
+    );
+
+    let approval = Submission::Approval {
+        tool_call_id: head.pending[0].tool_call_id.clone(),
+        approved: true,
+        reason: None,
+    };
+    futures::executor::block_on(runner.submit("d", approval)).unwrap();
+    let progress = futures::executor::block_on(runner.drive("d", 20)).unwrap();
+    assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        state(&store)["archive"],
+        json!([{"orderId": "1002", "total": 250.0}])
+    );
 }

@@ -374,6 +374,7 @@ export interface components {
         ToolCallRecord: {
             id: string;
             name: string;
+            /** @description The arguments as the model gave them, state references and `_outputPath` included. */
             arguments: Record<string, unknown>;
         };
         HistoryMessage: ({
@@ -463,6 +464,7 @@ export interface components {
         PendingCall: {
             toolCallId: string;
             toolName: string;
+            /** @description What the call runs with once answered: state references resolved, `_outputPath` taken out. */
             arguments: unknown;
             /** @enum {unknown} */
             kind: "approval" | "client";
@@ -680,6 +682,7 @@ export interface components {
             type: "tool_start";
             toolCallId: string;
             toolName: string;
+            /** @description The arguments the call runs with: state references ("†state.x", "$state.x") resolved, the `_outputPath` meta-argument taken out. */
             arguments: unknown;
             /** @enum {unknown} */
             executor: "server" | "client";
@@ -696,6 +699,7 @@ export interface components {
             type: "tool_approval_request";
             toolCallId: string;
             toolName: string;
+            /** @description The arguments the call runs with: state references ("†state.x", "$state.x") resolved, the `_outputPath` meta-argument taken out. The approval is decided on these. */
             arguments: unknown;
         } & {
             /**
@@ -710,6 +714,7 @@ export interface components {
             toolCallId: string;
             toolName: string;
             success: boolean;
+            /** @description The result. A call stored in the state with `_outputPath` reads {"result": …, "storedAt": "/path"} (or {"result": …, "storeError": "…"} when the path's parent is missing and nothing was stored). */
             result?: unknown;
             error?: string;
         } & {

@@ -4,7 +4,8 @@
 //!
 //! Intents (case-insensitive; several can be joined with `;`):
 //! `delete <path>`, `note <text>`, `what time is it`, `email a,b,c[ about <subject>]`,
-//! `ask me something`, `research <topic>`. Anything else gets a short help text.
+//! `ask me something`, `research <topic>`, `process order <id>` (a three-call plan).
+//! Anything else gets a short help text.
 
 use crate::agent::FINISH_TOOL;
 use crate::error::ProviderError;
@@ -68,6 +69,28 @@ fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
         return has(tools, "research").then(|| ("research", json!({ "topic": rest(prefix) })));
     }
     None
+}
+
+/// `process order <id>`: one step laying out fetch → check → store as a plan, each
+/// result stored in the state and passed on by reference (the `orders` agent).
+fn plan_intent(clause: &str, tools: &[ToolSpec]) -> Option<Vec<(&'static str, Value)>> {
+    let id = clause.trim().to_ascii_lowercase();
+    let id = id.strip_prefix("process order ")?.trim().to_string();
+    let all = ["fetch_order", "check_order", "store_order"];
+    if !all.iter().all(|t| has(tools, t)) {
+        return None;
+    }
+    Some(vec![
+        ("fetch_order", json!({ "id": id, "_outputPath": "/order" })),
+        (
+            "check_order",
+            json!({ "orderId": "†state.order.id", "total": "†state.order.total", "_outputPath": "/check" }),
+        ),
+        (
+            "store_order",
+            json!({ "order": "†state.order", "check": "†state.check", "_outputPath": "/archive/-" }),
+        ),
+    ])
 }
 
 /// Text describing the tool results after the last assistant message.
@@ -165,7 +188,10 @@ impl DemoModel {
             .unwrap_or_default()
             .split(';');
         turn.tool_calls = clauses
-            .filter_map(|c| intent(c, &request.tools))
+            .flat_map(|c| {
+                plan_intent(c, &request.tools)
+                    .unwrap_or_else(|| intent(c, &request.tools).into_iter().collect())
+            })
             .enumerate()
             .map(|(i, (name, arguments))| ToolCall {
                 id: format!("demo-{}-{i}", request.messages.len()),

@@ -2,7 +2,15 @@
 //! `assistant` starts from `{"notes": []}` with five tools covering every kind of call:
 //! plain server tools, an always-approved one, a conditionally approved one and a
 //! client-executed one with a deadline. `coordinator` delegates to `researcher` through
-//! the sub-agent tool `research`; each call runs a child session.
+//! the sub-agent tool `research`; each call runs a child session. `orders` ([`orders`])
+//! wires its tools through its state: results stored with `_outputPath`, arguments that
+//! reference them, a whole fetch → check → store plan in one step.
+
+mod orders;
+
+pub use orders::{
+    APPROVAL_OVER, Check, CheckOrder, FetchOrder, Order, OrdersState, StoreOrder, Stored, orders,
+};
 
 use helix_edge::agent::{Agent, Agents};
 use helix_edge::error::{DefinitionError, ToolError};
@@ -168,5 +176,6 @@ pub fn assistant() -> Result<Agent, DefinitionError> {
 pub fn reference_agents(ask_deadline: Duration) -> Result<Agents, DefinitionError> {
     Agents::new()
         .with(assistant_with_deadline(ask_deadline)?)?
-        .with(coordinator()?)
+        .with(coordinator()?)?
+        .with(orders()?)
 }
