@@ -7,7 +7,13 @@ cd "$(dirname "$0")/.."
 . scripts/bootstrap.sh
 
 # HELIX_BUILD_FEATURES: cargo features of the bundle (scripts/test.sh: test-routes).
-features="${HELIX_BUILD_FEATURES:-}"
+# Unset, `wrangler dev` (which sets WRANGLER_COMMAND for its build) builds the demo
+# agents in (`dev-agents`); `wrangler deploy` builds the production bundle without them.
+if [ -z "${HELIX_BUILD_FEATURES+set}" ] && [ "${WRANGLER_COMMAND:-}" = dev ]; then
+  features=dev-agents
+else
+  features="${HELIX_BUILD_FEATURES:-}"
+fi
 out=build/worker/shim.mjs
 stamp=build/.features
 if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$features" ] &&

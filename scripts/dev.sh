@@ -16,7 +16,7 @@ if [ ! -f .dev.vars ]; then
   echo "[dev] created .dev.vars from .dev.vars.example (edit it to set a token or an LLM)"
 fi
 
-bash scripts/build.sh
+WRANGLER_COMMAND=dev bash scripts/build.sh
 wrangler d1 migrations apply DB --local --persist-to "$state"
 echo "[dev] console: http://127.0.0.1:$port/  (API: http://127.0.0.1:$port/v1/agents)"
 exec wrangler dev --ip 127.0.0.1 --port "$port" --persist-to "$state" "$@"

@@ -31,12 +31,14 @@ mod hosted {
             .filter(|v| !v.is_empty())
     }
 
-    /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline) and, in
-    /// the test build, the test agents.
+    /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline), the
+    /// demo agents with `dev-agents` and, in the test build, the test agents.
     fn agents(env: &Env) -> Result<Agents, DefinitionError> {
         let deadline = var(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
         let deadline = deadline.map_or(ASK_USER_DEADLINE, std::time::Duration::from_millis);
         let agents = reference_agents(deadline)?;
+        #[cfg(feature = "dev-agents")]
+        let agents = agents.with(reference_agents::orders()?)?;
         #[cfg(feature = "test-routes")]
         let agents = match var(env, "LEDGER_URL") {
             Some(url) => agents.with(crate::test_agents::ledger(url)?)?,

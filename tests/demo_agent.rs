@@ -11,7 +11,7 @@ use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{CreateSession, Progress, Runner, RunnerConfig, Submission};
 use helix_edge::store::{MemoryStore, PendingKind, SessionStatus, Store};
-use reference_agents::{assistant, orders};
+use reference_agents::assistant;
 use serde_json::{Value, json};
 use std::rc::Rc;
 
@@ -22,9 +22,10 @@ fn run(message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStore>, Progress) {
 fn run_as(agent: &str, message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStore>, Progress) {
     let store = Rc::new(MemoryStore::new());
     let agents = Agents::new().with(assistant().unwrap()).unwrap();
+    let agents = agents.with(reference_agents::orders().unwrap()).unwrap();
     let runner = Runner::new(
         store.clone(),
-        agents.with(orders().unwrap()).unwrap(),
+        agents,
         Rc::new(OneModel(Rc::new(DemoModel))),
         Rc::new(MemoryJournal::new()),
         Rc::new(ManualHost::new(1_795_314_660_000, "")),

@@ -290,10 +290,10 @@ impl World {
         let exec = Executions::default();
         let agents = Agents::new()
             .with(tester(&exec))
-            .and_then(|a| a.with(planner(&exec)))
             .and_then(|a| a.with(summarizer()))
             .and_then(|a| a.with(reference_agents::assistant()?))
             .unwrap();
+        let agents = agents.with(planner(&exec)).unwrap();
         Self {
             store: Rc::new(MemoryStore::yielding()),
             journal: Rc::new(MemoryJournal::new()),

@@ -19,14 +19,17 @@ after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup();
 
 let n = 0;
 const newId = (name) => `${name}-${process.pid}-${++n}`;
-const INITIAL = { order: null, check: null, archive: [] };
+const INITIAL = { archive: [] };
 
 /** The plan the model lays out for order `id`, in one step. */
 const plan = (id) => ({
   calls: [
     { name: 'fetch_order', args: { id, _outputPath: '/order' } },
     { name: 'check_order', args: { orderId: '†state.order.id', total: '$state.order.total', _outputPath: '/check' } },
-    { name: 'store_order', args: { order: '$state.order', check: '†state.check', _outputPath: '/archive/-' } },
+    {
+      name: 'store_order',
+      args: { orderId: '$state.order.id', total: '$state.order.total', checkedId: '†state.check.orderId', passed: '†state.check.ok', _outputPath: '/archive/-' },
+    },
   ],
 });
 
@@ -109,7 +112,7 @@ test('an invalid plan runs nothing and the model is told every problem', async (
     calls: [
       { name: 'fetch_order', args: { id: '$state.check.orderId', _outputPath: '/order' } },
       { name: 'check_order', args: { orderId: '$state.order.id', total: 1, _outputPath: '/check' } },
-      { name: 'store_order', args: { order: '$state.orders', check: '$state.check', _outputPath: '/archive/-' } },
+      { name: 'store_order', args: { orderId: '$state.orders', total: 1, checkedId: '$state.check.orderId', passed: true, _outputPath: '/archive/-' } },
     ],
   }, { text: 'I will fix the plan.' });
   await create(id, 'go');

@@ -74,6 +74,9 @@ fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
 /// `process order <id>`: one step laying out fetch → check → store as a plan, each
 /// result stored in the state and passed on by reference (the `orders` agent).
 fn plan_intent(clause: &str, tools: &[ToolSpec]) -> Option<Vec<(&'static str, Value)>> {
+    if !cfg!(feature = "plans") {
+        return None; // no tool could store what the plan passes on
+    }
     let id = clause.trim().to_ascii_lowercase();
     let id = id.strip_prefix("process order ")?.trim().to_string();
     let all = ["fetch_order", "check_order", "store_order"];
@@ -88,7 +91,7 @@ fn plan_intent(clause: &str, tools: &[ToolSpec]) -> Option<Vec<(&'static str, Va
         ),
         (
             "store_order",
-            json!({ "order": "†state.order", "check": "†state.check", "_outputPath": "/archive/-" }),
+            json!({ "orderId": "†state.order.id", "total": "†state.order.total", "checkedId": "†state.check.orderId", "passed": "†state.check.ok", "_outputPath": "/archive/-" }),
         ),
     ])
 }

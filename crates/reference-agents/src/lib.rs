@@ -172,10 +172,9 @@ pub fn assistant() -> Result<Agent, DefinitionError> {
     assistant_with_deadline(ASK_USER_DEADLINE)
 }
 
-/// Every reference agent.
+/// The reference agents of SPEC §6 (`orders`, a demo, is registered on its own).
 pub fn reference_agents(ask_deadline: Duration) -> Result<Agents, DefinitionError> {
     Agents::new()
         .with(assistant_with_deadline(ask_deadline)?)?
-        .with(coordinator()?)?
-        .with(orders()?)
+        .with(coordinator()?)
 }

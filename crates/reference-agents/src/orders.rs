@@ -20,16 +20,22 @@ pub const APPROVAL_OVER: f64 = 100.0;
 /// The `orders` agent's state.
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 pub struct OrdersState {
-    /// The order being worked on.
+    /// The order being worked on (absent before the first fetch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Order")]
     pub order: Option<Order>,
-    /// The latest check.
+    /// The latest check (absent before the first check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Check")]
     pub check: Option<Check>,
     /// Orders stored so far.
     pub archive: Vec<Stored>,
 }
 
-/// An order, as `fetch_order` returns it.
+/// An order, as `fetch_order` returns it. (The state's parts are inlined in its schema:
+/// the model reads one schema with no `$ref`s.)
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(inline)]
 pub struct Order {
     /// Its id.
     pub id: String,
@@ -42,6 +48,7 @@ pub struct Order {
 /// A check, as `check_order` returns it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline)]
 pub struct Check {
     /// The order checked.
     pub order_id: String,
@@ -52,6 +59,7 @@ pub struct Check {
 /// An archived order, as `store_order` returns it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline)]
 pub struct Stored {
     /// The order.
     pub order_id: String,
@@ -77,14 +85,18 @@ pub struct CheckOrder {
     pub total: f64,
 }
 
-/// Input of `store_order`.
+/// Input of `store_order`: the order and its check, as the state holds them.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StoreOrder {
-    /// The order.
-    pub order: Order,
-    /// Its check, which must have passed.
-    pub check: Check,
+    /// The order's id.
+    pub order_id: String,
+    /// The order's total.
+    pub total: f64,
+    /// The id of the order that was checked.
+    pub checked_id: String,
+    /// Whether the check passed.
+    pub passed: bool,
 }
 
 /// The `orders` agent.
@@ -135,12 +147,12 @@ pub fn orders() -> Result<Agent, DefinitionError> {
                 "store_order",
                 "Archive a checked order.",
                 |i: StoreOrder, _| async move {
-                    if !i.check.ok || i.check.order_id != i.order.id {
+                    if !i.passed || i.checked_id != i.order_id {
                         return Err(ToolError::failed("The order has not passed its check"));
                     }
                     Ok(Stored {
-                        order_id: i.order.id,
-                        total: i.order.total,
+                        order_id: i.order_id,
+                        total: i.total,
                     })
                 },
             )

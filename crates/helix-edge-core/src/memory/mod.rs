@@ -4,6 +4,9 @@
 //! reference ([`reference`]); calls of one step that read what others of the same step
 //! write form a plan ([`graph`]), checked against the state schema ([`paths`]) before
 //! anything runs and run in dependency order.
+//!
+//! The runtime does all this with the `plans` feature; without it arguments pass as
+//! they are, nothing is stored and each step's calls are one round.
 
 pub mod graph;
 pub mod output;
@@ -30,6 +33,9 @@ pub struct Prepared {
 /// The paths `tool` may store to in `agent`'s state: its own list, else (when the model
 /// chooses) every path of the agent's state schema.
 pub fn offered_paths(agent: &Agent, tool: &Tool) -> Vec<String> {
+    if !cfg!(feature = "plans") {
+        return Vec::new();
+    }
     match tool.output_path() {
         OutputPath::Choose(list) if list.is_empty() => agent
             .state_schema()
@@ -54,13 +60,19 @@ pub fn prepare(
         reason,
     };
     let mut arguments = arguments.clone();
+    if !cfg!(feature = "plans") {
+        return Ok(Prepared {
+            arguments,
+            output: None,
+        });
+    }
     let offered = offered_paths(agent, tool);
     let output = tool
         .output_path()
         .take(&mut arguments, &offered, agent.state_schema())
         .map_err(invalid)?;
     if tool.takes_state_refs() {
-        arguments = reference::resolve(&arguments, state).map_err(invalid)?;
+        reference::resolve_in(&mut arguments, state).map_err(invalid)?;
     }
     Ok(Prepared { arguments, output })
 }
@@ -68,6 +80,9 @@ pub fn prepare(
 /// What a call of `tool` with the model's `arguments` reads and writes (for the plan;
 /// malformed references and refused output paths are left to [`prepare`]).
 pub fn access(agent: &Agent, tool: &Tool, arguments: &Value) -> Access {
+    if !cfg!(feature = "plans") {
+        return Access::default();
+    }
     let reads = if tool.takes_state_refs() {
         reference::references(arguments)
             .into_iter()
@@ -89,10 +104,11 @@ pub fn access(agent: &Agent, tool: &Tool, arguments: &Value) -> Access {
 /// The system prompt's guidance for an agent whose tools store results in the state:
 /// what the state is for, its schema, and how to reference it. `None` when no tool does.
 pub fn guidance(agent: &Agent) -> Option<String> {
-    if agent
-        .tools()
-        .iter()
-        .all(|t| *t.output_path() == OutputPath::Off)
+    if !cfg!(feature = "plans")
+        || agent
+            .tools()
+            .iter()
+            .all(|t| *t.output_path() == OutputPath::Off)
     {
         return None;
     }

@@ -92,22 +92,31 @@ fn visit(value: &Value, f: &mut impl FnMut(&str)) {
 /// `args` with every reference replaced by the value it names in `state`. A reference
 /// to nothing, or a malformed one, is an error naming it (the call must not run).
 pub fn resolve(args: &Value, state: &Value) -> Result<Value, String> {
-    match args {
+    let mut args = args.clone();
+    resolve_in(&mut args, state)?;
+    Ok(args)
+}
+
+/// [`resolve`] in place (`value` is left half resolved on an error).
+pub fn resolve_in(value: &mut Value, state: &Value) -> Result<(), String> {
+    match value {
         Value::String(text) => match parse(text) {
-            None => Ok(args.clone()),
+            None => Ok(()),
             Some(Err(reason)) => Err(reason),
-            Some(Ok(pointer)) => state.pointer(&pointer).cloned().ok_or_else(|| {
-                let at = if pointer.is_empty() { "/" } else { &pointer };
-                format!("state reference '{text}' points at nothing (no value at {at})")
-            }),
+            Some(Ok(pointer)) => {
+                let Some(found) = state.pointer(&pointer) else {
+                    let at = if pointer.is_empty() { "/" } else { &pointer };
+                    return Err(format!(
+                        "state reference '{text}' points at nothing (no value at {at})"
+                    ));
+                };
+                *value = found.clone();
+                Ok(())
+            }
         },
-        Value::Array(items) => items.iter().map(|v| resolve(v, state)).collect(),
-        Value::Object(members) => members
-            .iter()
-            .map(|(k, v)| Ok((k.clone(), resolve(v, state)?)))
-            .collect::<Result<serde_json::Map<_, _>, String>>()
-            .map(Value::Object),
-        _ => Ok(args.clone()),
+        Value::Array(items) => items.iter_mut().try_for_each(|v| resolve_in(v, state)),
+        Value::Object(members) => members.values_mut().try_for_each(|v| resolve_in(v, state)),
+        _ => Ok(()),
     }
 }
 

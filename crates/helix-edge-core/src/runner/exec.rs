@@ -3,6 +3,7 @@
 //! a failed call's state writes are discarded.
 
 use super::Runner;
+use super::calls::{share, unshare};
 use super::emit::Emitter;
 use crate::agent::Agent;
 use crate::chunk::{ChunkBody, Executor};
@@ -12,7 +13,7 @@ use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::Store;
 use crate::tool::{Tool, ToolContext};
-use futures::future::{Either, select};
+use futures::future::{Either, join_all, select};
 use serde_json::Value;
 use std::rc::Rc;
 
@@ -26,7 +27,37 @@ pub(crate) struct CallOutcome {
     pub value: Option<Value>,
 }
 
+/// A server call about to run: its index (in the step or the resumption), the call
+/// with the arguments it runs with, and where its result is stored, if anywhere.
+pub(crate) type Run<'a> = (usize, &'a ToolCall, Option<&'a str>);
+
 impl<S: Store> Runner<S> {
+    /// Runs server calls in parallel, all from `state` (the state before them: taken
+    /// while they run, put back after), and returns their outcomes with their indexes.
+    /// Every server call runs through here.
+    pub(crate) async fn run_parallel(
+        &self,
+        agent: &Agent,
+        runs: &[Run<'_>],
+        state: &mut Value,
+        emitter: &Emitter,
+    ) -> Vec<(usize, CallOutcome)> {
+        let base = share(state);
+        let outcomes = join_all(runs.iter().filter_map(|&(i, call, output)| {
+            let tool = agent.tool(&call.name)?;
+            let base = base.clone();
+            Some(async move {
+                let outcome = self
+                    .run_tool(agent, tool, call, output, base, emitter)
+                    .await;
+                (i, outcome)
+            })
+        }))
+        .await;
+        *state = unshare(base);
+        outcomes
+    }
+
     /// Runs one server call against `base` (the committed state its step started from),
     /// firing `before_tool` and streaming `tool_start`/`tool_end`; `call` has the
     /// arguments it runs with (references resolved) and `output` is where its result is
@@ -192,7 +223,7 @@ pub(crate) fn result_message(
     output: Option<&str>,
     state: &Value,
 ) -> (Message, Option<PatchOp>) {
-    let Some(path) = output else {
+    let Some(path) = output.filter(|_| cfg!(feature = "plans")) else {
         return (Message::tool_result(call, value), None);
     };
     // Whether an add applies does not depend on its value.

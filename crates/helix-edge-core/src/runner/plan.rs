@@ -9,9 +9,9 @@
 //! answers ([`Runner::resume_plan`]). A call whose dependency was denied or failed fails
 //! with `tool_dependency_failed`; the others' results stay.
 
-use super::calls::{Plan, plan, share, unshare};
+use super::calls::{Plan, plan};
 use super::emit::Emitter;
-use super::exec::CallOutcome;
+use super::exec::Run;
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::error::ToolError;
@@ -19,7 +19,6 @@ use crate::memory::{self, Access, Graph};
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::{PendingCall, PendingKind, Store};
-use futures::future::join_all;
 
 /// A step's calls and how far each has got.
 pub(crate) struct StepCalls<'a> {
@@ -62,6 +61,9 @@ impl<'a> StepCalls<'a> {
         calls: &'a [ToolCall],
         planned: &[bool],
     ) -> Result<Self, ToolError> {
+        if !cfg!(feature = "plans") {
+            return Ok(Self::of(calls, Graph::new(&[])));
+        }
         let access: Vec<Access> = calls
             .iter()
             .zip(planned)
@@ -80,20 +82,25 @@ impl<'a> StepCalls<'a> {
             let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
             return Err(ToolError::PlanInvalid(text.join("; ")));
         }
-        Ok(Self {
+        Ok(Self::of(calls, graph))
+    }
+
+    fn of(calls: &'a [ToolCall], graph: Graph) -> Self {
+        Self {
             calls,
             graph,
             ended: vec![None; calls.len()],
             claim: false,
-        })
+        }
     }
 }
 
 impl<S: Store> Runner<S> {
     /// Runs the calls `todo` of `step` (server calls run; approval-gated, client and
-    /// sub-agent calls become pending) in dependency order, merging each round's writes
-    /// into the live state before the next round is prepared. Calls still waiting on a
-    /// pending call when nothing more can run are left deferred.
+    /// sub-agent calls become pending) in dependency order: round by round, the calls
+    /// whose dependencies have succeeded are prepared against the current state and run
+    /// in parallel, and their writes merged into the live state before the next round.
+    /// Calls still waiting on a pending call when nothing more can run stay deferred.
     pub(crate) async fn run_calls(
         &self,
         live: &mut Live,
@@ -105,10 +112,50 @@ impl<S: Store> Runner<S> {
     ) -> Result<(), RunError> {
         let mut open = todo.to_vec();
         loop {
+            let ready = if cfg!(feature = "plans") {
+                self.next_round(step, &mut open, ran, emitter)
+            } else {
+                std::mem::take(&mut open) // no call depends on another: one round
+            };
+            if ready.is_empty() {
+                return Ok(());
+            }
+            let runs = self.prepare_round(live, agent, step, &ready, ran, emitter)?;
+            let runs: Vec<Run> = runs
+                .iter()
+                .map(|(i, call, output)| (*i, call, output.as_deref()))
+                .collect();
+            let outcomes = self
+                .run_parallel(agent, &runs, &mut live.state, emitter)
+                .await;
+            let mut writes = Vec::with_capacity(outcomes.len());
+            for (i, outcome) in outcomes {
+                step.ended[i] = Some(outcome.value.is_some());
+                ran.results[i] = Some(outcome.message);
+                if agent.hooks().is_some() {
+                    ran.writes[i] = outcome.writes.clone();
+                }
+                writes.push(outcome.writes);
+            }
+            self.merge_into(&mut live.state, writes, &mut ran.ops, emitter);
+        }
+    }
+
+    /// The next round of `open`: the calls whose dependencies have all succeeded (taken
+    /// out of `open`). A call whose dependency failed fails with
+    /// `tool_dependency_failed`, and so, in turn, do the calls that depend on it.
+    fn next_round(
+        &self,
+        step: &mut StepCalls<'_>,
+        open: &mut Vec<usize>,
+        ran: &mut Ran,
+        emitter: &Emitter,
+    ) -> Vec<usize> {
+        loop {
             let mut ready = Vec::new();
             let mut failed_any = false;
             let mut still = Vec::new();
-            for &i in &open {
+            for &i in open.iter() {
                 let deps = step.graph.deps(i);
                 if let Some(&d) = deps.iter().find(|&&d| step.ended[d] == Some(false)) {
                     let dep = &step.calls[d];
@@ -125,31 +172,29 @@ impl<S: Store> Runner<S> {
                     still.push(i);
                 }
             }
-            open = still;
-            if ready.is_empty() {
-                if failed_any {
-                    continue;
-                }
-                return Ok(());
+            *open = still;
+            if !ready.is_empty() || !failed_any {
+                return ready;
             }
-            self.run_round(live, agent, step, &ready, ran, emitter)
-                .await?;
         }
     }
 
-    /// One round: the ready calls prepared against the current state, the server calls
-    /// among them run in parallel, their writes merged in call order.
-    async fn run_round(
+    /// Prepares the `ready` calls against the current state: references resolved and
+    /// output paths taken out; the gated, client and sub-agent calls among them become
+    /// pending ones (their approval decided on the resolved input), and a call that
+    /// cannot be prepared ends with its error. Returns the server calls to run now,
+    /// claimed for this instance in a resumption.
+    fn prepare_round(
         &self,
-        live: &mut Live,
+        live: &Live,
         agent: &Agent,
         step: &mut StepCalls<'_>,
         ready: &[usize],
         ran: &mut Ran,
         emitter: &Emitter,
-    ) -> Result<(), RunError> {
+    ) -> Result<Vec<(usize, ToolCall, Option<String>)>, RunError> {
         let now = self.host.now_ms();
-        let mut runs: Vec<(usize, ToolCall, Option<String>)> = Vec::new();
+        let mut runs = Vec::new();
         for &i in ready {
             let call = &step.calls[i];
             let Some(tool) = agent.tool(&call.name) else {
@@ -185,7 +230,13 @@ impl<S: Store> Runner<S> {
                 Plan::Gated(kind) => kind,
                 Plan::SubAgent => PendingKind::Child,
                 _ => {
-                    runs.push((i, ready, output));
+                    if self.claimed(live, step, &ready)? {
+                        runs.push((i, ready, output));
+                    } else {
+                        let err = ToolError::Interrupted;
+                        ran.results[i] = Some(self.end_without_running(call, &err, emitter));
+                        step.ended[i] = Some(false);
+                    }
                     continue;
                 }
             };
@@ -203,64 +254,27 @@ impl<S: Store> Runner<S> {
                 output_path: output,
             });
         }
-        let runs = self.claimed(live, runs, ran, step, emitter)?;
-        let base = share(&mut live.state);
-        let outcomes: Vec<(usize, CallOutcome)> =
-            join_all(runs.iter().filter_map(|(i, call, output)| {
-                let tool = agent.tool(&call.name)?;
-                let base = base.clone();
-                Some(async move {
-                    let outcome = self
-                        .run_tool(agent, tool, call, output.as_deref(), base, emitter)
-                        .await;
-                    (*i, outcome)
-                })
-            }))
-            .await;
-        live.state = unshare(base);
-        let mut writes = Vec::with_capacity(outcomes.len());
-        for (i, outcome) in outcomes {
-            step.ended[i] = Some(outcome.value.is_some());
-            ran.results[i] = Some(outcome.message);
-            ran.writes[i] = outcome.writes.clone();
-            writes.push(outcome.writes);
-        }
-        self.merge_into(&mut live.state, writes, &mut ran.ops, emitter);
-        Ok(())
+        Ok(runs)
     }
 
-    /// In a resumption, the calls about to run claimed for this instance first (so a
-    /// call runs at most once); one another instance claimed ends as interrupted.
+    /// Whether `call` may run on this instance: always in a step; in a resumption only
+    /// once claimed for it (so a call runs at most once — one another instance claimed
+    /// ends as interrupted).
     fn claimed(
         &self,
         live: &Live,
-        runs: Vec<(usize, ToolCall, Option<String>)>,
-        ran: &mut Ran,
-        step: &mut StepCalls<'_>,
-        emitter: &Emitter,
-    ) -> Result<Vec<(usize, ToolCall, Option<String>)>, RunError> {
-        if !step.claim {
-            return Ok(runs);
+        step: &StepCalls<'_>,
+        call: &ToolCall,
+    ) -> Result<bool, RunError> {
+        if !cfg!(feature = "plans") || !step.claim {
+            return Ok(true);
         }
-        let head = &live.head;
-        let instance = self.config.instance.as_str();
-        let mut mine = Vec::with_capacity(runs.len());
-        for (i, call, output) in runs {
-            let owner = self.journal.suspension.claim(
-                &head.run.run_id,
-                head.step_count,
-                &call.id,
-                instance,
-            )?;
-            if owner == instance {
-                mine.push((i, call, output));
-            } else {
-                let err = ToolError::Interrupted;
-                ran.results[i] = Some(self.end_without_running(&step.calls[i], &err, emitter));
-                step.ended[i] = Some(false);
-            }
-        }
-        Ok(mine)
+        let (head, instance) = (&live.head, self.config.instance.as_str());
+        let owner =
+            self.journal
+                .suspension
+                .claim(&head.run.run_id, head.step_count, &call.id, instance)?;
+        Ok(owner == instance)
     }
 
     /// In a resumption, after the answers' results (`messages`): runs the calls of the
@@ -275,6 +289,9 @@ impl<S: Store> Runner<S> {
         state_ops: &mut Vec<PatchOp>,
         emitter: &Emitter,
     ) -> Result<Vec<PendingCall>, RunError> {
+        if !cfg!(feature = "plans") {
+            return Ok(Vec::new()); // no call is ever deferred
+        }
         let Some(at) = live
             .transcript
             .iter()

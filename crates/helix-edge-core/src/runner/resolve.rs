@@ -6,7 +6,7 @@
 
 use super::children::subsession;
 use super::commit::Outcome;
-use super::exec::result_hooks;
+use super::exec::{Run, result_hooks};
 use super::waits::wait_of;
 use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
@@ -17,8 +17,6 @@ use crate::host::LogValue::Num;
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::{Answer, AnswerOutcome, CheckpointStatus, PendingKind, Store};
-use futures::future::join_all;
-use std::rc::Rc;
 
 impl<S: Store> Runner<S> {
     pub(crate) async fn resolve_pending(
@@ -74,20 +72,13 @@ impl<S: Store> Runner<S> {
             .collect();
         let runnable: Vec<usize> = (0..pending.len()).filter(|&i| mine[i]).collect();
 
-        let base = Rc::new(std::mem::take(&mut live.state));
-        let runs = runnable.iter().filter_map(|&i| {
-            let tool = agent.tool(&calls[i].name)?;
-            let (base, emitter, call) = (base.clone(), &emitter, &calls[i]);
-            let output = pending[i].output_path.as_deref();
-            Some(async move {
-                let outcome = self
-                    .run_tool(agent, tool, call, output, base, emitter)
-                    .await;
-                (i, outcome)
-            })
-        });
-        let outcomes = join_all(runs).await;
-        live.state = Rc::try_unwrap(base).unwrap_or_else(|rc| (*rc).clone());
+        let runs: Vec<Run> = runnable
+            .iter()
+            .map(|&i| (i, &calls[i], pending[i].output_path.as_deref()))
+            .collect();
+        let outcomes = self
+            .run_parallel(agent, &runs, &mut live.state, &emitter)
+            .await;
 
         let mut results: Vec<Option<Message>> = vec![None; calls.len()];
         let mut writes: Vec<Vec<PatchOp>> = vec![Vec::new(); calls.len()];

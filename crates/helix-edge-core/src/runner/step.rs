@@ -7,7 +7,7 @@
 //! calls become durable pending calls. When the run goes on, that write goes out
 //! together with the next model call ([`super::Ahead`]).
 
-use super::calls::{Plan, normalize_calls, plan, share, unshare};
+use super::calls::{Plan, normalize_calls, plan};
 use super::commit::Outcome;
 use super::emit::Emitter;
 use super::exec::result_hooks;
@@ -196,19 +196,16 @@ impl<S: Store> Runner<S> {
                 arguments: prepared.arguments,
                 ..call.clone()
             };
-            let base = share(&mut live.state);
-            let outcome = self
-                .run_tool(
-                    agent,
-                    tool,
-                    &ready,
-                    prepared.output.as_deref(),
-                    base.clone(),
-                    &emitter,
-                )
+            let run = [(i, &ready, prepared.output.as_deref())];
+            let ran = self
+                .run_parallel(agent, &run, &mut live.state, &emitter)
                 .await;
-            live.state = unshare(base);
-            call_writes[i] = outcome.writes.clone();
+            let Some((_, outcome)) = ran.into_iter().next() else {
+                continue; // the tool exists: it ran
+            };
+            if agent.hooks().is_some() {
+                call_writes[i] = outcome.writes.clone();
+            }
             self.merge_into(
                 &mut live.state,
                 vec![outcome.writes],

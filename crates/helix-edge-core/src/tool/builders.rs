@@ -35,6 +35,7 @@
 
 use super::{Approval, ApprovalDecision, ExecuteFn, Execution, Tool, ToolContext, schema_of};
 use crate::error::ToolError;
+#[cfg(feature = "plans")]
 use crate::memory::OutputPath;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -80,6 +81,7 @@ macro_rules! into_tool {
                 self
             }
 
+            #[cfg(feature = "plans")]
             /// Stores every result in the state at `path` (a JSON Pointer; a last
             /// segment `-` appends to an array), as if the model had given it as
             /// `_outputPath`. See [`crate::memory`].
@@ -88,6 +90,7 @@ macro_rules! into_tool {
                 self
             }
 
+            #[cfg(feature = "plans")]
             /// Lets the model choose where to store a result (`_outputPath`), from
             /// `paths`, or from every path of the agent's state schema when `paths` is
             /// empty. See [`crate::memory`].
@@ -96,6 +99,7 @@ macro_rules! into_tool {
                 self
             }
 
+            #[cfg(feature = "plans")]
             /// Passes arguments that look like state references (`"$state.x"`) as
             /// they are, instead of resolving them. See [`crate::memory::reference`].
             pub fn no_state_refs(mut self) -> Self {
