@@ -21,6 +21,14 @@ pub(crate) enum Plan {
     Unknown,
 }
 
+impl Plan {
+    /// Whether the call runs in the step's plan, in dependency order (regular,
+    /// approval-gated, client and sub-agent calls).
+    pub(crate) fn in_plan(self) -> bool {
+        matches!(self, Self::Regular | Self::Gated(_) | Self::SubAgent)
+    }
+}
+
 /// Makes arguments a JSON object: a string holding an object is parsed (providers and
 /// models sometimes double-encode); anything else becomes `{}` with a warning.
 fn coerce_arguments(args: Value) -> (Value, Option<String>) {

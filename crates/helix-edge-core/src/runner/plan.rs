@@ -54,8 +54,8 @@ impl Ran {
 }
 
 impl<'a> StepCalls<'a> {
-    /// The step's `calls` as a graph; `None` when they are not a valid plan — then
-    /// every call in `planned` gets the one error naming each problem.
+    /// The step's `calls` (those in `planned`) as a graph; the one error naming each
+    /// problem when they are not a valid plan (every planned call then gets it).
     pub(crate) fn new(
         agent: &Agent,
         calls: &'a [ToolCall],
@@ -200,24 +200,19 @@ impl<S: Store> Runner<S> {
             let Some(tool) = agent.tool(&call.name) else {
                 continue;
             };
-            let prepared = memory::prepare(agent, tool, &call.arguments, &live.state);
-            let prepared = prepared.and_then(|p| {
-                let ready = ToolCall {
-                    arguments: p.arguments,
-                    ..call.clone()
-                };
-                match plan(agent, &ready, &live.state) {
+            let prepared = prepare_call(agent, tool, call, &live.state).and_then(
+                |(ready, output)| match plan(agent, &ready, &live.state) {
                     Plan::SubAgent => {
                         crate::schema::validate(tool.input_schema(), &ready.arguments)
                             .map_err(|reason| ToolError::InputInvalid {
                                 tool: call.name.clone(),
                                 reason,
                             })
-                            .map(|()| (ready, p.output, Plan::SubAgent))
+                            .map(|()| (ready, output, Plan::SubAgent))
                     }
-                    planned => Ok((ready, p.output, planned)),
-                }
-            });
+                    planned => Ok((ready, output, planned)),
+                },
+            );
             let (ready, output, planned) = match prepared {
                 Ok(prepared) => prepared,
                 Err(err) => {
@@ -319,10 +314,7 @@ impl<S: Store> Runner<S> {
         let ended: Vec<Option<bool>> = calls.iter().map(|c| ended_as(&c.id)).collect();
         let planned: Vec<bool> = calls
             .iter()
-            .map(|c| {
-                let kind = plan(agent, c, &live.state);
-                matches!(kind, Plan::Regular | Plan::Gated(_) | Plan::SubAgent)
-            })
+            .map(|c| plan(agent, c, &live.state).in_plan())
             .collect();
         let todo: Vec<usize> = (0..calls.len())
             .filter(|&i| planned[i] && ended[i].is_none())
@@ -350,4 +342,20 @@ impl<S: Store> Runner<S> {
         messages.extend(ran.results.into_iter().flatten());
         Ok(ran.pending)
     }
+}
+
+/// `call` ready to run in `state` ([`memory::prepare`]): with the arguments it runs with
+/// (references resolved, `_outputPath` taken out), and where its result is stored.
+pub(crate) fn prepare_call(
+    agent: &Agent,
+    tool: &crate::tool::Tool,
+    call: &ToolCall,
+    state: &serde_json::Value,
+) -> Result<(ToolCall, Option<String>), ToolError> {
+    let prepared = memory::prepare(agent, tool, &call.arguments, state)?;
+    let ready = ToolCall {
+        arguments: prepared.arguments,
+        ..call.clone()
+    };
+    Ok((ready, prepared.output))
 }

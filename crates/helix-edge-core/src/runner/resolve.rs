@@ -164,32 +164,26 @@ impl<S: Store> Runner<S> {
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;
-        if let Some(output) = head.run.deferred_output.take() {
+        let closing = match head.run.deferred_output.take() {
             // The run finished in the step that started these sub-agents: it completes
             // now that they have ended.
-            let concluded =
-                self.conclude(agent, &mut head, Outcome::Complete(Some(output)), &emitter);
-            let (mut commit, mut events) =
-                self.checkpointed_commit(head, messages, state_ops, concluded.status, &emitter);
-            commit.subsessions = children;
-            record_waits(&mut commit, waits);
-            events.extend(concluded.post);
-            self.commit_closing(live, commit, events, None).await?;
-            return Ok(Some(Progress::Idle(live.head.status)));
-        }
-        if !waiting_again.is_empty() {
-            let concluded =
-                self.conclude(agent, &mut head, Outcome::Suspend(waiting_again), &emitter);
+            Some(output) => Some(Outcome::Complete(Some(output))),
+            // The plan waits again.
+            None if !waiting_again.is_empty() => Some(Outcome::Suspend(waiting_again)),
+            None => None,
+        };
+        if let Some(outcome) = closing {
+            let completes = matches!(outcome, Outcome::Complete(_));
+            let concluded = self.conclude(agent, &mut head, outcome, &emitter);
             let (mut commit, mut events) =
                 self.checkpointed_commit(head, messages, state_ops, concluded.status, &emitter);
             commit.subsessions = children;
             commit.subsessions.extend(concluded.children);
             record_waits(&mut commit, waits);
             events.extend(concluded.post);
-            return self
-                .commit_closing(live, commit, events, concluded.suspended)
-                .await
-                .map(|()| None);
+            self.commit_closing(live, commit, events, concluded.suspended)
+                .await?;
+            return Ok(completes.then_some(Progress::Idle(live.head.status)));
         }
         let (mut commit, post) = self.checkpointed_commit(
             head,

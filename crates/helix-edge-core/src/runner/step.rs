@@ -12,15 +12,14 @@ use super::commit::Outcome;
 use super::emit::Emitter;
 use super::exec::result_hooks;
 use super::outcome::Stepped;
-use super::plan::{Ran, StepCalls};
+use super::plan::{Ran, StepCalls, prepare_call};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
 use crate::host::LogValue::{Num, Str};
-use crate::memory;
-use crate::message::{Message, ToolCall};
+use crate::message::Message;
 use crate::model::{Delta, ModelRequest};
 use crate::state::{PatchOp, merge};
 use crate::store::{PendingKind, Store};
@@ -145,10 +144,7 @@ impl<S: Store> Runner<S> {
         // Regular, approval-gated, client and sub-agent calls run as a plan: in
         // dependency order (one round from the pre-step state when none depends on
         // another), each prepared and its approval decided just before it runs.
-        let planned: Vec<bool> = plans
-            .iter()
-            .map(|p| matches!(p, Plan::Regular | Plan::Gated(_) | Plan::SubAgent))
-            .collect();
+        let planned: Vec<bool> = plans.iter().map(|p| p.in_plan()).collect();
         let mut ran = Ran::new(calls.len());
         match StepCalls::new(agent, &calls, &planned) {
             Ok(mut step_calls) => {
@@ -185,18 +181,14 @@ impl<S: Store> Runner<S> {
                 results[i] = Some(self.end_without_running(call, &skipped, &emitter));
                 continue;
             }
-            let prepared = match memory::prepare(agent, tool, &call.arguments, &live.state) {
+            let (ready, stored_at) = match prepare_call(agent, tool, call, &live.state) {
                 Ok(prepared) => prepared,
                 Err(err) => {
                     results[i] = Some(self.end_without_running(call, &err, &emitter));
                     continue;
                 }
             };
-            let ready = ToolCall {
-                arguments: prepared.arguments,
-                ..call.clone()
-            };
-            let run = [(i, &ready, prepared.output.as_deref())];
+            let run = [(i, &ready, stored_at.as_deref())];
             let ran = self
                 .run_parallel(agent, &run, &mut live.state, &emitter)
                 .await;
