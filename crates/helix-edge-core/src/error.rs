@@ -417,6 +417,15 @@ pub enum DefinitionError {
         /// The path.
         path: String,
     },
+    /// A skill that breaks the rules, two skills of one name, or a preloaded skill the
+    /// agent does not have.
+    #[error("Agent '{agent}': {reason}")]
+    InvalidSkill {
+        /// The agent.
+        agent: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A sub-agent tool in a worker built without helix-edge's `subagents` feature.
     #[error(
         "Sub-agent tool '{0}' needs helix-edge's `subagents` feature, which this worker was built without"

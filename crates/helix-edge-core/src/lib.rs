@@ -12,7 +12,8 @@
 //!   plan, the plan run in memory and the conformance suite), [`journal`] (the stream log and suspension context contract),
 //!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, timers, ids, logs),
 //!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions), [`memory`] (state
-//!   as the workflow's memory: `_outputPath`, state references, plans).
+//!   as the workflow's memory: `_outputPath`, state references, plans), `skill`
+//!   (feature `skills`: skills an agent loads when a task needs them).
 //! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript) and
 //!   [`attachment`] (files users attach to messages), [`api`]
 //!   (routes, bodies, views and errors of the HTTP API, the served OpenAPI document),
@@ -41,6 +42,8 @@ pub mod provider;
 pub mod runner;
 pub mod schema;
 pub mod scripted;
+#[cfg(feature = "skills")]
+pub mod skill;
 pub mod state;
 pub mod store;
 pub mod tool;

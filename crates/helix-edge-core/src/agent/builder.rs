@@ -17,6 +17,10 @@ use std::time::Duration;
 /// Builds an [`Agent`]; [`build`](AgentBuilder::build) validates it.
 pub struct AgentBuilder {
     agent: Agent,
+    #[cfg(feature = "skills")]
+    skills: Vec<crate::skill::Skill>,
+    #[cfg(feature = "skills")]
+    preload: Vec<String>,
 }
 
 impl AgentBuilder {
@@ -37,6 +41,10 @@ impl AgentBuilder {
                 stop_when: None,
                 hooks: None,
             },
+            #[cfg(feature = "skills")]
+            skills: Vec::new(),
+            #[cfg(feature = "skills")]
+            preload: Vec::new(),
         }
     }
 
@@ -147,8 +155,26 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds skills (see [`crate::skill`]): their catalog goes into the system prompt,
+    /// and the `load_skill` and `read_skill_file` tools are added.
+    #[cfg(feature = "skills")]
+    pub fn skills(mut self, skills: impl IntoIterator<Item = crate::skill::Skill>) -> Self {
+        self.skills.extend(skills);
+        self
+    }
+
+    /// Puts these skills' instructions in the system prompt from the start (they must be
+    /// among the agent's [`skills`](Self::skills)).
+    #[cfg(feature = "skills")]
+    pub fn preload_skills<N: Into<String>>(mut self, names: impl IntoIterator<Item = N>) -> Self {
+        self.preload.extend(names.into_iter().map(Into::into));
+        self
+    }
+
     /// Validates and returns the agent.
     pub fn build(self) -> Result<Agent, DefinitionError> {
+        #[cfg(feature = "skills")]
+        let (skills, preload) = (self.skills, self.preload);
         let agent = self.agent;
         if !valid_name(&agent.name) {
             return Err(DefinitionError::InvalidAgentName(agent.name));
@@ -169,8 +195,55 @@ impl AgentBuilder {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }
+        #[cfg(feature = "skills")]
+        let agent = with_skills(agent, skills, &preload)?;
         Ok(agent)
     }
+}
+
+/// `agent` with `skills` (checked): the catalog and the `preload`ed skills' instructions
+/// after its system prompt, and the skill tools.
+#[cfg(feature = "skills")]
+fn with_skills(
+    mut agent: Agent,
+    skills: Vec<crate::skill::Skill>,
+    preload: &[String],
+) -> Result<Agent, DefinitionError> {
+    let invalid = |reason: String| DefinitionError::InvalidSkill {
+        agent: agent.name.clone(),
+        reason,
+    };
+    if skills.is_empty() {
+        return match preload.first() {
+            Some(name) => Err(invalid(format!(
+                "preloads skill '{name}' but has no skills"
+            ))),
+            None => Ok(agent),
+        };
+    }
+    for (i, skill) in skills.iter().enumerate() {
+        skill.check().map_err(|e| invalid(e.to_string()))?;
+        if skills[..i].iter().any(|s| s.name() == skill.name()) {
+            return Err(invalid(format!("skill '{}' is given twice", skill.name())));
+        }
+    }
+    if let Some(name) = preload
+        .iter()
+        .find(|n| !skills.iter().any(|s| s.name() == *n))
+    {
+        return Err(invalid(format!(
+            "preloads skill '{name}', which it does not have"
+        )));
+    }
+    let catalog = crate::skill::catalog(&skills, preload);
+    agent.system_prompt = match agent.system_prompt {
+        SystemPrompt::Static(text) => SystemPrompt::Static(text + &catalog),
+        SystemPrompt::Dynamic(f) => {
+            SystemPrompt::Dynamic(Rc::new(move |state| f(state) + &catalog))
+        }
+    };
+    agent.tools.extend(crate::skill::skill_tools(skills.into()));
+    Ok(agent)
 }
 
 /// A prescribed or offered output path must be a place the state has (any pointer

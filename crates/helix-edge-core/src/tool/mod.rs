@@ -34,7 +34,7 @@ type ExecuteFn = Rc<dyn Fn(Value, ToolContext) -> ToolFuture>;
 type ApprovalFn = Rc<dyn Fn(&Value, &Value) -> Result<bool, String>>;
 
 /// Names the runtime keeps for itself.
-pub const RESERVED_TOOL_NAMES: &[&str] = &["__finish__"];
+pub const RESERVED_TOOL_NAMES: &[&str] = &["__finish__", "load_skill", "read_skill_file"];
 
 /// How long a sub-agent may run before it is aborted (10 minutes).
 pub const DEFAULT_SUBAGENT_TIMEOUT: Duration = Duration::from_secs(600);

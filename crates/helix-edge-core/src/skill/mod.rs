@@ -1,0 +1,254 @@
+//! Skills: instructions for particular tasks that an agent loads when a task needs one,
+//! instead of carrying them all in its system prompt (the Helix core API's skills).
+//!
+//! An agent gets skills with [`AgentBuilder::skills`]; their catalog (names and
+//! descriptions) is appended to its system prompt, and two tools are added: `load_skill`
+//! (a skill's instructions and the list of its files) and `read_skill_file` (one file,
+//! or a 1-indexed range of its lines). [`AgentBuilder::preload_skills`] puts skills'
+//! instructions in the system prompt from the start. Both tool names are reserved.
+//!
+//! Skills are defined in code ([`Skill::new`], [`Skill::file`]), parsed from a
+//! `SKILL.md` ([`Skill::parse`]: YAML frontmatter with `name` and `description`, then the
+//! instructions), or embedded at build time from a directory of skill directories, each
+//! with its `SKILL.md` and any other files ([`skills_dir!`](crate::skills_dir)).
+//!
+//! A loaded skill lives in the transcript (the `load_skill` result), so it survives
+//! suspension, eviction and restarts like every message; [`loaded`] reads back which
+//! skills a session has loaded.
+//!
+//! [`AgentBuilder::skills`]: crate::agent::AgentBuilder::skills
+//! [`AgentBuilder::preload_skills`]: crate::agent::AgentBuilder::preload_skills
+
+mod dir;
+mod frontmatter;
+mod tools;
+
+pub use dir::from_dir;
+pub use include_dir;
+pub(crate) use tools::{catalog, skill_tools};
+
+use crate::message::Message;
+use serde_json::Value;
+
+/// The tool that loads a skill's instructions.
+pub const LOAD_SKILL: &str = "load_skill";
+/// The tool that reads a skill's file.
+pub const READ_SKILL_FILE: &str = "read_skill_file";
+/// The longest skill name.
+pub const MAX_NAME: usize = 64;
+/// The longest skill description.
+pub const MAX_DESCRIPTION: usize = 1024;
+
+/// A skill: a name, a description the model chooses it by, instructions, and files the
+/// instructions may point to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    name: String,
+    description: String,
+    instructions: String,
+    files: Vec<SkillFile>,
+}
+
+/// A file of a skill, by its path relative to the skill (`reference/forms.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillFile {
+    /// The path.
+    pub path: String,
+    /// The text.
+    pub content: String,
+}
+
+/// Why a skill is not valid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("skill '{skill}': {reason}")]
+pub struct SkillError {
+    /// The skill (its name, or where it came from).
+    pub skill: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Skill {
+    /// A skill defined in code. It is checked when the agent is built.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        instructions: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            instructions: instructions.into(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Adds a file (`read_skill_file` reads it by `path`).
+    pub fn file(mut self, path: impl Into<String>, content: impl Into<String>) -> Self {
+        self.files.push(SkillFile {
+            path: path.into(),
+            content: content.into(),
+        });
+        self
+    }
+
+    /// A skill from the text of a `SKILL.md`: frontmatter (`name`, `description`; other
+    /// keys are ignored) between `---` lines, then the instructions.
+    pub fn parse(skill_md: &str) -> Result<Self, SkillError> {
+        let (fields, body) = frontmatter::parse(skill_md).map_err(|reason| SkillError {
+            skill: "SKILL.md".into(),
+            reason,
+        })?;
+        let skill = Self::new(fields.name, fields.description, body.trim());
+        skill.check()?;
+        Ok(skill)
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its description.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Its instructions.
+    pub fn instructions(&self) -> &str {
+        &self.instructions
+    }
+
+    /// Its files.
+    pub fn files(&self) -> &[SkillFile] {
+        &self.files
+    }
+
+    /// Checks the rules: a name of 1–64 lowercase letters, digits and single hyphens
+    /// (not first or last), a description of 1–1024 characters, instructions, and file
+    /// paths that are relative, without `..`, and given once.
+    pub fn check(&self) -> Result<(), SkillError> {
+        let fail = |reason: String| {
+            Err(SkillError {
+                skill: self.name.clone(),
+                reason,
+            })
+        };
+        if let Err(reason) = check_name(&self.name) {
+            return fail(reason);
+        }
+        let described = self.description.trim();
+        if described.is_empty() || self.description.chars().count() > MAX_DESCRIPTION {
+            return fail(format!(
+                "the description must be 1-{MAX_DESCRIPTION} characters"
+            ));
+        }
+        if self.instructions.trim().is_empty() {
+            return fail("the instructions are empty".into());
+        }
+        for (i, file) in self.files.iter().enumerate() {
+            let path = &file.path;
+            let bad = path.is_empty()
+                || path.starts_with('/')
+                || path
+                    .split('/')
+                    .any(|s| s.is_empty() || s == "." || s == "..");
+            if bad {
+                return fail(format!(
+                    "file path '{path}' must be relative, without empty, '.' or '..' segments"
+                ));
+            }
+            if self.files[..i].iter().any(|f| f.path == *path) {
+                return fail(format!("file '{path}' is given twice"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks a skill name: 1–64 characters of `a-z`, `0-9` and `-`, no hyphen first, last
+/// or next to another.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let chars_ok = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if name.is_empty() || name.len() > MAX_NAME || !chars_ok {
+        return Err(format!(
+            "the name must be 1-{MAX_NAME} characters of a-z, 0-9 and '-'"
+        ));
+    }
+    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
+        return Err("the name's hyphens must be single and inside it".into());
+    }
+    Ok(())
+}
+
+/// The skills a session has loaded, in the order it loaded them (each once): the
+/// successful `load_skill` results in its transcript.
+pub fn loaded(messages: &[Message]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for message in messages {
+        let Message::Tool {
+            tool_name,
+            content,
+            is_error: false,
+            ..
+        } = message
+        else {
+            continue;
+        };
+        let name = content.get("name").and_then(Value::as_str);
+        if let (LOAD_SKILL, Some(name)) = (tool_name.as_str(), name)
+            && !names.iter().any(|n| n == name)
+        {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn names_follow_the_rules() {
+        for good in ["pdf", "pdf-forms", "a1-b2-c3", &"x".repeat(64)] {
+            assert_eq!(check_name(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "PDF",
+            "pdf_forms",
+            "pdf forms",
+            "-pdf",
+            "pdf-",
+            "pdf--forms",
+            "é",
+            &"x".repeat(65),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn descriptions_instructions_and_files_are_checked() {
+        let ok = Skill::new("s", "d", "i").file("a/b.md", "x");
+        assert_eq!(ok.check(), Ok(()));
+        let long = Skill::new("s", "d".repeat(1025), "i");
+        assert!(long.check().unwrap_err().reason.contains("description"));
+        assert!(Skill::new("s", "d".repeat(1024), "i").check().is_ok());
+        assert!(Skill::new("s", " ", "i").check().is_err());
+        assert!(Skill::new("s", "d", "\n").check().is_err());
+        for path in ["", "/abs", "a/../b", "./a", "a//b"] {
+            let err = Skill::new("s", "d", "i")
+                .file(path, "x")
+                .check()
+                .unwrap_err();
+            assert!(err.reason.contains("relative"), "{path}: {err}");
+        }
+        let twice = Skill::new("s", "d", "i").file("a", "1").file("a", "2");
+        assert!(twice.check().unwrap_err().reason.contains("twice"));
+    }
+}

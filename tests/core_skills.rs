@@ -1,0 +1,228 @@
+//! Skills, run by the pure core: a directory of SKILL.md files embedded at build time,
+//! the catalog and preloaded skills in the system prompt, `load_skill` and
+//! `read_skill_file` (line ranges, clear errors), loaded skills read back from the
+//! transcript by another process, and the definition rules.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+mod common;
+
+use common::*;
+use helix_edge::agent::Agent;
+use helix_edge::error::DefinitionError;
+use helix_edge::message::Message;
+use helix_edge::runner::Progress;
+use helix_edge::skill::{self, Skill};
+use helix_edge::store::SessionStatus;
+use helix_edge::tool::Tool;
+use serde_json::{Value, json};
+
+fn skills() -> Vec<Skill> {
+    helix_edge::skills_dir!("$CARGO_MANIFEST_DIR/tests/skills").unwrap()
+}
+
+fn writer(preload: &[&str]) -> Agent {
+    Agent::builder("writer")
+        .system_prompt("You write.")
+        .skills(skills())
+        .preload_skills(preload.iter().copied())
+        .build()
+        .unwrap()
+}
+
+/// A world whose agents include `writer`.
+fn world(preload: &[&str]) -> World {
+    let mut w = World::new();
+    w.agents = w.agents.clone().with(writer(preload)).unwrap();
+    w
+}
+
+/// The tool results the model saw in its `n`th call.
+fn results_seen(w: &World, n: usize) -> Vec<(bool, Value)> {
+    w.model.seen()[n]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                is_error, content, ..
+            } => Some((*is_error, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_directory_of_skills_is_embedded_with_its_files() {
+    let skills = skills();
+    let names: Vec<&str> = skills.iter().map(Skill::name).collect();
+    assert_eq!(names, ["release-notes", "sql-review"]);
+    let notes = &skills[0];
+    assert_eq!(
+        notes.description(),
+        "Write release notes from a list of changes. Use it when asked for release notes or a changelog entry."
+    );
+    assert!(
+        notes
+            .instructions()
+            .starts_with("# Release notes\n\n1. Group")
+    );
+    assert_eq!(notes.files().len(), 1);
+    assert_eq!(notes.files()[0].path, "templates/notes.md");
+    assert!(notes.files()[0].content.starts_with("## Features\n"));
+    assert_eq!(
+        skills[1].description(),
+        "Review SQL for injection and missing indexes."
+    );
+    assert!(skills[1].files().is_empty());
+}
+
+#[test]
+fn the_model_sees_the_catalog_the_preloaded_skill_and_the_tools() {
+    let w = world(&["sql-review"]);
+    let r = w.runner("a");
+    w.model.text("ok");
+    w.create(&r, "writer", "hi");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let seen = &w.model.seen()[0];
+    assert!(
+        seen.system.starts_with("You write.\n\n# Skills\n"),
+        "{}",
+        seen.system
+    );
+    assert!(
+        seen.system
+            .contains("- `release-notes`: Write release notes")
+    );
+    assert!(seen.system.contains("- `sql-review`: Review SQL"));
+    assert!(
+        seen.system
+            .contains("## Skill `sql-review` (loaded)\nCheck every query for string concatenation")
+    );
+    assert!(
+        !seen.system.contains("## Skill `release-notes`"),
+        "not preloaded"
+    );
+    assert_eq!(seen.tools, ["load_skill", "read_skill_file"]);
+    let specs = writer(&[]).tool_specs();
+    for spec in &specs {
+        let names = &spec.input_schema["properties"]["name"]["enum"];
+        assert_eq!(
+            names,
+            &json!(["release-notes", "sql-review"]),
+            "{}",
+            spec.name
+        );
+    }
+}
+
+#[test]
+fn a_skill_is_loaded_its_file_read_and_both_are_recoverable_from_the_transcript() {
+    let w = world(&[]);
+    let r = w.runner("a");
+    let read = |args: Value| w.model.call("read_skill_file", args);
+    w.model
+        .calls(vec![w.model.call("load_skill", json!({ "name": "release-notes" }))])
+        .calls(vec![
+            read(json!({ "name": "release-notes", "path": "templates/notes.md" })),
+            read(json!({ "name": "release-notes", "path": "templates/notes.md", "startLine": 3, "endLine": 4 })),
+            read(json!({ "name": "release-notes", "path": "templates/notes.md", "startLine": 5, "endLine": 99 })),
+            read(json!({ "name": "release-notes", "path": "templates/notes.md", "startLine": 9 })),
+            read(json!({ "name": "release-notes", "path": "templates/notes.md", "startLine": 2, "endLine": 1 })),
+            read(json!({ "name": "release-notes", "path": "nope.md" })),
+            read(json!({ "name": "nope", "path": "x" })),
+        ])
+        .text("Here are your notes.");
+    w.create(&r, "writer", "release notes please");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    let loaded = results_seen(&w, 1);
+    assert_eq!(
+        loaded,
+        [(
+            false,
+            json!({
+                "name": "release-notes",
+                "instructions": "# Release notes\n\n1. Group the changes: features, fixes, other.\n2. Use the template in `templates/notes.md`.",
+                "files": ["templates/notes.md"],
+            })
+        )]
+    );
+    let reads = results_seen(&w, 2);
+    let reads = &reads[1..];
+    let ok = |start: u64, end: u64, content: &str| {
+        (
+            false,
+            json!({ "name": "release-notes", "path": "templates/notes.md", "startLine": start,
+                    "endLine": end, "totalLines": 6, "content": content }),
+        )
+    };
+    assert_eq!(
+        reads[0],
+        ok(1, 6, "## Features\n- …\n## Fixes\n- …\n## Other\n- …")
+    );
+    assert_eq!(reads[1], ok(3, 4, "## Fixes\n- …"));
+    assert_eq!(reads[2], ok(5, 6, "## Other\n- …"), "the end is clamped");
+    let errors: Vec<String> = reads[3..]
+        .iter()
+        .map(|(is_error, c)| {
+            assert!(is_error);
+            assert_eq!(c["code"], "tool_input_invalid");
+            c["error"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(errors[0].contains("startLine 9 is past the end ('templates/notes.md' has 6 lines)"));
+    assert!(errors[1].contains("endLine is before startLine 2"));
+    assert!(
+        errors[2]
+            .contains("skill 'release-notes' has no file 'nope.md' (files: templates/notes.md)")
+    );
+    assert!(errors[3].contains("there is no skill 'nope' (skills: release-notes, sql-review)"));
+
+    // Another process reads the loaded skills back from the stored transcript.
+    let _other = w.runner("b");
+    assert_eq!(skill::loaded(&w.messages()), ["release-notes"]);
+}
+
+#[test]
+fn definitions_are_checked() {
+    let build = |b: helix_edge::agent::AgentBuilder| b.build().unwrap_err();
+    let agent = || Agent::builder("a").system_prompt("p");
+    for reserved in ["load_skill", "read_skill_file"] {
+        let tool = Tool::new(
+            reserved,
+            "d",
+            |_: serde_json::Map<String, Value>, _| async {
+                Ok::<_, helix_edge::error::ToolError>(json!({}))
+            },
+        );
+        assert_eq!(
+            build(agent().tool(tool)),
+            DefinitionError::ReservedToolName(reserved.into())
+        );
+    }
+    let twice = build(
+        agent()
+            .skills(skills())
+            .skills([Skill::new("sql-review", "d", "i")]),
+    );
+    assert!(
+        twice
+            .to_string()
+            .contains("skill 'sql-review' is given twice"),
+        "{twice}"
+    );
+    let unknown = build(agent().skills(skills()).preload_skills(["nope"]));
+    assert!(
+        unknown.to_string().contains("preloads skill 'nope'"),
+        "{unknown}"
+    );
+    let none = build(agent().preload_skills(["x"]));
+    assert!(none.to_string().contains("has no skills"), "{none}");
+    let bad = build(agent().skills([Skill::new("Bad_Name", "d", "i")]));
+    assert_eq!(
+        bad.to_string(),
+        "Agent 'a': skill 'Bad_Name': the name must be 1-64 characters of a-z, 0-9 and '-'"
+    );
+    let parsed = Skill::parse("---\nname: x\ndescription: d\n---\n\n  \n").unwrap_err();
+    assert_eq!(parsed.reason, "the instructions are empty");
+}
