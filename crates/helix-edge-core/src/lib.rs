@@ -13,7 +13,9 @@
 //!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, timers, ids, logs),
 //!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions), [`memory`] (state
 //!   as the workflow's memory: `_outputPath`, state references, plans), `skill`
-//!   (feature `skills`: skills an agent loads when a task needs them).
+//!   (feature `skills`: skills an agent loads when a task needs them; `skills_dir!`
+//!   reads a directory of them at build time, from the proc-macro crate
+//!   `helix-edge-macros`).
 //! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript) and
 //!   [`attachment`] (files users attach to messages), [`api`]
 //!   (routes, bodies, views and errors of the HTTP API, the served OpenAPI document),

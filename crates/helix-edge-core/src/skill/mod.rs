@@ -7,10 +7,10 @@
 //! or a 1-indexed range of its lines). [`AgentBuilder::preload_skills`] puts skills'
 //! instructions in the system prompt from the start. Both tool names are reserved.
 //!
-//! Skills are defined in code ([`Skill::new`], [`Skill::file`]), parsed from a
-//! `SKILL.md` ([`Skill::parse`]: YAML frontmatter with `name` and `description`, then the
-//! instructions), or embedded at build time from a directory of skill directories, each
-//! with its `SKILL.md` and any other files ([`skills_dir!`](crate::skills_dir)).
+//! Skills are defined in code ([`Skill::new`], [`Skill::file`]) or read from a directory
+//! when the worker compiles ([`skills_dir!`](crate::skills_dir)): one directory per
+//! skill, with its `SKILL.md` (YAML frontmatter with `name` and `description`, then the
+//! instructions) and any other files.
 //!
 //! A loaded skill lives in the transcript (the `load_skill` result), so it survives
 //! suspension, eviction and restarts like every message; [`loaded`] reads back which
@@ -19,12 +19,10 @@
 //! [`AgentBuilder::skills`]: crate::agent::AgentBuilder::skills
 //! [`AgentBuilder::preload_skills`]: crate::agent::AgentBuilder::preload_skills
 
-mod dir;
-mod frontmatter;
 mod tools;
 
-pub use dir::from_dir;
-pub use include_dir;
+#[doc(hidden)]
+pub use helix_edge_macros::__skills_dir;
 pub(crate) use tools::{catalog, skill_tools};
 
 use crate::message::Message;
@@ -38,6 +36,35 @@ pub const READ_SKILL_FILE: &str = "read_skill_file";
 pub const MAX_NAME: usize = 64;
 /// The longest skill description.
 pub const MAX_DESCRIPTION: usize = 1024;
+
+/// The skills in a directory, read when the worker compiles: `skills_dir!("skills")` is
+/// a `Vec<Skill>`, sorted by name. The path is relative to the crate's directory
+/// (`Cargo.toml`'s). Each subdirectory is a skill named as the directory, with its
+/// `SKILL.md` (YAML frontmatter with `name` and `description` between `---` lines, then
+/// the instructions) and any other UTF-8 files, read with `read_skill_file` by their path
+/// inside the skill's directory; hidden files are passed over.
+///
+/// ```text
+/// skills/
+///   pdf-forms/
+///     SKILL.md
+///     reference/fields.md
+///   release-notes/
+///     SKILL.md
+/// ```
+///
+/// A file beside the skill directories, a directory without a `SKILL.md`, frontmatter
+/// that is not YAML or lacks a field, a `SKILL.md` naming another skill and a file that
+/// is not UTF-8 are compile errors; the rules on names and descriptions are checked when
+/// the agent is built, as for skills defined in code. The worker rebuilds when a file it
+/// embeds changes; a file added to the directory is seen on the next build that
+/// recompiles the crate.
+#[macro_export]
+macro_rules! skills_dir {
+    ($path:literal) => {
+        $crate::skill::__skills_dir!($crate, $path)
+    };
+}
 
 /// A skill: a name, a description the model chooses it by, instructions, and files the
 /// instructions may point to.
@@ -90,18 +117,6 @@ impl Skill {
             content: content.into(),
         });
         self
-    }
-
-    /// A skill from the text of a `SKILL.md`: frontmatter (`name`, `description`; other
-    /// keys are ignored) between `---` lines, then the instructions.
-    pub fn parse(skill_md: &str) -> Result<Self, SkillError> {
-        let (fields, body) = frontmatter::parse(skill_md).map_err(|reason| SkillError {
-            skill: "SKILL.md".into(),
-            reason,
-        })?;
-        let skill = Self::new(fields.name, fields.description, body.trim());
-        skill.check()?;
-        Ok(skill)
     }
 
     /// Its name.
