@@ -74,6 +74,14 @@ impl Children for LocalChildren {
                 ChildOrder::Abort { reason } => self.runner.abort(child_id, Some(reason)).await,
                 ChildOrder::Interrupt { reason } => self.runner.interrupt(child_id, reason).await,
                 ChildOrder::Resume => self.runner.resume(child_id).await.map(drop),
+                ChildOrder::Message {
+                    message,
+                    tool_call_id,
+                } => {
+                    self.runner
+                        .parent_message(child_id, message, &tool_call_id)
+                        .await
+                }
                 ChildOrder::Delete => self.runner.delete(child_id, true).await,
             };
             match result {

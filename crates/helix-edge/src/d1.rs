@@ -32,6 +32,7 @@ fn js_arg(a: &Arg) -> JsValue {
     match a {
         Arg::Text(t) => text(t),
         Arg::Int(n) => num(*n),
+        Arg::Null => JsValue::NULL,
     }
 }
 

@@ -69,10 +69,10 @@ pub const TABLES: &[(&str, &str, &str)] = &[
     ),
     (
         "subsessions",
-        "SELECT parent_id, child_id, agent, tool_call_id, status, created_at, updated_at FROM subsessions \
-         WHERE parent_id = ?1 ORDER BY child_id",
-        "INSERT INTO subsessions (parent_id, child_id, agent, tool_call_id, status, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "SELECT parent_id, child_id, agent, tool_call_id, status, created_at, updated_at, name, mode \
+         FROM subsessions WHERE parent_id = ?1 ORDER BY child_id",
+        "INSERT INTO subsessions (parent_id, child_id, agent, tool_call_id, status, created_at, updated_at, name, mode) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     ),
 ];
 

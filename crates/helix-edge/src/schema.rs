@@ -10,7 +10,11 @@
 //! runs again at most every [`RECHECK_MS`].
 
 /// The migrations this version ships, in order (file names, as `d1_migrations` has them).
-pub const MIGRATIONS: &[&str] = &["0001_init.sql", "0002_sessions_by_update.sql"];
+pub const MIGRATIONS: &[&str] = &[
+    "0001_init.sql",
+    "0002_sessions_by_update.sql",
+    "0003_persistent_children.sql",
+];
 
 /// How often a database found behind is checked again, in milliseconds.
 pub const RECHECK_MS: u64 = 10_000;

@@ -40,6 +40,8 @@ impl AgentBuilder {
                 tool_timeout: DEFAULT_TOOL_TIMEOUT,
                 stop_when: None,
                 hooks: None,
+                persistent: Vec::new(),
+                wake_on_children: false,
             },
             #[cfg(feature = "skills")]
             skills: Vec::new(),
@@ -171,6 +173,20 @@ impl AgentBuilder {
         self
     }
 
+    /// Lets the agent start persistent children of this kind (see
+    /// [`crate::agent::PersistentChild`]); the companion tools are added with the first.
+    pub fn persistent_child(mut self, child: crate::agent::PersistentChild) -> Self {
+        self.agent.persistent.push(child);
+        self
+    }
+
+    /// A notice that a non-blocking child's turn ended starts a new run of the parent
+    /// when its run has finished (by default the notice waits for the parent's next run).
+    pub fn wake_on_child_results(mut self) -> Self {
+        self.agent.wake_on_children = true;
+        self
+    }
+
     /// Validates and returns the agent.
     pub fn build(self) -> Result<Agent, DefinitionError> {
         #[cfg(feature = "skills")]
@@ -195,6 +211,17 @@ impl AgentBuilder {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }
+        let mut agent = agent;
+        for (i, child) in agent.persistent.iter().enumerate() {
+            if agent.persistent[..i]
+                .iter()
+                .any(|c| c.agent.name == child.agent.name)
+            {
+                return Err(DefinitionError::DuplicateAgent(child.agent.name.clone()));
+            }
+        }
+        let companions = crate::tool::companion::companion_tools(&agent.persistent);
+        agent.tools.extend(companions);
         #[cfg(feature = "skills")]
         let agent = with_skills(agent, skills, &preload)?;
         Ok(agent)
@@ -272,7 +299,9 @@ fn validate_output_paths(agent: &Agent, tool: &Tool) -> Result<(), DefinitionErr
 
 fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
     let name = &tool.name;
-    if RESERVED_TOOL_NAMES.contains(&name.as_str()) {
+    if RESERVED_TOOL_NAMES.contains(&name.as_str())
+        || name.starts_with(crate::tool::companion::COMPANION_PREFIX)
+    {
         return Err(DefinitionError::ReservedToolName(name.clone()));
     }
     if !valid_name(name) {

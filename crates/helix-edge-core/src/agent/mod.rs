@@ -40,10 +40,12 @@ use std::time::Duration;
 
 mod builder;
 mod output;
+mod persistent;
 mod registry;
 
 pub use builder::AgentBuilder;
 pub(crate) use output::OutputSpec;
+pub use persistent::{ChildMode, PersistentChild, persistent_child_id};
 pub use registry::Agents;
 
 /// Name of the tool injected when an agent has an output schema.
@@ -101,6 +103,10 @@ pub struct Agent {
     pub(crate) tool_timeout: Duration,
     pub(crate) stop_when: Option<StopWhen>,
     pub(crate) hooks: Option<Rc<dyn Hooks>>,
+    /// The kinds of persistent child it may start.
+    pub(crate) persistent: Vec<PersistentChild>,
+    /// Whether a non-blocking child's notice starts a new run once this one finished.
+    pub(crate) wake_on_children: bool,
 }
 
 /// Decides after a step whether the run stops there.
@@ -149,6 +155,33 @@ impl Agent {
     /// Its tools (without the injected `__finish__`).
     pub fn tools(&self) -> &[Tool] {
         &self.tools
+    }
+
+    /// The agents its child sessions run: its sub-agent tools' and its persistent
+    /// children's.
+    pub(crate) fn child_agents(&self) -> Vec<Rc<Agent>> {
+        let ephemeral = self
+            .tools
+            .iter()
+            .filter_map(|t| t.subagent_of().map(|(a, _)| a));
+        let persistent = self.persistent.iter().map(|c| &c.agent);
+        ephemeral.chain(persistent).cloned().collect()
+    }
+
+    /// The kinds of persistent child it may start.
+    pub fn persistent_children(&self) -> &[PersistentChild] {
+        &self.persistent
+    }
+
+    /// The kind of persistent child that runs agent `name`.
+    pub fn persistent_child(&self, name: &str) -> Option<&PersistentChild> {
+        self.persistent.iter().find(|c| c.agent.name == name)
+    }
+
+    /// Whether a non-blocking child's notice starts a new run once the parent's run has
+    /// finished ([`AgentBuilder::wake_on_child_results`]).
+    pub fn wakes_on_children(&self) -> bool {
+        self.wake_on_children
     }
 
     /// The state a new session starts from.

@@ -29,11 +29,7 @@ impl Agents {
             Some(_) => return Err(DefinitionError::DuplicateAgent(agent.name)),
             None => {}
         }
-        let children: Vec<Rc<Agent>> = agent
-            .tools
-            .iter()
-            .filter_map(|t| t.subagent_of().map(|(a, _)| a.clone()))
-            .collect();
+        let children = agent.child_agents();
         self.agents.push((Rc::new(agent), false));
         for child in children {
             self.add_child(child);
@@ -46,11 +42,7 @@ impl Agents {
         if self.get(&child.name).is_some() {
             return;
         }
-        let grandchildren: Vec<Rc<Agent>> = child
-            .tools
-            .iter()
-            .filter_map(|t| t.subagent_of().map(|(a, _)| a.clone()))
-            .collect();
+        let grandchildren = child.child_agents();
         self.agents.push((child, true));
         for grandchild in grandchildren {
             self.add_child(grandchild);
@@ -75,7 +67,7 @@ impl Agents {
     pub fn subagent_tool(&self) -> Option<&str> {
         self.iter()
             .flat_map(Agent::tools)
-            .find(|t| t.subagent_of().is_some())
+            .find(|t| t.subagent_of().is_some() || t.companion_op().is_some())
             .map(|t| t.name())
     }
 }

@@ -54,6 +54,14 @@ pub enum ChildOrder {
     },
     /// Continue it after an interrupt.
     Resume,
+    /// Start a persistent child's next turn with `message`, for the parent's call
+    /// `tool_call_id` (a child that has that call already is left alone).
+    Message {
+        /// The message.
+        message: String,
+        /// The parent's call the turn answers.
+        tool_call_id: String,
+    },
     /// Delete it and everything of it, for good (its parent is being deleted).
     Delete,
 }
@@ -175,6 +183,8 @@ pub(crate) fn subsession(
         status,
         created_at: now,
         updated_at: now,
+        name: None,
+        mode: None,
     }
 }
 
@@ -185,8 +195,22 @@ pub(crate) fn open_children<'a>(
 ) -> impl Iterator<Item = String> + 'a {
     head.pending
         .iter()
-        .filter(move |p| p.kind == PendingKind::Child && !answered(&p.tool_call_id))
-        .map(|p| child_session_id(&head.id, &p.tool_call_id))
+        .filter(move |p| !answered(&p.tool_call_id))
+        .filter_map(|p| waited_child(&head.id, p))
+}
+
+/// The child session a pending call of session `head_id` waits on: a sub-agent call's
+/// child, or the persistent child of a companion call that waits on a turn.
+pub(crate) fn waited_child(head_id: &str, p: &PendingCall) -> Option<String> {
+    if p.kind != PendingKind::Child {
+        return None;
+    }
+    if p.tool_name
+        .starts_with(crate::tool::companion::COMPANION_PREFIX)
+    {
+        return super::companion::waited_on(head_id, p);
+    }
+    Some(child_session_id(head_id, &p.tool_call_id))
 }
 
 impl<S: Store> Runner<S> {
@@ -210,9 +234,11 @@ impl<S: Store> Runner<S> {
         let mut starts = Vec::new();
         for call in open {
             let child_id = child_session_id(&live.head.id, &call.tool_call_id);
-            let Some((child_agent, timeout_ms)) =
-                agent.tool(&call.tool_name).and_then(|t| t.subagent_of())
-            else {
+            let tool = agent.tool(&call.tool_name);
+            if tool.is_some_and(|t| t.companion_op().is_some()) {
+                continue; // settled by `settle_companions`
+            }
+            let Some((child_agent, timeout_ms)) = tool.and_then(|t| t.subagent_of()) else {
                 let failure = failed("subagent_unknown", "This sub-agent tool no longer exists.");
                 self.store_child_answer(live, &call.tool_call_id, failure)?;
                 continue;
@@ -242,15 +268,7 @@ impl<S: Store> Runner<S> {
                 let order = ChildOrder::Start {
                     agent: child_agent.name().to_string(),
                     message: call.arguments.to_string(),
-                    parent: ParentRef {
-                        session_id: live.head.id.clone(),
-                        tool_call_id: call.tool_call_id.clone(),
-                        root_id: live
-                            .head
-                            .parent
-                            .as_ref()
-                            .map_or_else(|| live.head.id.clone(), |p| p.root_id.clone()),
-                    },
+                    parent: self.parent_ref(live, &call.tool_call_id),
                 };
                 starts.push((call.tool_call_id, child_id, order));
             }
@@ -273,12 +291,12 @@ impl<S: Store> Runner<S> {
                 }
             }
         }
-        Ok(())
+        self.settle_companions(live, agent).await
     }
 
     /// Stores `answer` for a child call unless one stands already; either way the
     /// standing answer goes into `live.answers`.
-    fn store_child_answer(
+    pub(crate) fn store_child_answer(
         &self,
         live: &mut Live,
         call_id: &str,
@@ -302,16 +320,22 @@ impl<S: Store> Runner<S> {
     /// call the parent does not wait on (a late or repeated one) changes nothing.
     pub async fn child_ended(&self, parent_id: &str, report: ChildEnded) -> Result<bool, RunError> {
         let live = self.load(parent_id).await?;
+        let outcome = matches!(
+            report.answer,
+            Answer::ChildOutput { .. } | Answer::ChildFailed { .. }
+        );
+        if !outcome {
+            return Ok(false);
+        }
+        if report.child_id.starts_with(&format!("{parent_id}-agent-")) {
+            return self.persistent_turn_ended(&live, report).await;
+        }
         let waits = live.head.pending.iter().any(|p| {
             p.kind == PendingKind::Child
                 && p.tool_call_id == report.tool_call_id
                 && child_session_id(parent_id, &p.tool_call_id) == report.child_id
         });
-        let outcome = matches!(
-            report.answer,
-            Answer::ChildOutput { .. } | Answer::ChildFailed { .. }
-        );
-        if !waits || !outcome {
+        if !waits {
             return Ok(false);
         }
         let stored =
@@ -372,8 +396,7 @@ impl<S: Store> Runner<S> {
         let ids: Vec<String> = head
             .pending
             .iter()
-            .filter(|p| p.kind == PendingKind::Child)
-            .map(|p| child_session_id(&head.id, &p.tool_call_id))
+            .filter_map(|p| waited_child(&head.id, p))
             .collect();
         let sent = join_all(ids.iter().map(|id| self.children.send(id, order.clone()))).await;
         for (id, result) in ids.iter().zip(sent) {

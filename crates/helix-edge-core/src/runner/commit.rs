@@ -289,6 +289,12 @@ fn suspension_events(
             arguments: p.arguments.clone(),
         })],
         PendingKind::Client => vec![emitter.event(start(Executor::Client, p.deadline))],
+        PendingKind::Child
+            if p.tool_name
+                .starts_with(crate::tool::companion::COMPANION_PREFIX) =>
+        {
+            vec![emitter.event(start(Executor::Server, None))]
+        }
         PendingKind::Child => {
             let child_agent = agent
                 .tool(&p.tool_name)

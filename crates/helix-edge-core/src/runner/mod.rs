@@ -24,6 +24,7 @@ mod branch;
 mod calls;
 mod children;
 mod commit;
+mod companion;
 mod delete;
 mod emit;
 mod error;

@@ -409,6 +409,29 @@ impl<S: Store> Runner<S> {
             .await
     }
 
+    /// A persistent child's parent starts its next turn with `message`, for the parent's
+    /// call `tool_call_id` ([`ChildOrder::Message`]). Idempotent: a child whose turn
+    /// answers that call already is left alone.
+    pub async fn parent_message(
+        &self,
+        session_id: &str,
+        message: String,
+        tool_call_id: &str,
+    ) -> Result<(), RunError> {
+        let mut live = self.load(session_id).await?;
+        let Some(parent) = live.head.parent.as_mut() else {
+            return Err(RunError::Busy("the session has no parent"));
+        };
+        if parent.tool_call_id == tool_call_id {
+            return Ok(());
+        }
+        parent.tool_call_id = tool_call_id.to_string();
+        ensure_idle(&live.head)?;
+        self.start_run(&mut live, vec![Message::user(message)], None)
+            .await
+            .map(drop)
+    }
+
     /// Starts a new run in the session answering `messages` (user messages, checked by
     /// the API layer).
     pub async fn send_messages(

@@ -236,6 +236,9 @@ impl<S: Store> Runner<S> {
                 }
             };
             let deadline = match kind {
+                PendingKind::Child if tool.companion_op().is_some() => {
+                    Some(crate::tool::DEFAULT_SUBAGENT_TIMEOUT)
+                }
                 PendingKind::Child => tool.subagent_of().map(|(_, t)| t),
                 _ => tool.client_deadline(),
             };

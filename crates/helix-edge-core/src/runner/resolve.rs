@@ -91,7 +91,14 @@ impl<S: Store> Runner<S> {
                 continue;
             }
             let output = pending[i].output_path.as_deref();
+            let companion = agent.tool(&call.name).and_then(|t| t.companion_op());
             let message = match live.answer(&call.id) {
+                Some(answer) if companion.is_some() => {
+                    let (message, stored) =
+                        self.end_companion_call(call, answer, output, &live.state, &emitter);
+                    writes[i].extend(stored);
+                    message
+                }
                 Some(answer @ (Answer::ChildOutput { .. } | Answer::ChildFailed { .. })) => {
                     let (message, stored) =
                         self.end_child_call(agent, call, answer, output, live, &emitter);
@@ -120,7 +127,7 @@ impl<S: Store> Runner<S> {
                 Some(Answer::ClientError { error, .. }) => {
                     self.end_without_running(call, &ToolError::Client(error.clone()), &emitter)
                 }
-                Some(Answer::Expired) | None => {
+                Some(Answer::Expired | Answer::CompanionResult { .. }) | None => {
                     self.end_without_running(call, &ToolError::TimedOut, &emitter)
                 }
             };
@@ -152,7 +159,7 @@ impl<S: Store> Runner<S> {
         let waiting_again = self
             .resume_plan(live, agent, &mut messages, &mut state_ops, &emitter)
             .await?;
-        let children = pending
+        let mut children: Vec<_> = pending
             .iter()
             .filter(|p| p.kind == PendingKind::Child)
             .filter_map(|p| {
@@ -161,6 +168,10 @@ impl<S: Store> Runner<S> {
                 Some(subsession(&live.head.id, p, child.name(), answer, now))
             })
             .collect();
+        if !agent.persistent_children().is_empty() {
+            let records = self.store.subsessions(&live.head.id).await?;
+            children.extend(self.companion_records(live, agent, &records, now));
+        }
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;

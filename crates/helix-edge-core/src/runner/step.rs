@@ -124,7 +124,8 @@ impl<S: Store> Runner<S> {
         } else {
             turn.tool_calls
         };
-        let calls = normalize_calls(tool_calls, &live.transcript, step, &emitter);
+        let mut calls = normalize_calls(tool_calls, &live.transcript, step, &emitter);
+        self.name_children(live, agent, &mut calls).await?;
         // Usage and the stop reason are recorded per step, on the step's message.
         let metadata =
             serde_json::to_value(json!({ "usage": turn.usage, "stopReason": turn.stop }))

@@ -135,6 +135,12 @@ pub enum Answer {
         /// What happened, for the model.
         error: String,
     },
+    /// A companion call's result that needs no child turn (a non-blocking start, a
+    /// child's status, the list of children, an ended child).
+    CompanionResult {
+        /// The result the model gets.
+        result: Value,
+    },
 }
 
 /// Any stored [`Answer`] as one flat record (see [`crate::wire`]).
@@ -164,6 +170,7 @@ wire_enum! {
         Expired = "expired",
         ChildOutput = "child_output",
         ChildFailed = "child_failed",
+        CompanionResult = "companion_result",
     }
 }
 
@@ -192,6 +199,9 @@ impl TryFrom<AnswerWire> for Answer {
             AnswerKind::ChildFailed => Self::ChildFailed {
                 code: required(w.code, "code")?,
                 error: required(w.error, "error")?,
+            },
+            AnswerKind::CompanionResult => Self::CompanionResult {
+                result: required(w.result, "result")?,
             },
         })
     }

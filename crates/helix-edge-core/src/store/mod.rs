@@ -122,6 +122,27 @@ pub struct SubSession {
     pub created_at: u64,
     /// Last status change (ms).
     pub updated_at: u64,
+    /// For a persistent child: the name the parent calls it by (its id is
+    /// `{parent}-agent-{name}`), and `tool_call_id` is the call that started its current
+    /// turn. `None` for a sub-agent call's child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// For a persistent child: how the parent waits on its turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ChildMode>,
+}
+
+wire_enum! {
+    /// How a parent waits on a persistent child's turns.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ChildMode {
+        /// `spawnAgent` and `sendMessage` suspend the parent until the child's turn
+        /// ends; their result is the turn's output.
+        Blocking = "blocking",
+        /// `spawnAgent` and `sendMessage` answer at once; the parent gets a notice, as a
+        /// message at its next step, when the child's turn ends.
+        NonBlocking = "non_blocking",
+    }
 }
 
 wire_enum! {
@@ -136,6 +157,8 @@ wire_enum! {
         Failed = "failed",
         /// It did not end within the call's timeout and was aborted.
         TimedOut = "timed_out",
+        /// A persistent child its parent ended for good.
+        Terminated = "terminated",
     }
 }
 

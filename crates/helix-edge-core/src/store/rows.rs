@@ -12,8 +12,8 @@
 
 pub use super::planned::PlannedStore;
 use super::{
-    CheckpointRecord, ChildStatus, Commit, InterruptRequest, Loaded, NewSession, RunRecord,
-    SessionHead, StateChange, StoreError, SubSession,
+    CheckpointRecord, ChildMode, ChildStatus, Commit, InterruptRequest, Loaded, NewSession,
+    RunRecord, SessionHead, StateChange, StoreError, SubSession,
 };
 use crate::message::Message;
 use crate::state::PatchOp;
@@ -94,6 +94,8 @@ pub enum Arg {
     Text(String),
     /// INTEGER (every value stays far below 2^53, so it survives a JS number).
     Int(u64),
+    /// NULL.
+    Null,
 }
 
 /// One SQL statement with its parameters.
@@ -114,6 +116,7 @@ impl Statement {
             .map(|a| match a {
                 Arg::Text(t) => t.len(),
                 Arg::Int(_) => 8,
+                Arg::Null => 0,
             })
             .sum()
     }
@@ -168,8 +171,13 @@ pub const SELECT_STATE_AT: &str = "SELECT kind, body FROM state_log WHERE sessio
      ORDER BY version";
 
 /// Reads a parent's child-session references.
-pub const SELECT_SUBSESSIONS: &str = "SELECT child_id, agent, tool_call_id, status, created_at, updated_at \
+pub const SELECT_SUBSESSIONS: &str = "SELECT child_id, agent, tool_call_id, status, created_at, updated_at, name, mode \
      FROM subsessions WHERE parent_id = ?1 ORDER BY created_at, rowid";
+
+/// A stored persistent child's mode.
+pub fn child_mode(text: &str) -> Result<ChildMode, StoreError> {
+    from_json(&format!("\"{text}\""))
+}
 
 /// A stored child status.
 pub fn child_status(text: &str) -> Result<ChildStatus, StoreError> {
@@ -177,10 +185,11 @@ pub fn child_status(text: &str) -> Result<ChildStatus, StoreError> {
 }
 
 fn subsession_upsert(parent_id: &str, s: &SubSession) -> Statement {
+    let optional = |v: Option<&str>| v.map_or(Arg::Null, text);
     Statement {
-        sql: "INSERT INTO subsessions (parent_id, child_id, agent, tool_call_id, status, created_at, updated_at) \
-              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (parent_id, child_id) DO UPDATE SET \
-              status = excluded.status, updated_at = excluded.updated_at",
+        sql: "INSERT INTO subsessions (parent_id, child_id, agent, tool_call_id, status, created_at, updated_at, name, mode) \
+              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (parent_id, child_id) DO UPDATE SET \
+              tool_call_id = excluded.tool_call_id, status = excluded.status, updated_at = excluded.updated_at",
         args: vec![
             text(parent_id),
             text(&s.child_id),
@@ -189,6 +198,8 @@ fn subsession_upsert(parent_id: &str, s: &SubSession) -> Statement {
             text(s.status.as_str()),
             Arg::Int(s.created_at),
             Arg::Int(s.updated_at),
+            optional(s.name.as_deref()),
+            optional(s.mode.map(ChildMode::as_str)),
         ],
     }
 }

@@ -15,6 +15,7 @@
 //! become a `tool_input_invalid` error the model can act on — never a crash.
 
 mod builders;
+pub mod companion;
 mod context;
 
 pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool, SubAgentTool};
@@ -89,6 +90,8 @@ pub(crate) enum Execution {
         /// How long the child may take before it is aborted.
         timeout: Duration,
     },
+    /// By the runner, on the agent's persistent children (a companion tool).
+    Companion(companion::CompanionOp),
 }
 
 /// A tool an agent can call, built with [`Tool::new`], [`Tool::raw`], [`Tool::client`],
@@ -210,6 +213,14 @@ impl Tool {
     pub fn subagent_of(&self) -> Option<(&Rc<crate::agent::Agent>, Duration)> {
         match &self.execution {
             Execution::SubAgent { agent, timeout } => Some((agent, *timeout)),
+            _ => None,
+        }
+    }
+
+    /// For companion tools: what it does.
+    pub fn companion_op(&self) -> Option<companion::CompanionOp> {
+        match self.execution {
+            Execution::Companion(op) => Some(op),
             _ => None,
         }
     }

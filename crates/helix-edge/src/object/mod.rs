@@ -50,6 +50,10 @@ pub const ENDED_PATH: &str = "/__internal/ended";
 /// Internal path: chunks of a child's stream for the parent's (`{from, chunks}`).
 #[cfg(feature = "subagents")]
 pub const RELAY_PATH: &str = "/__internal/relay";
+/// Internal path: a persistent child's parent starts its next turn
+/// (`{message, toolCallId}`).
+#[cfg(feature = "subagents")]
+pub const MESSAGE_PATH: &str = "/__internal/message";
 /// Internal path: the parent is being deleted; delete this child session.
 pub const DELETE_PATH: &str = "/__internal/delete";
 
@@ -231,6 +235,8 @@ impl Inner {
             ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
             #[cfg(feature = "subagents")]
             RELAY_PATH => return self.take_relay(&parts, &id, &body).await,
+            #[cfg(feature = "subagents")]
+            MESSAGE_PATH => return self.parent_message(&parts, &id, &body).await,
             DELETE_PATH => return self.delete(&parts, &id, true).await,
             #[cfg(feature = "test-routes")]
             crate::test_routes::CONFORMANCE_PATH => {

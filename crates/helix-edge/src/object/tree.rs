@@ -4,7 +4,9 @@
 //! other session's object (`/__internal/*` paths, never routed by the worker), and
 //! every one is idempotent, so each is simply sent again until it goes through.
 
-use super::{Answer, CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, accepted};
+use super::{
+    Answer, CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, MESSAGE_PATH, Parts, RELAY_PATH, accepted,
+};
 use crate::api::ApiError;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal};
@@ -98,6 +100,13 @@ impl Children for DoChildren {
                     self.post(child_id, &op("interrupt"), body, &[409]).await
                 }
                 ChildOrder::Resume => self.post(child_id, &op("resume"), json!({}), &[409]).await,
+                ChildOrder::Message {
+                    message,
+                    tool_call_id,
+                } => {
+                    let body = json!({ "message": message, "toolCallId": tool_call_id });
+                    self.post(child_id, MESSAGE_PATH, body, &[]).await
+                }
                 // 404: never started, or deleted before.
                 ChildOrder::Delete => self.post(child_id, DELETE_PATH, json!({}), &[404]).await,
             }
@@ -237,6 +246,26 @@ impl Inner {
         if parts.runner.child_ended(id, report).await? {
             self.schedule(id);
         }
+        accepted()
+    }
+
+    /// `/__internal/message`: this persistent child's parent starts its next turn.
+    pub(super) async fn parent_message(
+        self: &Rc<Self>,
+        parts: &Parts,
+        id: &str,
+        body: &[u8],
+    ) -> Answer {
+        let body: Value = serde_json::from_slice(body).unwrap_or_default();
+        let (Some(message), Some(call)) = (body["message"].as_str(), body["toolCallId"].as_str())
+        else {
+            return Err(ApiError::validation("Malformed message."));
+        };
+        parts
+            .runner
+            .parent_message(id, message.to_string(), call)
+            .await?;
+        self.schedule(id);
         accepted()
     }
 

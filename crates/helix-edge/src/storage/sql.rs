@@ -37,6 +37,14 @@ const SCHEMA: &str = "\
     CREATE TABLE IF NOT EXISTS replica_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, \
       version INTEGER NOT NULL, batch TEXT NOT NULL, bytes INTEGER NOT NULL, committed_at INTEGER NOT NULL)";
 
+/// Changes to the tables since their first version, in order: an object applies those
+/// it has not (the `schema` mark counts them), in the same synchronous turn as the mark,
+/// so both land together.
+const UPGRADES: &[&str] = &[
+    // Persistent children: their name and mode.
+    "ALTER TABLE subsessions ADD COLUMN name TEXT; ALTER TABLE subsessions ADD COLUMN mode TEXT",
+];
+
 /// The object's SQLite storage.
 #[derive(Clone)]
 pub struct Sql {
@@ -59,7 +67,18 @@ impl Sql {
             .storage()
             .map_err(worker::Error::from)?
             .into();
-        Ok(Self { sql, storage })
+        let this = Self { sql, storage };
+        let applied: usize = this
+            .mark("schema")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if applied < UPGRADES.len() {
+            for upgrade in &UPGRADES[applied..] {
+                this.sql.exec(upgrade, None)?;
+            }
+            this.set_mark("schema", Some(&UPGRADES.len().to_string()));
+        }
+        Ok(this)
     }
 
     /// The rows of a query. Decoded by hand rather than through `to_array`
@@ -142,6 +161,7 @@ pub fn owned(s: &Statement) -> Owned {
         Arg::Text(t) => SqlStorageValue::from(t.as_str()),
         // Every value the plans bind stays far below 2^53.
         Arg::Int(n) => SqlStorageValue::from(*n as i64),
+        Arg::Null => SqlStorageValue::Null,
     };
     (s.sql.to_string(), s.args.iter().map(arg).collect())
 }

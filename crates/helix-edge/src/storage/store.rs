@@ -366,6 +366,8 @@ impl Store for ObjectStore {
                     status: rows::child_status(&cell(text(r, 3))?)?,
                     created_at: cell(int(r, 4))? as u64,
                     updated_at: cell(int(r, 5))? as u64,
+                    name: text(r, 6),
+                    mode: text(r, 7).map(|m| rows::child_mode(&m)).transpose()?,
                 })
             })
             .collect()

@@ -361,6 +361,8 @@ pub(super) async fn subsessions_are_recorded_and_updated<S: Store>(
         status,
         created_at: at,
         updated_at: at,
+        name: None,
+        mode: None,
     };
     let mut commit = step_commit(&head(id), "x", &format!("{id}-k1"));
     commit.subsessions = vec![record(ChildStatus::Running, 2_000)];
@@ -384,6 +386,31 @@ pub(super) async fn subsessions_are_recorded_and_updated<S: Store>(
         r.status == ChildStatus::TimedOut && r.created_at == 2_000 && r.updated_at == 3_000,
         "status and update time change, creation time stays: {r:?}"
     );
+    // A persistent child: its name and mode are kept, each turn's call recorded.
+    let persistent = |call: &str, status, at| crate::store::SubSession {
+        child_id: format!("{id}-agent-scout"),
+        tool_call_id: call.into(),
+        name: Some("scout".into()),
+        mode: Some(crate::store::ChildMode::NonBlocking),
+        ..record(status, at)
+    };
+    let l = loaded(store, id).await?;
+    let mut commit = step_commit(&l.head, "z", &format!("{id}-k3"));
+    commit.subsessions = vec![persistent("c2", ChildStatus::Running, 4_000)];
+    store.commit(id, 3, commit).await.map_err(e)?;
+    let l = loaded(store, id).await?;
+    let mut commit = step_commit(&l.head, "w", &format!("{id}-k4"));
+    commit.subsessions = vec![persistent("c3", ChildStatus::Completed, 5_000)];
+    store.commit(id, 4, commit).await.map_err(e)?;
+    let listed = store.subsessions(id).await.map_err(e)?;
+    let expected = crate::store::SubSession {
+        created_at: 4_000,
+        ..persistent("c3", ChildStatus::Completed, 5_000)
+    };
+    ensure!(
+        listed.len() == 2 && listed[1] == expected,
+        "a persistent child's record keeps its name and mode and takes each turn's call: {listed:?}"
+    );
     Ok(())
 }
 
@@ -402,6 +429,8 @@ pub(super) async fn a_deleted_session_is_gone_and_others_stay<S: Store>(
         status: ChildStatus::Running,
         created_at: 2_000,
         updated_at: 2_000,
+        name: None,
+        mode: None,
     }];
     store.commit(id, 1, commit).await.map_err(e)?;
     store.delete(id).await.map_err(e)?;

@@ -1,0 +1,452 @@
+//! Persistent children in the runner: the companion calls of an agent with persistent
+//! children ([`crate::agent::PersistentChild`]). Every companion call is recorded as a
+//! pending child call before anything reaches a child, like a sub-agent call, and then
+//! settled from durable state alone:
+//! - a spawn (its name chosen in the step when the model gave none) starts the child
+//!   `{parent}-agent-{name}` with the call as its parent call, a message starts the
+//!   child's next turn: both idempotent, so a retried order after a crash finds the turn
+//!   it started;
+//! - a blocking spawn or message, and a wait, are answered by the child's report that the
+//!   turn ended; everything else is answered at once (a non-blocking start, the list, a
+//!   status, a termination);
+//! - each turn's outcome is kept under the id `{call}#turn` of the call that started it,
+//!   so a status or a wait read later finds it, and the parent's record of the child
+//!   (its [`SubSession`], with `name` and `mode`) names the turn's call.
+
+use super::{Live, RunError, Runner};
+use crate::agent::{Agent, persistent_child_id};
+use crate::message::ToolCall;
+use crate::store::{Answer, ChildMode, ChildStatus, PendingCall, PendingKind, Store, SubSession};
+use crate::tool::companion::{COMPANION_PREFIX, CompanionOp, valid_child_name};
+use serde_json::{Value, json};
+
+/// The answer id under which the outcome of the turn started by `call_id` is kept.
+pub(crate) fn turn_key(call_id: &str) -> String {
+    format!("{call_id}#turn")
+}
+
+/// The companion operation of a call of tool `tool_name` in `agent`.
+fn op_of(agent: &Agent, tool_name: &str) -> Option<CompanionOp> {
+    agent.tool(tool_name).and_then(|t| t.companion_op())
+}
+
+/// The persistent child a pending companion call waits on (a spawn, a message or a
+/// wait), by id; `None` for other calls.
+pub(crate) fn waited_on(head_id: &str, p: &PendingCall) -> Option<String> {
+    let op = p.tool_name.strip_prefix(COMPANION_PREFIX)?;
+    if !matches!(op, "spawnAgent" | "sendMessage" | "waitForResult") {
+        return None;
+    }
+    let name = p.arguments.get("name")?.as_str()?;
+    Some(persistent_child_id(head_id, name))
+}
+
+/// The name a companion call's arguments give.
+fn name_in(arguments: &Value) -> Option<&str> {
+    arguments.get("name").and_then(Value::as_str)
+}
+
+/// The persistent children among a parent's records.
+fn persistent(records: &[SubSession]) -> impl Iterator<Item = &SubSession> {
+    records.iter().filter(|r| r.name.is_some())
+}
+
+impl<S: Store> Runner<S> {
+    /// Names the children the step's spawn calls start without a name:
+    /// `{agentType}-{n}`, the first `n` from 1 that no child of the parent (or earlier
+    /// spawn of the step) has. The name goes into the call's arguments, so the
+    /// transcript, the pending call and every later step see it.
+    pub(crate) async fn name_children(
+        &self,
+        live: &Live,
+        agent: &Agent,
+        calls: &mut [ToolCall],
+    ) -> Result<(), RunError> {
+        let unnamed = |c: &ToolCall| {
+            op_of(agent, &c.name) == Some(CompanionOp::Spawn) && name_in(&c.arguments).is_none()
+        };
+        if !calls.iter().any(unnamed) {
+            return Ok(());
+        }
+        let records = self.store.subsessions(&live.head.id).await?;
+        let mut taken: Vec<String> = persistent(&records)
+            .filter_map(|r| r.name.clone())
+            .collect();
+        taken.extend(
+            calls
+                .iter()
+                .filter(|c| op_of(agent, &c.name) == Some(CompanionOp::Spawn))
+                .filter_map(|c| name_in(&c.arguments).map(str::to_string)),
+        );
+        for call in calls.iter_mut().filter(|c| unnamed(c)) {
+            let Some(kind) = call.arguments.get("agentType").and_then(Value::as_str) else {
+                continue; // the schema check refuses it
+            };
+            let name = (1..)
+                .map(|n| format!("{kind}-{n}"))
+                .find(|n| !taken.contains(n))
+                .unwrap_or_default();
+            if let Some(args) = call.arguments.as_object_mut() {
+                args.insert("name".into(), name.clone().into());
+            }
+            taken.push(name);
+        }
+        Ok(())
+    }
+
+    /// Settles the unanswered companion calls of `live`: orders sent (once per instance;
+    /// each is idempotent), and the answers that need no child turn stored. Answers go
+    /// into `live.answers`.
+    pub(crate) async fn settle_companions(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+    ) -> Result<(), RunError> {
+        let open: Vec<(PendingCall, CompanionOp)> = live
+            .head
+            .pending
+            .iter()
+            .filter(|p| p.kind == PendingKind::Child && live.answer(&p.tool_call_id).is_none())
+            .filter_map(|p| Some((p.clone(), op_of(agent, &p.tool_name)?)))
+            .collect();
+        if open.is_empty() {
+            return Ok(());
+        }
+        let records = self.store.subsessions(&live.head.id).await?;
+        let now = self.host.now_ms();
+        for (p, op) in open {
+            if p.deadline.is_some_and(|d| d <= now) {
+                let name = name_in(&p.arguments).unwrap_or_default();
+                let timeout = Answer::ChildFailed {
+                    code: "subagent_timeout".into(),
+                    error: format!(
+                        "The child '{name}' did not end its turn in time; it goes on: wait for it again, or message or terminate it."
+                    ),
+                };
+                self.store_child_answer(live, &p.tool_call_id, timeout)?;
+                continue;
+            }
+            let answer = match self.settle_companion(live, agent, &records, &p, op).await? {
+                Some(answer) => answer,
+                None => continue,
+            };
+            self.store_child_answer(live, &p.tool_call_id, answer)?;
+        }
+        Ok(())
+    }
+
+    /// One companion call: its answer now, or `None` while it waits on a turn.
+    async fn settle_companion(
+        &self,
+        live: &Live,
+        agent: &Agent,
+        records: &[SubSession],
+        p: &PendingCall,
+        op: CompanionOp,
+    ) -> Result<Option<Answer>, RunError> {
+        let parent = &live.head.id;
+        if op == CompanionOp::List {
+            let mut children = Vec::new();
+            for r in persistent(records) {
+                children.push(self.child_view(parent, r)?);
+            }
+            return Ok(Some(done(json!({ "children": children }))));
+        }
+        let name = name_in(&p.arguments).unwrap_or_default();
+        let record = persistent(records).find(|r| r.name.as_deref() == Some(name));
+        let invalid = |reason: String| {
+            Ok(Some(Answer::ChildFailed {
+                code: "tool_input_invalid".into(),
+                error: reason,
+            }))
+        };
+        let child_id = persistent_child_id(parent, name);
+        let kind = match (op, record) {
+            (CompanionOp::Spawn, Some(_)) => {
+                return invalid(format!(
+                    "A child named '{name}' exists already: send it a message instead."
+                ));
+            }
+            (CompanionOp::Spawn, None) => {
+                let kind = p.arguments.get("agentType").and_then(Value::as_str);
+                match kind.and_then(|k| agent.persistent_child(k)) {
+                    Some(kind) => kind,
+                    None => return invalid("Unknown agentType.".into()),
+                }
+            }
+            (_, None) => {
+                let known: Vec<&str> = persistent(records)
+                    .filter_map(|r| r.name.as_deref())
+                    .collect();
+                return invalid(format!(
+                    "There is no child named '{name}'. Children: {}.",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ));
+            }
+            (_, Some(r)) if r.status == ChildStatus::Terminated => {
+                return invalid(format!("The child '{name}' was terminated."));
+            }
+            (_, Some(r)) => match agent.persistent_child(&r.agent) {
+                Some(kind) => kind,
+                None => {
+                    return invalid(format!(
+                        "The child '{name}' is of a kind this agent no longer has."
+                    ));
+                }
+            },
+        };
+        if !valid_child_name(name) || !crate::auth::valid_session_id(&child_id) {
+            return invalid(format!("'{name}' cannot name a child of this session."));
+        }
+        match op {
+            CompanionOp::Spawn | CompanionOp::Send => {
+                let started = format!("{child_id}#{}", p.tool_call_id);
+                if !self.started.borrow().contains(&started) {
+                    let message = p
+                        .arguments
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let order = if op == CompanionOp::Spawn {
+                        super::ChildOrder::Start {
+                            agent: kind.agent().name().to_string(),
+                            message: message.to_string(),
+                            parent: self.parent_ref(live, &p.tool_call_id),
+                        }
+                    } else {
+                        super::ChildOrder::Message {
+                            message: message.to_string(),
+                            tool_call_id: p.tool_call_id.clone(),
+                        }
+                    };
+                    if let Err(e) = self.children.send(&child_id, order).await {
+                        return Ok(Some(Answer::ChildFailed {
+                            code: "subagent_dispatch_failed".into(),
+                            error: format!("The child '{name}' could not be reached: {e}"),
+                        }));
+                    }
+                    self.started.borrow_mut().push(started);
+                }
+                Ok(match kind.mode() {
+                    ChildMode::Blocking => None,
+                    ChildMode::NonBlocking => Some(done(
+                        json!({ "name": name, "sessionId": child_id, "status": "running" }),
+                    )),
+                })
+            }
+            CompanionOp::Terminate => {
+                let reason = p.arguments.get("reason").and_then(Value::as_str);
+                let reason = reason.unwrap_or("Terminated by its parent.").to_string();
+                if let Err(e) = self
+                    .children
+                    .send(&child_id, super::ChildOrder::Abort { reason })
+                    .await
+                {
+                    return Ok(Some(Answer::ChildFailed {
+                        code: "subagent_dispatch_failed".into(),
+                        error: format!("The child '{name}' could not be reached: {e}"),
+                    }));
+                }
+                Ok(Some(done(json!({ "name": name, "status": "terminated" }))))
+            }
+            CompanionOp::Status => {
+                let view = record.map(|r| self.child_view(parent, r)).transpose()?;
+                Ok(view.map(done))
+            }
+            CompanionOp::Wait => {
+                let turn = record
+                    .map(|r| turn_key(&r.tool_call_id))
+                    .unwrap_or_default();
+                Ok(self.journal.suspension.find_answer(parent, &turn)?)
+            }
+            CompanionOp::List => Ok(None),
+        }
+    }
+
+    /// A persistent child of `live` reports that a turn ended: the outcome is kept
+    /// under the turn's key, and answers the blocking call that started the turn and the
+    /// waits on it. A report of a turn the parent no longer looks at changes nothing.
+    /// `Ok(true)` when the parent has work to do now.
+    pub(crate) async fn persistent_turn_ended(
+        &self,
+        live: &Live,
+        report: super::ChildEnded,
+    ) -> Result<bool, RunError> {
+        let parent = &live.head.id;
+        let child = Some(report.child_id.as_str());
+        let records = self.store.subsessions(parent).await?;
+        let current = records
+            .iter()
+            .any(|r| r.child_id == report.child_id && r.tool_call_id == report.tool_call_id);
+        let mut waiting = live.head.pending.iter().filter(|p| {
+            let on_child = waited_on(parent, p).as_deref() == child;
+            let wait = p.tool_name.ends_with("waitForResult");
+            on_child && (p.tool_call_id == report.tool_call_id || (wait && current))
+        });
+        let waiting: Vec<&PendingCall> = waiting.by_ref().collect();
+        if waiting.is_empty() && !current {
+            return Ok(false);
+        }
+        let suspension = &self.journal.suspension;
+        suspension.answer(parent, &turn_key(&report.tool_call_id), &report.answer)?;
+        let mut stored = false;
+        for p in waiting {
+            let outcome = suspension.answer(parent, &p.tool_call_id, &report.answer)?;
+            stored |= outcome == crate::store::AnswerOutcome::Stored;
+        }
+        Ok(stored)
+    }
+
+    /// Turns a companion call's answer into its tool result.
+    pub(crate) fn end_companion_call(
+        &self,
+        call: &ToolCall,
+        answer: &Answer,
+        output_path: Option<&str>,
+        state: &Value,
+        emitter: &super::emit::Emitter,
+    ) -> (crate::message::Message, Option<crate::state::PatchOp>) {
+        let result = match answer {
+            Answer::CompanionResult { result } => result.clone(),
+            Answer::ChildOutput { output } => json!({
+                "name": name_in(&call.arguments),
+                "status": "completed",
+                "output": output,
+            }),
+            Answer::ChildFailed { code, error } => {
+                return (self.end_with_error(call, code, error, emitter), None);
+            }
+            _ => {
+                let err = crate::error::ToolError::TimedOut;
+                return (self.end_without_running(call, &err, emitter), None);
+            }
+        };
+        self.end_with_result(call, result, output_path, state, emitter)
+    }
+
+    /// Where a child started by call `tool_call_id` of `live` reports.
+    pub(crate) fn parent_ref(&self, live: &Live, tool_call_id: &str) -> crate::store::ParentRef {
+        crate::store::ParentRef {
+            session_id: live.head.id.clone(),
+            tool_call_id: tool_call_id.to_string(),
+            root_id: live
+                .head
+                .parent
+                .as_ref()
+                .map_or_else(|| live.head.id.clone(), |p| p.root_id.clone()),
+        }
+    }
+
+    /// A persistent child as `listChildren` and `getChildStatus` show it: its record,
+    /// and the outcome of its current turn once that ended.
+    fn child_view(&self, parent: &str, r: &SubSession) -> Result<Value, RunError> {
+        let mut view = json!({
+            "name": r.name,
+            "agentType": r.agent,
+            "mode": r.mode.map(ChildMode::as_str),
+            "sessionId": r.child_id,
+            "status": r.status.as_str(),
+        });
+        if r.status == ChildStatus::Terminated {
+            return Ok(view);
+        }
+        match self
+            .journal
+            .suspension
+            .find_answer(parent, &turn_key(&r.tool_call_id))?
+        {
+            Some(Answer::ChildOutput { output }) => {
+                view["status"] = "completed".into();
+                view["output"] = output;
+            }
+            Some(Answer::ChildFailed { error, .. }) => {
+                view["status"] = "failed".into();
+                view["error"] = error.into();
+            }
+            _ => view["status"] = "running".into(),
+        }
+        Ok(view)
+    }
+
+    /// The parent's records after its companion calls were answered (`records`: as
+    /// stored): a started child's record, a new turn's call, a termination, a turn
+    /// seen to end.
+    pub(crate) fn companion_records(
+        &self,
+        live: &Live,
+        agent: &Agent,
+        records: &[SubSession],
+        now: u64,
+    ) -> Vec<SubSession> {
+        let mut updates: Vec<SubSession> = Vec::new();
+        for p in &live.head.pending {
+            let (Some(op), Some(name)) = (op_of(agent, &p.tool_name), name_in(&p.arguments)) else {
+                continue;
+            };
+            let status = match live.answer(&p.tool_call_id) {
+                Some(Answer::CompanionResult { .. }) if op == CompanionOp::Terminate => {
+                    ChildStatus::Terminated
+                }
+                Some(Answer::CompanionResult { .. }) => ChildStatus::Running,
+                Some(Answer::ChildOutput { .. }) => ChildStatus::Completed,
+                Some(Answer::ChildFailed { code, .. })
+                    if !matches!(
+                        code.as_str(),
+                        "tool_input_invalid" | "subagent_dispatch_failed" | "subagent_timeout"
+                    ) =>
+                {
+                    ChildStatus::Failed
+                }
+                _ => continue,
+            };
+            let child_id = persistent_child_id(&live.head.id, name);
+            let known = updates
+                .iter()
+                .chain(records)
+                .find(|r| r.child_id == child_id)
+                .cloned();
+            let record = match (op, known) {
+                (CompanionOp::Spawn, _) => {
+                    let kind = p.arguments.get("agentType").and_then(Value::as_str);
+                    let Some(kind) = kind.and_then(|k| agent.persistent_child(k)) else {
+                        continue;
+                    };
+                    SubSession {
+                        child_id,
+                        agent: kind.agent().name().to_string(),
+                        tool_call_id: p.tool_call_id.clone(),
+                        status,
+                        created_at: now,
+                        updated_at: now,
+                        name: Some(name.to_string()),
+                        mode: Some(kind.mode()),
+                    }
+                }
+                (CompanionOp::Send, Some(known)) => SubSession {
+                    tool_call_id: p.tool_call_id.clone(),
+                    status,
+                    updated_at: now,
+                    ..known
+                },
+                (CompanionOp::Terminate | CompanionOp::Wait, Some(known)) => SubSession {
+                    status,
+                    updated_at: now,
+                    ..known
+                },
+                _ => continue,
+            };
+            updates.retain(|r| r.child_id != record.child_id);
+            updates.push(record);
+        }
+        updates
+    }
+}
+
+/// An answer that needs no child turn.
+fn done(result: Value) -> Answer {
+    Answer::CompanionResult { result }
+}
