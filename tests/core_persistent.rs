@@ -83,14 +83,22 @@ impl Children for LocalChildren {
 }
 
 fn lead(mode: ChildMode) -> Agent {
-    Agent::builder("lead")
+    lead_with(mode, false)
+}
+
+fn lead_with(mode: ChildMode, wake: bool) -> Agent {
+    let builder = Agent::builder("lead")
         .system_prompt("You lead a researcher.")
         .persistent_child(
             PersistentChild::new(reference_agents::researcher().unwrap(), mode)
                 .description("Researches topics, remembering earlier ones."),
-        )
-        .build()
-        .unwrap()
+        );
+    let builder = if wake {
+        builder.wake_on_child_results()
+    } else {
+        builder
+    };
+    builder.build().unwrap()
 }
 
 struct Tree {
@@ -102,11 +110,16 @@ struct Tree {
     child: Rc<R>,
     children: Rc<LocalChildren>,
     mode: ChildMode,
+    wake: bool,
     reported: RefCell<Vec<(String, u64)>>,
 }
 
 impl Tree {
     fn new(mode: ChildMode) -> Self {
+        Self::with(mode, false)
+    }
+
+    fn with(mode: ChildMode, wake: bool) -> Self {
         let store = Rc::new(MemoryStore::yielding());
         let host = Rc::new(ManualHost::new(1_795_000_000_000, ""));
         let model = Rc::new(ScriptedModel::new());
@@ -114,7 +127,7 @@ impl Tree {
             &store,
             &host,
             &model,
-            mode,
+            (mode, wake),
             Rc::new(MemoryJournal::new()),
             "child",
         ));
@@ -127,7 +140,7 @@ impl Tree {
             &store,
             &host,
             &model,
-            mode,
+            (mode, wake),
             parent_journal.clone(),
             "parent",
         )
@@ -141,6 +154,7 @@ impl Tree {
             child,
             children,
             mode,
+            wake,
             reported: RefCell::new(Vec::new()),
         }
     }
@@ -149,11 +163,11 @@ impl Tree {
         store: &Rc<MemoryStore>,
         host: &Rc<ManualHost>,
         model: &Rc<ScriptedModel>,
-        mode: ChildMode,
+        (mode, wake): (ChildMode, bool),
         journal: Rc<MemoryJournal>,
         instance: &str,
     ) -> R {
-        let agents = Agents::new().with(lead(mode)).unwrap();
+        let agents = Agents::new().with(lead_with(mode, wake)).unwrap();
         Runner::new(
             store.clone(),
             agents,
@@ -168,8 +182,15 @@ impl Tree {
     fn restart_parent(&mut self) {
         let (store, host, model) = (&self.store, &self.host, &self.model);
         let journal = self.parent_journal.clone();
-        self.parent = Self::runner(store, host, model, self.mode, journal, "parent-2")
-            .with_children(self.children.clone());
+        self.parent = Self::runner(
+            store,
+            host,
+            model,
+            (self.mode, self.wake),
+            journal,
+            "parent-2",
+        )
+        .with_children(self.children.clone());
     }
 
     fn drive_parent(&self) -> Progress {
@@ -489,4 +510,72 @@ fn a_parent_restarted_while_it_waits_resumes_without_starting_the_child_again() 
     assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
     assert_eq!(t.results(ROOT)[0].1["output"], json!({ "summary": "A" }));
     assert_eq!(t.results(CHILD).len(), 1, "the child ran its turn once");
+}
+
+/// The notice the model saw last, if any.
+fn notice_seen(model: &ScriptedModel) -> Option<String> {
+    let seen = model.seen();
+    seen.last()?.messages.iter().rev().find_map(|m| match m {
+        Message::User { content, .. } if content.to_string().contains("[Notice]") => {
+            Some(content.to_string())
+        }
+        _ => None,
+    })
+}
+
+#[test]
+fn a_non_blocking_childs_ended_turn_is_a_notice_at_the_parents_next_step() {
+    // Not configured to wake: the notice waits for the parent's next run.
+    let t = Tree::new(ChildMode::NonBlocking);
+    spawn(
+        &t.model,
+        json!({ "agentType": "researcher", "message": "alpha" }),
+    );
+    t.model.text("Started it.");
+    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    t.model.output(json!({ "summary": "A" }));
+    assert!(!t.drive_child(CHILD).1);
+    assert_eq!(t.status(ROOT), SessionStatus::Completed);
+    t.model.text("It found A.");
+    block(t.parent.send_message(ROOT, "anything new?".into())).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let notice = notice_seen(&t.model).expect("the model was told");
+    assert!(
+        notice.contains("'researcher-1' finished its turn"),
+        "{notice}"
+    );
+    assert!(notice.contains("summary"), "{notice}");
+    // Told once: the record says the parent heard of it, and the notice is in the
+    // transcript before the step's answer.
+    t.model.text("Nothing more.");
+    block(t.parent.send_message(ROOT, "and now?".into())).unwrap();
+    t.drive_parent();
+    let last = t.model.seen().pop().unwrap();
+    let notices = last
+        .messages
+        .iter()
+        .filter(|m| matches!(m, Message::User { content, .. } if content.to_string().contains("[Notice]")))
+        .count();
+    assert_eq!(notices, 1);
+    let records = block(t.store.subsessions(ROOT)).unwrap();
+    assert_eq!(records[0].status, ChildStatus::Completed);
+
+    // Configured to wake: the notice starts a run of the finished parent.
+    let t = Tree::with(ChildMode::NonBlocking, true);
+    spawn(
+        &t.model,
+        json!({ "agentType": "researcher", "message": "alpha" }),
+    );
+    t.model.text("Started it.");
+    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    t.model.output(json!({ "summary": "A" }));
+    assert!(t.drive_child(CHILD).1, "the parent has work to do");
+    assert_eq!(t.status(ROOT), SessionStatus::Active);
+    t.model.text("The researcher found A.");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    assert!(notice_seen(&t.model).is_some());
+    let head = block(t.store.load(ROOT)).unwrap().unwrap().head;
+    assert_eq!(head.run.turn, 2);
 }

@@ -328,7 +328,7 @@ impl<S: Store> Runner<S> {
             return Ok(false);
         }
         if report.child_id.starts_with(&format!("{parent_id}-agent-")) {
-            return self.persistent_turn_ended(&live, report).await;
+            return self.persistent_turn_ended(live, report).await;
         }
         let waits = live.head.pending.iter().any(|p| {
             p.kind == PendingKind::Child

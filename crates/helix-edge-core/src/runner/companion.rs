@@ -273,7 +273,7 @@ impl<S: Store> Runner<S> {
     /// `Ok(true)` when the parent has work to do now.
     pub(crate) async fn persistent_turn_ended(
         &self,
-        live: &Live,
+        mut live: Live,
         report: super::ChildEnded,
     ) -> Result<bool, RunError> {
         let parent = &live.head.id;
@@ -281,7 +281,9 @@ impl<S: Store> Runner<S> {
         let records = self.store.subsessions(parent).await?;
         let current = records
             .iter()
-            .any(|r| r.child_id == report.child_id && r.tool_call_id == report.tool_call_id);
+            .find(|r| r.child_id == report.child_id && r.tool_call_id == report.tool_call_id);
+        let notice = current.is_some_and(|r| r.mode == Some(ChildMode::NonBlocking));
+        let current = current.is_some();
         let mut waiting = live.head.pending.iter().filter(|p| {
             let on_child = waited_on(parent, p).as_deref() == child;
             let wait = p.tool_name.ends_with("waitForResult");
@@ -297,6 +299,16 @@ impl<S: Store> Runner<S> {
         for p in waiting {
             let outcome = suspension.answer(parent, &p.tool_call_id, &report.answer)?;
             stored |= outcome == crate::store::AnswerOutcome::Stored;
+        }
+        // A notice waits for the parent's next step; a parent whose run has finished
+        // starts one for it when it is configured to.
+        let finished = matches!(
+            live.head.status,
+            crate::store::SessionStatus::Completed | crate::store::SessionStatus::Failed
+        );
+        if !stored && notice && finished && self.agent(&live.head.agent)?.wakes_on_children() {
+            self.start_run(&mut live, Vec::new(), None).await?;
+            return Ok(true);
         }
         Ok(stored)
     }
@@ -326,6 +338,53 @@ impl<S: Store> Runner<S> {
             }
         };
         self.end_with_result(call, result, output_path, state, emitter)
+    }
+
+    /// The notices the next step gives the model: one user message per non-blocking
+    /// child whose turn ended since the parent last heard of it. Their records, marked
+    /// as heard of, go into `live.notified` for the step's commit.
+    pub(crate) async fn notices(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+    ) -> Result<Vec<crate::message::Message>, RunError> {
+        live.notified.clear();
+        let non_blocking = agent.persistent_children().iter();
+        if !non_blocking
+            .clone()
+            .any(|c| c.mode() == ChildMode::NonBlocking)
+        {
+            return Ok(Vec::new());
+        }
+        let records = self.store.subsessions(&live.head.id).await?;
+        let now = self.host.now_ms();
+        let mut notices = Vec::new();
+        for r in persistent(&records) {
+            if r.mode != Some(ChildMode::NonBlocking) || r.status != ChildStatus::Running {
+                continue;
+            }
+            let turn = turn_key(&r.tool_call_id);
+            let (status, text) = match self.journal.suspension.find_answer(&live.head.id, &turn)? {
+                Some(Answer::ChildOutput { output }) => (
+                    ChildStatus::Completed,
+                    format!("finished its turn. Output: {output}"),
+                ),
+                Some(Answer::ChildFailed { error, .. }) => {
+                    (ChildStatus::Failed, format!("failed: {error}"))
+                }
+                _ => continue,
+            };
+            let name = r.name.as_deref().unwrap_or_default();
+            notices.push(crate::message::Message::user(format!(
+                "[Notice] The helper '{name}' {text}"
+            )));
+            live.notified.push(SubSession {
+                status,
+                updated_at: now,
+                ..r.clone()
+            });
+        }
+        Ok(notices)
     }
 
     /// Where a child started by call `tool_call_id` of `live` reports.

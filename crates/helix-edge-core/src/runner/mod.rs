@@ -109,6 +109,9 @@ pub(crate) struct Live {
     pub interrupt: Option<InterruptRequest>,
     /// A commit `live` already shows that has not landed yet (see [`Ahead`]).
     pub ahead: Option<Ahead>,
+    /// Records of persistent children whose ended turns the step being taken tells the
+    /// model about; its commit stores them.
+    pub notified: Vec<crate::store::SubSession>,
 }
 
 /// A step commit that goes out together with the next model call instead of before it:
@@ -302,6 +305,7 @@ impl<S: Store> Runner<S> {
             transcript,
             answers,
             interrupt: loaded.interrupt,
+            notified: Vec::new(),
             ahead: None,
         };
         if recover && !self.recovered.replace(true) {

@@ -39,9 +39,19 @@ impl<S: Store> Runner<S> {
             }
         };
         let ahead = live.ahead.take();
+        // Notices of non-blocking children's ended turns: in this step's prompt, and
+        // committed with it before its assistant message.
+        let notices = self.notices(live, agent).await?;
+        let with_notices;
+        let prompt = if notices.is_empty() {
+            &live.transcript
+        } else {
+            with_notices = [live.transcript.as_slice(), &notices].concat();
+            &with_notices
+        };
         let request = ModelRequest {
             system: agent.system_prompt(&live.state),
-            messages: &live.transcript,
+            messages: prompt,
             tools: agent.tool_specs(),
             settings: agent.model(),
             session_id: &live.head.id,
@@ -223,9 +233,10 @@ impl<S: Store> Runner<S> {
 
         let mut head = live.head.clone();
         head.run.usage.add(&turn.usage);
-        let mut messages = vec![assistant];
-        let text = match &messages[0] {
-            Message::Assistant { content, .. } => content.as_str(),
+        let mut messages = notices;
+        messages.push(assistant);
+        let text = match messages.last() {
+            Some(Message::Assistant { content, .. }) => content.as_str(),
             _ => "",
         };
         let outcome = if let Some(stopped) = stopped {
