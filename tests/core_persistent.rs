@@ -18,10 +18,13 @@ use helix_edge::journal::MemoryJournal;
 use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{
-    ChildOrder, Children, CreateSession, Progress, RunError, Runner, RunnerConfig, ended_report,
+    ChildOrder, Children, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig,
+    Submission, ended_report,
 };
 use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::{ChildStatus, MemoryStore, PendingCall, SessionStatus, Store, StoreError};
+use helix_edge::store::{
+    ChildStatus, MemoryStore, PendingCall, PendingKind, SessionStatus, Store, StoreError,
+};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -77,8 +80,21 @@ impl Children for LocalChildren {
         })
     }
 
-    fn pending<'a>(&'a self, _: &'a str) -> LocalBoxFuture<'a, Result<Vec<PendingCall>, String>> {
-        Box::pin(async { Ok(Vec::new()) })
+    fn pending<'a>(
+        &'a self,
+        child_id: &'a str,
+    ) -> LocalBoxFuture<'a, Result<Vec<PendingCall>, String>> {
+        Box::pin(async move {
+            let loaded = self.runner.store().load(child_id).await;
+            let Some(loaded) = loaded.map_err(|e| e.to_string())? else {
+                return Ok(Vec::new());
+            };
+            let own = loaded.head.pending.iter();
+            Ok(own
+                .filter(|p| p.kind != PendingKind::Child)
+                .cloned()
+                .collect())
+        })
     }
 }
 
@@ -578,4 +594,79 @@ fn a_non_blocking_childs_ended_turn_is_a_notice_at_the_parents_next_step() {
     assert!(notice_seen(&t.model).is_some());
     let head = block(t.store.load(ROOT)).unwrap().unwrap().head;
     assert_eq!(head.run.turn, 2);
+}
+
+#[test]
+fn a_message_to_a_running_child_interrupts_its_turn_and_starts_the_next() {
+    let t = Tree::new(ChildMode::NonBlocking);
+    spawn(
+        &t.model,
+        json!({ "agentType": "researcher", "message": "alpha" }),
+    );
+    t.model.calls(vec![t.model.call(
+        "companion__sendMessage",
+        json!({ "name": "researcher-1", "message": "beta instead" }),
+    )]);
+    t.model.text("Redirected it.");
+    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        t.last_result().1,
+        json!({ "name": "researcher-1", "sessionId": CHILD, "status": "running" })
+    );
+    // The child had not taken a step: its first turn stops at once, the second runs.
+    t.model.output(json!({ "summary": "B" }));
+    let (progress, _) = t.drive_child(CHILD);
+    assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
+    let head = block(t.store.load(CHILD)).unwrap().unwrap().head;
+    assert_eq!(head.run.turn, 2);
+    let runs = block(t.store.runs(CHILD)).unwrap();
+    assert_eq!(runs.len(), 2);
+    let seen = t.model.seen().pop().unwrap();
+    assert!(seen.messages.contains(&Message::user("beta instead")));
+    // The ended turn is the message's: the parent's next step hears of it.
+    t.model.text("B it is.");
+    block(t.parent.send_message(ROOT, "news?".into())).unwrap();
+    t.drive_parent();
+    let notice = notice_seen(&t.model).unwrap();
+    assert!(notice.contains(r#"{"summary":"B"}"#), "{notice}");
+}
+
+#[test]
+fn a_running_helpers_approvals_surface_at_the_root_and_end_with_the_parent() {
+    let t = Tree::new(ChildMode::NonBlocking);
+    spawn(
+        &t.model,
+        json!({ "agentType": "researcher", "message": "delete /tmp/x" }),
+    );
+    t.model.text("It is on it.");
+    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let delete = t.model.call("delete_file", json!({ "path": "/tmp/x" }));
+    t.model.calls(vec![delete.clone()]);
+    assert!(matches!(t.drive_child(CHILD).0, Progress::Suspended { .. }));
+    // The root lists the helper's approval, and takes the answer for it.
+    let root = block(t.store.load(ROOT)).unwrap().unwrap().head;
+    let listed = block(t.parent.descendant_calls(&root)).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].tool_call_id, delete.id);
+    let approve = Submission::Approval {
+        tool_call_id: delete.id.clone(),
+        approved: true,
+        reason: None,
+    };
+    let Routed::Descendants { children, .. } =
+        block(t.parent.submit(ROOT, approve.clone())).unwrap()
+    else {
+        panic!("the answer is passed down");
+    };
+    assert_eq!(children, [CHILD]);
+    assert_eq!(block(t.child.submit(CHILD, approve)).unwrap(), Routed::Here);
+    t.model.calls(vec![
+        t.model.call("delete_file", json!({ "path": "/tmp/y" })),
+    ]);
+    assert!(matches!(t.drive_child(CHILD).0, Progress::Suspended { .. }));
+    // The parent is aborted: its helpers end with it.
+    block(t.parent.abort(ROOT, None)).unwrap();
+    assert_eq!(t.status(CHILD), SessionStatus::Aborted);
 }

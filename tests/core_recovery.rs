@@ -454,7 +454,11 @@ impl Store for Watching {
         }
         Ok(out)
     }
-    async fn request_interrupt(&self, id: &str, r: Option<String>) -> Result<(), StoreError> {
+    async fn request_interrupt(
+        &self,
+        id: &str,
+        r: helix_edge::store::InterruptRequest,
+    ) -> Result<(), StoreError> {
         self.inner.request_interrupt(id, r).await
     }
     async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {

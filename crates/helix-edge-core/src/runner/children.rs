@@ -398,11 +398,16 @@ impl<S: Store> Runner<S> {
             .iter()
             .filter_map(|p| waited_child(&head.id, p))
             .collect();
+        self.order_all(&head.id, &ids, order).await;
+    }
+
+    /// Sends `order` to each of `ids`, children of `session`; failures are logged.
+    pub(crate) async fn order_all(&self, session: &str, ids: &[String], order: ChildOrder) {
         let sent = join_all(ids.iter().map(|id| self.children.send(id, order.clone()))).await;
         for (id, result) in ids.iter().zip(sent) {
             if let Err(e) = result {
                 let fields = [
-                    ("session", crate::host::LogValue::Str(&head.id)),
+                    ("session", crate::host::LogValue::Str(session)),
                     ("child", crate::host::LogValue::Str(id)),
                     ("error", crate::host::LogValue::Str(&e)),
                 ];
@@ -422,7 +427,8 @@ impl<S: Store> Runner<S> {
                 Ok(Some(_))
             )
         };
-        let children: Vec<String> = open_children(head, answered).collect();
+        let mut children: Vec<String> = open_children(head, answered).collect();
+        children.extend(self.persistent_children(head, true).await?);
         let listed = join_all(children.iter().map(|id| self.children.pending(id))).await;
         let mut calls = Vec::new();
         for (id, result) in children.iter().zip(listed) {

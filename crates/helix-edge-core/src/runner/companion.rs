@@ -387,6 +387,31 @@ impl<S: Store> Runner<S> {
         Ok(notices)
     }
 
+    /// The persistent children of `parent` that were not terminated, by id; with
+    /// `running_free`, only the non-blocking ones whose turn is running (those the
+    /// parent does not wait on, whose approvals and client calls still surface at the
+    /// root).
+    pub(crate) async fn persistent_children(
+        &self,
+        head: &crate::store::SessionHead,
+        running_free: bool,
+    ) -> Result<Vec<String>, RunError> {
+        let agent = self.agents.get(&head.agent);
+        if agent.is_none_or(|a| a.persistent_children().is_empty()) {
+            return Ok(Vec::new());
+        }
+        let records = self.store.subsessions(&head.id).await?;
+        let ids = persistent(&records)
+            .filter(|r| r.status != ChildStatus::Terminated)
+            .filter(|r| {
+                !running_free
+                    || (r.mode == Some(ChildMode::NonBlocking) && r.status == ChildStatus::Running)
+            })
+            .map(|r| r.child_id.clone())
+            .collect();
+        Ok(ids)
+    }
+
     /// Where a child started by call `tool_call_id` of `live` reports.
     pub(crate) fn parent_ref(&self, live: &Live, tool_call_id: &str) -> crate::store::ParentRef {
         crate::store::ParentRef {

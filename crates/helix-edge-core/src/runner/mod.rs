@@ -541,11 +541,22 @@ impl<S: Store> Runner<S> {
             // Only a model call goes out together with the commit sent ahead.
             self.settle(live).await?;
         }
+        // A persistent child's next turn, whose start a crash cut off after the turn
+        // before it stopped.
+        let follow_up = live.interrupt.as_ref().and_then(|r| r.then.clone());
+        if let (SessionStatus::Interrupted, Some(then)) = (live.head.status, &follow_up) {
+            self.follow_up(live, then.clone()).await?;
+            return Ok(None);
+        }
         if live.head.status != SessionStatus::Active {
             return Ok(Some(Progress::Idle(live.head.status)));
         }
         if let Some(request) = live.interrupt.clone() {
             self.commit_interrupted(live, request).await?;
+            if let Some(then) = follow_up {
+                self.follow_up(live, then).await?;
+                return Ok(None);
+            }
             return Ok(Some(Progress::Idle(SessionStatus::Interrupted)));
         }
         if !live.head.pending.is_empty() {
@@ -600,7 +611,9 @@ impl<S: Store> Runner<S> {
         let post = vec![emitter.event(crate::chunk::ChunkBody::RunInterrupted {
             reason: request.reason,
         })];
-        self.commit(live, ops::head_only(head, true), post).await?;
+        // A follow-up keeps the request until its turn has started.
+        let clear = request.then.is_none();
+        self.commit(live, ops::head_only(head, clear), post).await?;
         let step = u64::from(live.head.step_count);
         let fields = [("step", LogValue::Num(step))];
         self.log(live, Level::Info, "run_interrupted", &fields);

@@ -12,7 +12,7 @@ use crate::message::Message;
 use crate::model::Usage;
 use crate::state::diff;
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, CheckpointStatus, Commit, ForkOrigin,
+    Answer, AnswerOutcome, CheckpointRecord, CheckpointStatus, Commit, FollowUp, ForkOrigin,
     InterruptRequest, NewSession, ParentRef, PendingKind, RunRecord, SessionHead, SessionStatus,
     StateChange, Store, StoreError,
 };
@@ -300,7 +300,7 @@ impl<S: Store> Runner<S> {
                 },
                 None => RunError::ToolCallNotFound(call_id.into()),
             };
-            return self.route(&live, call_id, not_found);
+            return self.route(&live, call_id, not_found).await;
         };
         let answered_at = self.host.now_ms();
         let answer = match (pending.kind, submission) {
@@ -375,14 +375,21 @@ impl<S: Store> Runner<S> {
 
     /// A call not pending here: answered before (here, or passed on to a descendant),
     /// possibly pending below, or unknown.
-    fn route(&self, live: &Live, call_id: &str, otherwise: RunError) -> Result<Routed, RunError> {
+    async fn route(
+        &self,
+        live: &Live,
+        call_id: &str,
+        otherwise: RunError,
+    ) -> Result<Routed, RunError> {
         let suspension = &self.journal.suspension;
         let answered =
             |call: &str| matches!(suspension.find_answer(&live.head.id, call), Ok(Some(_)));
         if suspension.routed(call_id)?.is_some() || answered(call_id) {
             return Err(RunError::AlreadyResolved(call_id.into()));
         }
-        let children: Vec<String> = super::children::open_children(&live.head, answered).collect();
+        let mut children: Vec<String> =
+            super::children::open_children(&live.head, answered).collect();
+        children.extend(self.persistent_children(&live.head, true).await?);
         if children.is_empty() {
             return Err(otherwise);
         }
@@ -425,9 +432,32 @@ impl<S: Store> Runner<S> {
         if parent.tool_call_id == tool_call_id {
             return Ok(());
         }
-        parent.tool_call_id = tool_call_id.to_string();
+        let then = FollowUp {
+            message,
+            tool_call_id: tool_call_id.to_string(),
+        };
+        if live.head.status == SessionStatus::Active && live.head.pending.is_empty() {
+            // Running: the turn stops at its next step boundary, then this one starts.
+            let request = InterruptRequest {
+                reason: Some("Its parent sent a new message.".into()),
+                then: Some(then),
+            };
+            self.store
+                .request_interrupt(session_id, request.clone())
+                .await?;
+            *self.interrupt_requested.borrow_mut() = Some(request);
+            return Ok(());
+        }
         ensure_idle(&live.head)?;
-        self.start_run(&mut live, vec![Message::user(message)], None)
+        self.follow_up(&mut live, then).await
+    }
+
+    /// Starts a persistent child's next turn, for its parent's call.
+    pub(crate) async fn follow_up(&self, live: &mut Live, then: FollowUp) -> Result<(), RunError> {
+        if let Some(parent) = live.head.parent.as_mut() {
+            parent.tool_call_id = then.tool_call_id;
+        }
+        self.start_run(live, vec![Message::user(then.message)], None)
             .await
             .map(drop)
     }
@@ -524,12 +554,14 @@ impl<S: Store> Runner<S> {
         let live = self.load(session_id).await?;
         match live.head.status {
             SessionStatus::Active => {
-                self.store
-                    .request_interrupt(session_id, reason.clone())
-                    .await?;
-                *self.interrupt_requested.borrow_mut() = Some(InterruptRequest {
+                let request = InterruptRequest {
                     reason: reason.clone(),
-                });
+                    then: None,
+                };
+                self.store
+                    .request_interrupt(session_id, request.clone())
+                    .await?;
+                *self.interrupt_requested.borrow_mut() = Some(request);
                 self.order_children(&live.head, ChildOrder::Interrupt { reason })
                     .await;
                 Ok(())
@@ -599,8 +631,11 @@ impl<S: Store> Runner<S> {
                 Err(RunError::Store(StoreError::Stale { .. })) => continue,
                 Ok(()) => {
                     let reason = reason.unwrap_or_else(|| "The parent session was aborted".into());
-                    self.order_children(&waited_on, ChildOrder::Abort { reason })
-                        .await;
+                    let order = ChildOrder::Abort { reason };
+                    self.order_children(&waited_on, order.clone()).await;
+                    // Its persistent children end with it.
+                    let helpers = self.persistent_children(&waited_on, false).await?;
+                    self.order_all(session_id, &helpers, order).await;
                     return Ok(());
                 }
                 Err(e) => return Err(e),

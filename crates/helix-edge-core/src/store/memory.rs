@@ -210,10 +210,14 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
+    async fn request_interrupt(
+        &self,
+        id: &str,
+        request: InterruptRequest,
+    ) -> Result<(), StoreError> {
         self.io().await;
         self.with(id, |e| {
-            e.interrupt = Some(InterruptRequest { reason });
+            e.interrupt = Some(request);
             Ok(())
         })
     }

@@ -271,11 +271,24 @@ pub struct Loaded {
 }
 
 /// A durable request to stop at the next step boundary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterruptRequest {
     /// The reason given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For a persistent child: the turn its parent started, run once this one stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<FollowUp>,
+}
+
+/// A persistent child's next turn, waiting for the current one to stop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowUp {
+    /// The parent's message.
+    pub message: String,
+    /// The parent's call the turn answers.
+    pub tool_call_id: String,
 }
 
 /// How a commit changes the state.
@@ -442,7 +455,11 @@ pub trait Store {
         commit: Commit,
     ) -> Result<u64, StoreError>;
     /// Requests an interrupt at the next step boundary.
-    async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError>;
+    async fn request_interrupt(
+        &self,
+        id: &str,
+        request: InterruptRequest,
+    ) -> Result<(), StoreError>;
     /// All runs, oldest first.
     async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError>;
     /// All checkpoints, oldest first.
@@ -492,8 +509,8 @@ macro_rules! forward_store {
             async fn commit(&self, id: &str, expected_version: u64, commit: Commit) -> Result<u64, StoreError> {
                 (**self).commit(id, expected_version, commit).await
             }
-            async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
-                (**self).request_interrupt(id, reason).await
+            async fn request_interrupt(&self, id: &str, request: InterruptRequest) -> Result<(), StoreError> {
+                (**self).request_interrupt(id, request).await
             }
             async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
                 (**self).runs(id).await

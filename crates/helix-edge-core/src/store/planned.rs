@@ -129,10 +129,12 @@ impl super::Store for PlannedStore {
         })
     }
 
-    async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
-        self.with(id, |p| {
-            p.image.interrupt = Some(InterruptRequest { reason })
-        })
+    async fn request_interrupt(
+        &self,
+        id: &str,
+        request: InterruptRequest,
+    ) -> Result<(), StoreError> {
+        self.with(id, |p| p.image.interrupt = Some(request))
     }
 
     async fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {

@@ -310,8 +310,11 @@ impl Store for ObjectStore {
         }
     }
 
-    async fn request_interrupt(&self, id: &str, reason: Option<String>) -> Result<(), StoreError> {
-        let request = InterruptRequest { reason };
+    async fn request_interrupt(
+        &self,
+        id: &str,
+        request: InterruptRequest,
+    ) -> Result<(), StoreError> {
         let body = rows::to_json(&request)?;
         let updated = self.query(
             "UPDATE sessions SET interrupt = ?1 WHERE id = ?2 RETURNING id",

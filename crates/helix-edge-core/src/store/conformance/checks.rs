@@ -228,7 +228,13 @@ pub(super) async fn an_interrupt_is_durable_until_a_commit_clears_it<S: Store>(
 ) -> Result<(), String> {
     store.create(new_session(id)).await.map_err(e)?;
     store
-        .request_interrupt(id, Some("stop".into()))
+        .request_interrupt(
+            id,
+            crate::store::InterruptRequest {
+                reason: Some("stop".into()),
+                then: None,
+            },
+        )
         .await
         .map_err(e)?;
     let l = loaded(store, id).await?;
@@ -336,7 +342,9 @@ pub(super) async fn unknown_sessions_are_not_found<S: Store>(
     );
     ensure!(
         matches!(
-            store.request_interrupt(id, None).await,
+            store
+                .request_interrupt(id, crate::store::InterruptRequest::default())
+                .await,
             Err(StoreError::NotFound(_))
         ),
         "interrupt: NotFound"
