@@ -175,6 +175,7 @@ impl AgentBuilder {
 
     /// Lets the agent start persistent children of this kind (see
     /// [`crate::agent::PersistentChild`]); the companion tools are added with the first.
+    #[cfg(feature = "persistent-children")]
     pub fn persistent_child(mut self, child: crate::agent::PersistentChild) -> Self {
         self.agent.persistent.push(child);
         self
@@ -182,6 +183,7 @@ impl AgentBuilder {
 
     /// A notice that a non-blocking child's turn ended starts a new run of the parent
     /// when its run has finished (by default the notice waits for the parent's next run).
+    #[cfg(feature = "persistent-children")]
     pub fn wake_on_child_results(mut self) -> Self {
         self.agent.wake_on_children = true;
         self
@@ -211,6 +213,7 @@ impl AgentBuilder {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }
+        #[cfg(feature = "persistent-children")]
         let mut agent = agent;
         for (i, child) in agent.persistent.iter().enumerate() {
             if agent.persistent[..i]
@@ -220,8 +223,10 @@ impl AgentBuilder {
                 return Err(DefinitionError::DuplicateAgent(child.agent.name.clone()));
             }
         }
-        let companions = crate::tool::companion::companion_tools(&agent.persistent);
-        agent.tools.extend(companions);
+        #[cfg(feature = "persistent-children")]
+        agent
+            .tools
+            .extend(crate::tool::companion::companion_tools(&agent.persistent));
         #[cfg(feature = "skills")]
         let agent = with_skills(agent, skills, &preload)?;
         Ok(agent)

@@ -160,17 +160,25 @@ impl Agent {
     /// The agents its child sessions run: its sub-agent tools' and its persistent
     /// children's.
     pub(crate) fn child_agents(&self) -> Vec<Rc<Agent>> {
-        let ephemeral = self
+        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
+        let mut agents: Vec<Rc<Agent>> = self
             .tools
             .iter()
-            .filter_map(|t| t.subagent_of().map(|(a, _)| a));
-        let persistent = self.persistent.iter().map(|c| &c.agent);
-        ephemeral.chain(persistent).cloned().collect()
+            .filter_map(|t| t.subagent_of().map(|(a, _)| a.clone()))
+            .collect();
+        #[cfg(feature = "persistent-children")]
+        agents.extend(self.persistent.iter().map(|c| c.agent.clone()));
+        agents
     }
 
-    /// The kinds of persistent child it may start.
+    /// The kinds of persistent child it may start (none without the feature
+    /// `persistent-children`, which is what lets the runner's code for them go).
     pub fn persistent_children(&self) -> &[PersistentChild] {
-        &self.persistent
+        if cfg!(feature = "persistent-children") {
+            &self.persistent
+        } else {
+            &[]
+        }
     }
 
     /// The kind of persistent child that runs agent `name`.

@@ -56,6 +56,7 @@ pub enum ChildOrder {
     Resume,
     /// Start a persistent child's next turn with `message`, for the parent's call
     /// `tool_call_id` (a child that has that call already is left alone).
+    #[cfg(feature = "persistent-children")]
     Message {
         /// The message.
         message: String,
@@ -205,10 +206,17 @@ pub(crate) fn waited_child(head_id: &str, p: &PendingCall) -> Option<String> {
     if p.kind != PendingKind::Child {
         return None;
     }
-    if p.tool_name
-        .starts_with(crate::tool::companion::COMPANION_PREFIX)
+    #[cfg(feature = "persistent-children")]
+    if let Some(op) = p
+        .tool_name
+        .strip_prefix(crate::tool::companion::COMPANION_PREFIX)
     {
-        return super::companion::waited_on(head_id, p);
+        // Companion calls that wait on a turn: a spawn, a message, a wait.
+        if !matches!(op, "spawnAgent" | "sendMessage" | "waitForResult") {
+            return None;
+        }
+        let name = p.arguments.get("name")?.as_str()?;
+        return Some(crate::agent::persistent_child_id(head_id, name));
     }
     Some(child_session_id(head_id, &p.tool_call_id))
 }
@@ -291,7 +299,22 @@ impl<S: Store> Runner<S> {
                 }
             }
         }
-        self.settle_companions(live, agent).await
+        #[cfg(feature = "persistent-children")]
+        self.settle_companions(live, agent).await?;
+        Ok(())
+    }
+
+    /// Where a child started by call `tool_call_id` of `live` reports.
+    pub(crate) fn parent_ref(&self, live: &Live, tool_call_id: &str) -> crate::store::ParentRef {
+        crate::store::ParentRef {
+            session_id: live.head.id.clone(),
+            tool_call_id: tool_call_id.to_string(),
+            root_id: live
+                .head
+                .parent
+                .as_ref()
+                .map_or_else(|| live.head.id.clone(), |p| p.root_id.clone()),
+        }
     }
 
     /// Stores `answer` for a child call unless one stands already; either way the
@@ -327,6 +350,7 @@ impl<S: Store> Runner<S> {
         if !outcome {
             return Ok(false);
         }
+        #[cfg(feature = "persistent-children")]
         if report.child_id.starts_with(&format!("{parent_id}-agent-")) {
             return self.persistent_turn_ended(live, report).await;
         }
@@ -427,7 +451,9 @@ impl<S: Store> Runner<S> {
                 Ok(Some(_))
             )
         };
+        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
         let mut children: Vec<String> = open_children(head, answered).collect();
+        #[cfg(feature = "persistent-children")]
         children.extend(self.persistent_children(head, true).await?);
         let listed = join_all(children.iter().map(|id| self.children.pending(id))).await;
         let mut calls = Vec::new();

@@ -62,6 +62,7 @@ impl<S: Store> Runner<S> {
             checkpoint.stop_reason = Some(stop_reason);
         }
         commit.subsessions = concluded.children;
+        #[cfg(feature = "persistent-children")]
         commit.subsessions.append(&mut live.notified);
         events.extend(concluded.post);
         if concluded.status == CheckpointStatus::Active {

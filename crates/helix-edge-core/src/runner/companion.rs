@@ -17,7 +17,7 @@ use super::{Live, RunError, Runner};
 use crate::agent::{Agent, persistent_child_id};
 use crate::message::ToolCall;
 use crate::store::{Answer, ChildMode, ChildStatus, PendingCall, PendingKind, Store, SubSession};
-use crate::tool::companion::{COMPANION_PREFIX, CompanionOp, valid_child_name};
+use crate::tool::companion::{CompanionOp, valid_child_name};
 use serde_json::{Value, json};
 
 /// The answer id under which the outcome of the turn started by `call_id` is kept.
@@ -28,17 +28,6 @@ pub(crate) fn turn_key(call_id: &str) -> String {
 /// The companion operation of a call of tool `tool_name` in `agent`.
 fn op_of(agent: &Agent, tool_name: &str) -> Option<CompanionOp> {
     agent.tool(tool_name).and_then(|t| t.companion_op())
-}
-
-/// The persistent child a pending companion call waits on (a spawn, a message or a
-/// wait), by id; `None` for other calls.
-pub(crate) fn waited_on(head_id: &str, p: &PendingCall) -> Option<String> {
-    let op = p.tool_name.strip_prefix(COMPANION_PREFIX)?;
-    if !matches!(op, "spawnAgent" | "sendMessage" | "waitForResult") {
-        return None;
-    }
-    let name = p.arguments.get("name")?.as_str()?;
-    Some(persistent_child_id(head_id, name))
 }
 
 /// The name a companion call's arguments give.
@@ -62,6 +51,9 @@ impl<S: Store> Runner<S> {
         agent: &Agent,
         calls: &mut [ToolCall],
     ) -> Result<(), RunError> {
+        if agent.persistent_children().is_empty() {
+            return Ok(());
+        }
         let unnamed = |c: &ToolCall| {
             op_of(agent, &c.name) == Some(CompanionOp::Spawn) && name_in(&c.arguments).is_none()
         };
@@ -102,6 +94,9 @@ impl<S: Store> Runner<S> {
         live: &mut Live,
         agent: &Agent,
     ) -> Result<(), RunError> {
+        if agent.persistent_children().is_empty() {
+            return Ok(());
+        }
         let open: Vec<(PendingCall, CompanionOp)> = live
             .head
             .pending
@@ -285,7 +280,7 @@ impl<S: Store> Runner<S> {
         let notice = current.is_some_and(|r| r.mode == Some(ChildMode::NonBlocking));
         let current = current.is_some();
         let mut waiting = live.head.pending.iter().filter(|p| {
-            let on_child = waited_on(parent, p).as_deref() == child;
+            let on_child = super::children::waited_child(parent, p).as_deref() == child;
             let wait = p.tool_name.ends_with("waitForResult");
             on_child && (p.tool_call_id == report.tool_call_id || (wait && current))
         });
@@ -410,19 +405,6 @@ impl<S: Store> Runner<S> {
             .map(|r| r.child_id.clone())
             .collect();
         Ok(ids)
-    }
-
-    /// Where a child started by call `tool_call_id` of `live` reports.
-    pub(crate) fn parent_ref(&self, live: &Live, tool_call_id: &str) -> crate::store::ParentRef {
-        crate::store::ParentRef {
-            session_id: live.head.id.clone(),
-            tool_call_id: tool_call_id.to_string(),
-            root_id: live
-                .head
-                .parent
-                .as_ref()
-                .map_or_else(|| live.head.id.clone(), |p| p.root_id.clone()),
-        }
     }
 
     /// A persistent child as `listChildren` and `getChildStatus` show it: its record,

@@ -24,6 +24,7 @@ mod branch;
 mod calls;
 mod children;
 mod commit;
+#[cfg(feature = "persistent-children")]
 mod companion;
 mod delete;
 mod emit;
@@ -111,6 +112,7 @@ pub(crate) struct Live {
     pub ahead: Option<Ahead>,
     /// Records of persistent children whose ended turns the step being taken tells the
     /// model about; its commit stores them.
+    #[cfg(feature = "persistent-children")]
     pub notified: Vec<crate::store::SubSession>,
 }
 
@@ -305,6 +307,7 @@ impl<S: Store> Runner<S> {
             transcript,
             answers,
             interrupt: loaded.interrupt,
+            #[cfg(feature = "persistent-children")]
             notified: Vec::new(),
             ahead: None,
         };
@@ -543,17 +546,23 @@ impl<S: Store> Runner<S> {
         }
         // A persistent child's next turn, whose start a crash cut off after the turn
         // before it stopped.
-        let follow_up = live.interrupt.as_ref().and_then(|r| r.then.clone());
-        if let (SessionStatus::Interrupted, Some(then)) = (live.head.status, &follow_up) {
-            self.follow_up(live, then.clone()).await?;
+        #[cfg(feature = "persistent-children")]
+        if let (SessionStatus::Interrupted, Some(then)) = (
+            live.head.status,
+            live.interrupt.as_ref().and_then(|r| r.then.clone()),
+        ) {
+            self.follow_up(live, then).await?;
             return Ok(None);
         }
         if live.head.status != SessionStatus::Active {
             return Ok(Some(Progress::Idle(live.head.status)));
         }
         if let Some(request) = live.interrupt.clone() {
+            #[cfg(feature = "persistent-children")]
+            let then = request.then.clone();
             self.commit_interrupted(live, request).await?;
-            if let Some(then) = follow_up {
+            #[cfg(feature = "persistent-children")]
+            if let Some(then) = then {
                 self.follow_up(live, then).await?;
                 return Ok(None);
             }
@@ -612,7 +621,10 @@ impl<S: Store> Runner<S> {
             reason: request.reason,
         })];
         // A follow-up keeps the request until its turn has started.
+        #[cfg(feature = "persistent-children")]
         let clear = request.then.is_none();
+        #[cfg(not(feature = "persistent-children"))]
+        let clear = true;
         self.commit(live, ops::head_only(head, clear), post).await?;
         let step = u64::from(live.head.step_count);
         let fields = [("step", LogValue::Num(step))];

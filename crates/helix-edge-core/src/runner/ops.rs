@@ -12,7 +12,7 @@ use crate::message::Message;
 use crate::model::Usage;
 use crate::state::diff;
 use crate::store::{
-    Answer, AnswerOutcome, CheckpointRecord, CheckpointStatus, Commit, FollowUp, ForkOrigin,
+    Answer, AnswerOutcome, CheckpointRecord, CheckpointStatus, Commit, ForkOrigin,
     InterruptRequest, NewSession, ParentRef, PendingKind, RunRecord, SessionHead, SessionStatus,
     StateChange, Store, StoreError,
 };
@@ -387,8 +387,10 @@ impl<S: Store> Runner<S> {
         if suspension.routed(call_id)?.is_some() || answered(call_id) {
             return Err(RunError::AlreadyResolved(call_id.into()));
         }
+        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
         let mut children: Vec<String> =
             super::children::open_children(&live.head, answered).collect();
+        #[cfg(feature = "persistent-children")]
         children.extend(self.persistent_children(&live.head, true).await?);
         if children.is_empty() {
             return Err(otherwise);
@@ -416,6 +418,7 @@ impl<S: Store> Runner<S> {
             .await
     }
 
+    #[cfg(feature = "persistent-children")]
     /// A persistent child's parent starts its next turn with `message`, for the parent's
     /// call `tool_call_id` ([`ChildOrder::Message`]). Idempotent: a child whose turn
     /// answers that call already is left alone.
@@ -432,7 +435,7 @@ impl<S: Store> Runner<S> {
         if parent.tool_call_id == tool_call_id {
             return Ok(());
         }
-        let then = FollowUp {
+        let then = crate::store::FollowUp {
             message,
             tool_call_id: tool_call_id.to_string(),
         };
@@ -452,8 +455,13 @@ impl<S: Store> Runner<S> {
         self.follow_up(&mut live, then).await
     }
 
+    #[cfg(feature = "persistent-children")]
     /// Starts a persistent child's next turn, for its parent's call.
-    pub(crate) async fn follow_up(&self, live: &mut Live, then: FollowUp) -> Result<(), RunError> {
+    pub(crate) async fn follow_up(
+        &self,
+        live: &mut Live,
+        then: crate::store::FollowUp,
+    ) -> Result<(), RunError> {
         if let Some(parent) = live.head.parent.as_mut() {
             parent.tool_call_id = then.tool_call_id;
         }
@@ -554,10 +562,7 @@ impl<S: Store> Runner<S> {
         let live = self.load(session_id).await?;
         match live.head.status {
             SessionStatus::Active => {
-                let request = InterruptRequest {
-                    reason: reason.clone(),
-                    then: None,
-                };
+                let request = InterruptRequest::because(reason.clone());
                 self.store
                     .request_interrupt(session_id, request.clone())
                     .await?;
@@ -632,10 +637,13 @@ impl<S: Store> Runner<S> {
                 Ok(()) => {
                     let reason = reason.unwrap_or_else(|| "The parent session was aborted".into());
                     let order = ChildOrder::Abort { reason };
-                    self.order_children(&waited_on, order.clone()).await;
                     // Its persistent children end with it.
-                    let helpers = self.persistent_children(&waited_on, false).await?;
-                    self.order_all(session_id, &helpers, order).await;
+                    #[cfg(feature = "persistent-children")]
+                    {
+                        let helpers = self.persistent_children(&waited_on, false).await?;
+                        self.order_all(session_id, &helpers, order.clone()).await;
+                    }
+                    self.order_children(&waited_on, order).await;
                     return Ok(());
                 }
                 Err(e) => return Err(e),

@@ -91,8 +91,10 @@ impl<S: Store> Runner<S> {
                 continue;
             }
             let output = pending[i].output_path.as_deref();
+            #[cfg(feature = "persistent-children")]
             let companion = agent.tool(&call.name).and_then(|t| t.companion_op());
             let message = match live.answer(&call.id) {
+                #[cfg(feature = "persistent-children")]
                 Some(answer) if companion.is_some() => {
                     let (message, stored) =
                         self.end_companion_call(call, answer, output, &live.state, &emitter);
@@ -159,6 +161,7 @@ impl<S: Store> Runner<S> {
         let waiting_again = self
             .resume_plan(live, agent, &mut messages, &mut state_ops, &emitter)
             .await?;
+        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
         let mut children: Vec<_> = pending
             .iter()
             .filter(|p| p.kind == PendingKind::Child)
@@ -168,6 +171,7 @@ impl<S: Store> Runner<S> {
                 Some(subsession(&live.head.id, p, child.name(), answer, now))
             })
             .collect();
+        #[cfg(feature = "persistent-children")]
         if !agent.persistent_children().is_empty() {
             let records = self.store.subsessions(&live.head.id).await?;
             children.extend(self.companion_records(live, agent, &records, now));

@@ -41,7 +41,10 @@ impl<S: Store> Runner<S> {
         let ahead = live.ahead.take();
         // Notices of non-blocking children's ended turns: in this step's prompt, and
         // committed with it before its assistant message.
+        #[cfg(feature = "persistent-children")]
         let notices = self.notices(live, agent).await?;
+        #[cfg(not(feature = "persistent-children"))]
+        let notices: Vec<Message> = Vec::new();
         let with_notices;
         let prompt = if notices.is_empty() {
             &live.transcript
@@ -134,7 +137,9 @@ impl<S: Store> Runner<S> {
         } else {
             turn.tool_calls
         };
+        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
         let mut calls = normalize_calls(tool_calls, &live.transcript, step, &emitter);
+        #[cfg(feature = "persistent-children")]
         self.name_children(live, agent, &mut calls).await?;
         // Usage and the stop reason are recorded per step, on the step's message.
         let metadata =

@@ -277,8 +277,23 @@ pub struct InterruptRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// For a persistent child: the turn its parent started, run once this one stops.
+    #[cfg(feature = "persistent-children")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub then: Option<FollowUp>,
+}
+
+impl InterruptRequest {
+    /// A plain interrupt, for `reason`.
+    #[allow(
+        clippy::needless_update,
+        reason = "`then` exists with persistent children"
+    )]
+    pub fn because(reason: Option<String>) -> Self {
+        Self {
+            reason,
+            ..Self::default()
+        }
+    }
 }
 
 /// A persistent child's next turn, waiting for the current one to stop.

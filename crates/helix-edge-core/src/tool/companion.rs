@@ -4,8 +4,11 @@
 //! blocking. The runner carries them out ([`crate::runner`]): each call is recorded
 //! durably before it reaches a child, like a sub-agent call.
 
+#[cfg(feature = "persistent-children")]
 use super::{Execution, Tool};
+#[cfg(feature = "persistent-children")]
 use crate::agent::{ChildMode, PersistentChild};
+#[cfg(feature = "persistent-children")]
 use serde_json::{Value, json};
 
 /// The prefix of companion tool names; no other tool may use it.
@@ -50,6 +53,7 @@ pub fn valid_child_name(name: &str) -> bool {
 }
 
 /// The companion tools for `children` (none without children).
+#[cfg(feature = "persistent-children")]
 pub(crate) fn companion_tools(children: &[PersistentChild]) -> Vec<Tool> {
     if children.is_empty() {
         return Vec::new();

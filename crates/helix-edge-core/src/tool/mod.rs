@@ -91,6 +91,7 @@ pub(crate) enum Execution {
         timeout: Duration,
     },
     /// By the runner, on the agent's persistent children (a companion tool).
+    #[cfg_attr(not(feature = "persistent-children"), allow(dead_code))]
     Companion(companion::CompanionOp),
 }
 

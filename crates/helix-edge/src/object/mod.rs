@@ -235,7 +235,7 @@ impl Inner {
             ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
             #[cfg(feature = "subagents")]
             RELAY_PATH => return self.take_relay(&parts, &id, &body).await,
-            #[cfg(feature = "subagents")]
+            #[cfg(feature = "persistent-children")]
             MESSAGE_PATH => return self.parent_message(&parts, &id, &body).await,
             DELETE_PATH => return self.delete(&parts, &id, true).await,
             #[cfg(feature = "test-routes")]

@@ -100,6 +100,7 @@ impl Children for DoChildren {
                     self.post(child_id, &op("interrupt"), body, &[409]).await
                 }
                 ChildOrder::Resume => self.post(child_id, &op("resume"), json!({}), &[409]).await,
+                #[cfg(feature = "persistent-children")]
                 ChildOrder::Message {
                     message,
                     tool_call_id,
@@ -250,6 +251,7 @@ impl Inner {
     }
 
     /// `/__internal/message`: this persistent child's parent starts its next turn.
+    #[cfg(feature = "persistent-children")]
     pub(super) async fn parent_message(
         self: &Rc<Self>,
         parts: &Parts,

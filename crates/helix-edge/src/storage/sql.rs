@@ -37,13 +37,15 @@ const SCHEMA: &str = "\
     CREATE TABLE IF NOT EXISTS replica_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, \
       version INTEGER NOT NULL, batch TEXT NOT NULL, bytes INTEGER NOT NULL, committed_at INTEGER NOT NULL)";
 
-/// Changes to the tables since their first version, in order: an object applies those
-/// it has not (the `schema` mark counts them), in the same synchronous turn as the mark,
-/// so both land together.
-const UPGRADES: &[&str] = &[
+/// The tables' changes since their first version, and the `schema` mark that says an
+/// object has them (a later change appends its statements and bumps the mark). An
+/// object applies them in the same synchronous turn as it sets the mark, so both land
+/// together.
+const UPGRADE: (&str, &str) = (
+    "1",
     // Persistent children: their name and mode.
     "ALTER TABLE subsessions ADD COLUMN name TEXT; ALTER TABLE subsessions ADD COLUMN mode TEXT",
-];
+);
 
 /// The object's SQLite storage.
 #[derive(Clone)]
@@ -68,15 +70,10 @@ impl Sql {
             .map_err(worker::Error::from)?
             .into();
         let this = Self { sql, storage };
-        let applied: usize = this
-            .mark("schema")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if applied < UPGRADES.len() {
-            for upgrade in &UPGRADES[applied..] {
-                this.sql.exec(upgrade, None)?;
-            }
-            this.set_mark("schema", Some(&UPGRADES.len().to_string()));
+        let (version, statements) = UPGRADE;
+        if this.mark("schema").as_deref() != Some(version) {
+            this.sql.exec(statements, None)?;
+            this.set_mark("schema", Some(version));
         }
         Ok(this)
     }

@@ -369,8 +369,15 @@ impl Store for ObjectStore {
                     status: rows::child_status(&cell(text(r, 3))?)?,
                     created_at: cell(int(r, 4))? as u64,
                     updated_at: cell(int(r, 5))? as u64,
+                    #[cfg(feature = "persistent-children")]
                     name: text(r, 6),
+                    #[cfg(feature = "persistent-children")]
                     mode: text(r, 7).map(|m| rows::child_mode(&m)).transpose()?,
+                    // Only persistent children have them.
+                    #[cfg(not(feature = "persistent-children"))]
+                    name: None,
+                    #[cfg(not(feature = "persistent-children"))]
+                    mode: None,
                 })
             })
             .collect()

@@ -230,10 +230,7 @@ pub(super) async fn an_interrupt_is_durable_until_a_commit_clears_it<S: Store>(
     store
         .request_interrupt(
             id,
-            crate::store::InterruptRequest {
-                reason: Some("stop".into()),
-                then: None,
-            },
+            crate::store::InterruptRequest::because(Some("stop".into())),
         )
         .await
         .map_err(e)?;
