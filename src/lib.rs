@@ -38,7 +38,9 @@ mod hosted {
         let deadline = deadline.map_or(ASK_USER_DEADLINE, std::time::Duration::from_millis);
         let agents = reference_agents(deadline)?;
         #[cfg(feature = "dev-agents")]
-        let agents = agents.with(reference_agents::orders()?)?;
+        let agents = agents
+            .with(reference_agents::orders()?)?
+            .with(reference_agents::team()?)?;
         #[cfg(feature = "test-routes")]
         let agents = match var(env, "LEDGER_URL") {
             Some(url) => agents.with(crate::test_agents::ledger(url)?)?,

@@ -4,8 +4,9 @@
 //!
 //! Intents (case-insensitive; several can be joined with `;`):
 //! `delete <path>`, `note <text>`, `what time is it`, `email a,b,c[ about <subject>]`,
-//! `ask me something`, `research <topic>`, `process order <id>` (a three-call plan).
-//! Anything else gets a short help text.
+//! `ask me something`, `research <topic>`, `process order <id>` (a three-call plan); with
+//! persistent children, `hire <name> to research <topic>`, `tell <name> <message>`,
+//! `helpers`, `status of <name>`, `dismiss <name>`. Anything else gets a short help text.
 
 use crate::agent::FINISH_TOOL;
 use crate::error::ProviderError;
@@ -65,8 +66,43 @@ fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
         let question = "What would you like me to do next?";
         return has(tools, "ask_user").then(|| ("ask_user", json!({ "question": question })));
     }
+    #[cfg(feature = "persistent-children")]
+    if let Some(call) = companion_intent(text, &lower, tools) {
+        return Some(call);
+    }
     if let Some(prefix) = ["research "].iter().find(|p| lower.starts_with(*p)) {
         return has(tools, "research").then(|| ("research", json!({ "topic": rest(prefix) })));
+    }
+    None
+}
+
+/// The companion calls of a lead with researcher helpers (the `team` agent).
+#[cfg(feature = "persistent-children")]
+fn companion_intent(text: &str, lower: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
+    if !has(tools, "companion__spawnAgent") {
+        return None;
+    }
+    let word = |s: &str| s.split_whitespace().next().unwrap_or_default().to_string();
+    if let Some(rest) = lower.strip_prefix("hire ") {
+        let (name, topic) = rest.split_once(" to research ")?;
+        let topic = text[text.len() - topic.len()..].trim();
+        let args = json!({ "agentType": "researcher", "name": name.trim(), "message": topic });
+        return Some(("companion__spawnAgent", args));
+    }
+    if let Some(rest) = lower.strip_prefix("tell ") {
+        let name = word(rest);
+        let message = text["tell ".len() + name.len()..].trim();
+        let args = json!({ "name": name, "message": message });
+        return Some(("companion__sendMessage", args));
+    }
+    if lower == "helpers" {
+        return Some(("companion__listChildren", json!({})));
+    }
+    if let Some(rest) = lower.strip_prefix("status of ") {
+        return Some(("companion__getChildStatus", json!({ "name": word(rest) })));
+    }
+    if let Some(rest) = lower.strip_prefix("dismiss ") {
+        return Some(("companion__terminateChild", json!({ "name": word(rest) })));
     }
     None
 }

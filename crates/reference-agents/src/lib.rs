@@ -4,13 +4,19 @@
 //! client-executed one with a deadline. `coordinator` delegates to `researcher` through
 //! the sub-agent tool `research`; each call runs a child session. `orders` ([`orders`])
 //! wires its tools through its state: results stored with `_outputPath`, arguments that
-//! reference them, a whole fetch → check → store plan in one step.
+//! reference them, a whole fetch → check → store plan in one step. `team` ([`team`],
+//! feature `persistent-children`) leads researcher helpers that are persistent children.
 
 mod orders;
+#[cfg(feature = "persistent-children")]
+mod team;
 
 pub use orders::{
     APPROVAL_OVER, Check, CheckOrder, FetchOrder, Order, OrdersState, StoreOrder, Stored, orders,
 };
+
+#[cfg(feature = "persistent-children")]
+pub use team::team;
 
 use helix_edge::agent::{Agent, Agents};
 use helix_edge::error::{DefinitionError, ToolError};
