@@ -52,7 +52,7 @@ pub const ENDED_PATH: &str = "/__internal/ended";
 pub const RELAY_PATH: &str = "/__internal/relay";
 /// Internal path: a persistent child's parent starts its next turn
 /// (`{message, toolCallId}`).
-#[cfg(feature = "subagents")]
+#[cfg(feature = "persistent-children")]
 pub const MESSAGE_PATH: &str = "/__internal/message";
 /// Internal path: the parent is being deleted; delete this child session.
 pub const DELETE_PATH: &str = "/__internal/delete";

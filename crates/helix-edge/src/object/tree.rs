@@ -4,9 +4,9 @@
 //! other session's object (`/__internal/*` paths, never routed by the worker), and
 //! every one is idempotent, so each is simply sent again until it goes through.
 
-use super::{
-    Answer, CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, MESSAGE_PATH, Parts, RELAY_PATH, accepted,
-};
+#[cfg(feature = "persistent-children")]
+use super::MESSAGE_PATH;
+use super::{Answer, CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, accepted};
 use crate::api::ApiError;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal};
