@@ -670,3 +670,30 @@ fn a_running_helpers_approvals_surface_at_the_root_and_end_with_the_parent() {
     block(t.parent.abort(ROOT, None)).unwrap();
     assert_eq!(t.status(CHILD), SessionStatus::Aborted);
 }
+
+#[test]
+fn two_spawns_of_one_name_in_a_step_start_one_child() {
+    let t = Tree::new(ChildMode::NonBlocking);
+    let twin = |message: &str| {
+        t.model.call(
+            "companion__spawnAgent",
+            json!({ "agentType": "researcher", "name": "twin", "message": message }),
+        )
+    };
+    t.model.calls(vec![twin("one"), twin("two")]);
+    t.model.text("Started.");
+    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let results = t.results(ROOT);
+    assert_eq!(results[0].1["status"], json!("running"));
+    assert_eq!(results[1].1["code"], json!("tool_input_invalid"));
+    assert!(
+        results[1]
+            .1
+            .to_string()
+            .contains("Another call of this step")
+    );
+    assert_eq!(t.starts(), 1);
+    let first = block(t.store.messages("root-agent-twin", 0, 1)).unwrap();
+    assert_eq!(first, vec![Message::user("one")]);
+}

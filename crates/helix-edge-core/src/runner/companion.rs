@@ -162,6 +162,11 @@ impl<S: Store> Runner<S> {
                     "A child named '{name}' exists already: send it a message instead."
                 ));
             }
+            (CompanionOp::Spawn, None) if spawned_before(agent, &live.head.pending, p, name) => {
+                return invalid(format!(
+                    "Another call of this step starts a child named '{name}'."
+                ));
+            }
             (CompanionOp::Spawn, None) => {
                 let kind = p.arguments.get("agentType").and_then(Value::as_str);
                 match kind.and_then(|k| agent.persistent_child(k)) {
@@ -510,6 +515,17 @@ impl<S: Store> Runner<S> {
         }
         updates
     }
+}
+
+/// Whether a spawn pending before `p` names the same child.
+fn spawned_before(agent: &Agent, pending: &[PendingCall], p: &PendingCall, name: &str) -> bool {
+    pending
+        .iter()
+        .take_while(|q| q.tool_call_id != p.tool_call_id)
+        .any(|q| {
+            op_of(agent, &q.tool_name) == Some(CompanionOp::Spawn)
+                && name_in(&q.arguments) == Some(name)
+        })
 }
 
 /// An answer that needs no child turn.
