@@ -11,92 +11,22 @@
 mod common;
 
 use common::block;
-use futures::future::LocalBoxFuture;
+use common::children::{LocalChildren, R};
 use helix_edge::agent::{Agent, Agents, ChildMode, PersistentChild};
 use helix_edge::host::ManualHost;
 use helix_edge::journal::MemoryJournal;
 use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{
-    ChildOrder, Children, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig,
-    Submission, ended_report,
+    ChildOrder, CreateSession, Progress, Routed, Runner, RunnerConfig, Submission, ended_report,
 };
 use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::{
-    ChildStatus, MemoryStore, PendingCall, PendingKind, SessionStatus, Store, StoreError,
-};
+use helix_edge::store::{ChildStatus, MemoryStore, SessionStatus, Store};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
 
 const ROOT: &str = "root";
-
-type R = Runner<Rc<MemoryStore>>;
-
-/// Children as sessions in the same store, run by their own runner.
-struct LocalChildren {
-    runner: Rc<R>,
-    orders: RefCell<Vec<(String, ChildOrder)>>,
-}
-
-impl Children for LocalChildren {
-    fn send<'a>(
-        &'a self,
-        child_id: &'a str,
-        order: ChildOrder,
-    ) -> LocalBoxFuture<'a, Result<(), String>> {
-        self.orders
-            .borrow_mut()
-            .push((child_id.to_string(), order.clone()));
-        Box::pin(async move {
-            let result = match order {
-                ChildOrder::Start {
-                    agent,
-                    message,
-                    parent,
-                } => self
-                    .runner
-                    .create(CreateSession {
-                        parent: Some(parent),
-                        ..CreateSession::new(child_id, agent, message)
-                    })
-                    .await
-                    .map(drop),
-                ChildOrder::Message {
-                    message,
-                    tool_call_id,
-                } => {
-                    self.runner
-                        .parent_message(child_id, message, &tool_call_id)
-                        .await
-                }
-                ChildOrder::Abort { reason } => self.runner.abort(child_id, Some(reason)).await,
-                other => panic!("unexpected order {other:?}"),
-            };
-            match result {
-                Ok(()) | Err(RunError::Store(StoreError::Exists(_))) => Ok(()),
-                Err(e) => Err(e.to_string()),
-            }
-        })
-    }
-
-    fn pending<'a>(
-        &'a self,
-        child_id: &'a str,
-    ) -> LocalBoxFuture<'a, Result<Vec<PendingCall>, String>> {
-        Box::pin(async move {
-            let loaded = self.runner.store().load(child_id).await;
-            let Some(loaded) = loaded.map_err(|e| e.to_string())? else {
-                return Ok(Vec::new());
-            };
-            let own = loaded.head.pending.iter();
-            Ok(own
-                .filter(|p| p.kind != PendingKind::Child)
-                .cloned()
-                .collect())
-        })
-    }
-}
 
 fn lead(mode: ChildMode) -> Agent {
     lead_with(mode, false)
@@ -147,10 +77,7 @@ impl Tree {
             Rc::new(MemoryJournal::new()),
             "child",
         ));
-        let children = Rc::new(LocalChildren {
-            runner: child.clone(),
-            orders: RefCell::new(Vec::new()),
-        });
+        let children = Rc::new(LocalChildren::new(child.clone(), "unstartable"));
         let parent_journal = Rc::new(MemoryJournal::new());
         let parent = Self::runner(
             &store,
@@ -270,6 +197,19 @@ impl Tree {
 }
 
 const CHILD: &str = "root-agent-researcher-1";
+
+/// A lead that started a non-blocking helper with `message` and finished its run.
+fn background(wake: bool, message: &str) -> Tree {
+    let t = Tree::with(ChildMode::NonBlocking, wake);
+    spawn(
+        &t.model,
+        json!({ "agentType": "researcher", "message": message }),
+    );
+    t.model.text("Started it.");
+    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    t
+}
 
 fn spawn(model: &ScriptedModel, args: Value) {
     model.calls(vec![model.call("companion__spawnAgent", args)]);
@@ -474,14 +414,7 @@ fn companion_calls_that_cannot_be_carried_out_are_errors_the_model_sees() {
 
 #[test]
 fn a_non_blocking_spawn_answers_at_once_and_its_turn_is_read_later() {
-    let t = Tree::new(ChildMode::NonBlocking);
-    spawn(
-        &t.model,
-        json!({ "agentType": "researcher", "message": "alpha" }),
-    );
-    t.model.text("Started it.");
-    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
-    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let t = background(false, "alpha");
     assert_eq!(
         t.results(ROOT)[0].1,
         json!({ "name": "researcher-1", "sessionId": CHILD, "status": "running" })
@@ -542,14 +475,7 @@ fn notice_seen(model: &ScriptedModel) -> Option<String> {
 #[test]
 fn a_non_blocking_childs_ended_turn_is_a_notice_at_the_parents_next_step() {
     // Not configured to wake: the notice waits for the parent's next run.
-    let t = Tree::new(ChildMode::NonBlocking);
-    spawn(
-        &t.model,
-        json!({ "agentType": "researcher", "message": "alpha" }),
-    );
-    t.model.text("Started it.");
-    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
-    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let t = background(false, "alpha");
     t.model.output(json!({ "summary": "A" }));
     assert!(!t.drive_child(CHILD).1);
     assert_eq!(t.status(ROOT), SessionStatus::Completed);
@@ -578,14 +504,7 @@ fn a_non_blocking_childs_ended_turn_is_a_notice_at_the_parents_next_step() {
     assert_eq!(records[0].status, ChildStatus::Completed);
 
     // Configured to wake: the notice starts a run of the finished parent.
-    let t = Tree::with(ChildMode::NonBlocking, true);
-    spawn(
-        &t.model,
-        json!({ "agentType": "researcher", "message": "alpha" }),
-    );
-    t.model.text("Started it.");
-    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
-    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let t = background(true, "alpha");
     t.model.output(json!({ "summary": "A" }));
     assert!(t.drive_child(CHILD).1, "the parent has work to do");
     assert_eq!(t.status(ROOT), SessionStatus::Active);
@@ -634,14 +553,7 @@ fn a_message_to_a_running_child_interrupts_its_turn_and_starts_the_next() {
 
 #[test]
 fn a_running_helpers_approvals_surface_at_the_root_and_end_with_the_parent() {
-    let t = Tree::new(ChildMode::NonBlocking);
-    spawn(
-        &t.model,
-        json!({ "agentType": "researcher", "message": "delete /tmp/x" }),
-    );
-    t.model.text("It is on it.");
-    block(t.parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
-    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let t = background(false, "delete /tmp/x");
     let delete = t.model.call("delete_file", json!({ "path": "/tmp/x" }));
     t.model.calls(vec![delete.clone()]);
     assert!(matches!(t.drive_child(CHILD).0, Progress::Suspended { .. }));

@@ -10,7 +10,7 @@
 mod common;
 
 use common::block;
-use futures::future::LocalBoxFuture;
+use common::children::{LocalChildren, R};
 use helix_edge::agent::{Agent, Agents};
 use helix_edge::chunk::{ChunkBody, StreamEvent, SuspendReason};
 use helix_edge::error::{ProviderError, ToolError};
@@ -19,13 +19,11 @@ use helix_edge::journal::MemoryJournal;
 use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{
-    ChildOrder, Children, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig,
-    Submission, child_session_id, ended_report,
+    ChildOrder, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, Submission,
+    child_session_id, ended_report,
 };
 use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::{
-    ChildStatus, MemoryStore, PendingCall, PendingKind, SessionStatus, Store, StoreError,
-};
+use helix_edge::store::{ChildStatus, MemoryStore, PendingKind, SessionStatus, Store, StoreError};
 use helix_edge::tool::Tool;
 use reference_agents::{Research, coordinator};
 use serde_json::{Value, json};
@@ -34,91 +32,6 @@ use std::rc::Rc;
 
 const ROOT: &str = "root";
 const TIMEOUT_MS: u64 = 600_000;
-
-type R = Runner<Rc<MemoryStore>>;
-
-/// Children as sessions in the same store, driven by the test.
-struct LocalChildren {
-    runner: Rc<R>,
-    /// Starts whose message contains this fail (a child object that cannot be reached).
-    unstartable: &'static str,
-    orders: RefCell<Vec<(String, ChildOrder)>>,
-}
-
-impl Children for LocalChildren {
-    fn send<'a>(
-        &'a self,
-        child_id: &'a str,
-        order: ChildOrder,
-    ) -> LocalBoxFuture<'a, Result<(), String>> {
-        self.orders
-            .borrow_mut()
-            .push((child_id.to_string(), order.clone()));
-        Box::pin(async move {
-            let result = match order {
-                ChildOrder::Start { message, .. } if message.contains(self.unstartable) => {
-                    return Err("the child's object is unreachable".into());
-                }
-                ChildOrder::Start {
-                    agent,
-                    message,
-                    parent,
-                } => self
-                    .runner
-                    .create(CreateSession {
-                        parent: Some(parent),
-                        ..CreateSession::new(child_id, agent, message)
-                    })
-                    .await
-                    .map(drop),
-                ChildOrder::Abort { reason } => self.runner.abort(child_id, Some(reason)).await,
-                ChildOrder::Interrupt { reason } => self.runner.interrupt(child_id, reason).await,
-                ChildOrder::Resume => self.runner.resume(child_id).await.map(drop),
-                ChildOrder::Message {
-                    message,
-                    tool_call_id,
-                } => {
-                    self.runner
-                        .parent_message(child_id, message, &tool_call_id)
-                        .await
-                }
-                ChildOrder::Delete => self.runner.delete(child_id, true).await,
-            };
-            match result {
-                Ok(()) | Err(RunError::Store(StoreError::Exists(_))) => Ok(()),
-                Err(RunError::Store(StoreError::NotFound(_))) => Ok(()),
-                Err(e) => Err(e.to_string()),
-            }
-        })
-    }
-
-    fn pending<'a>(
-        &'a self,
-        child_id: &'a str,
-    ) -> LocalBoxFuture<'a, Result<Vec<PendingCall>, String>> {
-        Box::pin(async move {
-            let Some(loaded) = self
-                .runner
-                .store()
-                .load(child_id)
-                .await
-                .map_err(|e| e.to_string())?
-            else {
-                return Ok(Vec::new());
-            };
-            let mut calls: Vec<PendingCall> = loaded
-                .head
-                .pending
-                .iter()
-                .filter(|p| p.kind != PendingKind::Child)
-                .cloned()
-                .collect();
-            let below = self.runner.descendant_calls(&loaded.head).await;
-            calls.extend(below.map_err(|e| e.to_string())?);
-            Ok(calls)
-        })
-    }
-}
 
 struct Tree {
     store: Rc<MemoryStore>,
@@ -170,11 +83,7 @@ impl Tree {
             )
         };
         let child = Rc::new(runner(Rc::new(MemoryJournal::new()), "child"));
-        let children = Rc::new(LocalChildren {
-            runner: child.clone(),
-            unstartable: "unstartable",
-            orders: RefCell::new(Vec::new()),
-        });
+        let children = Rc::new(LocalChildren::new(child.clone(), "unstartable"));
         let parent_journal = Rc::new(MemoryJournal::new());
         let parent = runner(parent_journal.clone(), "parent").with_children(children.clone());
         Self {

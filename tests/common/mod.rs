@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod children;
+
 use futures::task::ArcWake;
 use helix_edge::agent::{Agent, Agents};
 use helix_edge::chunk::{ChunkBody, StreamEvent};
