@@ -13,10 +13,14 @@
 //!   so a status or a wait read later finds it, and the parent's record of the child
 //!   (its [`SubSession`], with `name` and `mode`) names the turn's call.
 
+use super::ops::ensure_idle;
 use super::{Live, RunError, Runner};
 use crate::agent::{Agent, persistent_child_id};
-use crate::message::ToolCall;
-use crate::store::{Answer, ChildMode, ChildStatus, PendingCall, PendingKind, Store, SubSession};
+use crate::message::{Message, ToolCall};
+use crate::store::{
+    Answer, ChildMode, ChildStatus, InterruptRequest, PendingCall, PendingKind, SessionStatus,
+    Store, SubSession,
+};
 use crate::tool::companion::{CompanionOp, valid_child_name};
 use serde_json::{Value, json};
 
@@ -304,7 +308,7 @@ impl<S: Store> Runner<S> {
         // starts one for it when it is configured to.
         let finished = matches!(
             live.head.status,
-            crate::store::SessionStatus::Completed | crate::store::SessionStatus::Failed
+            SessionStatus::Completed | SessionStatus::Failed
         );
         if !stored && notice && finished && self.agent(&live.head.agent)?.wakes_on_children() {
             self.start_run(&mut live, Vec::new(), None).await?;
@@ -375,7 +379,7 @@ impl<S: Store> Runner<S> {
                 _ => continue,
             };
             let name = r.name.as_deref().unwrap_or_default();
-            notices.push(crate::message::Message::user(format!(
+            notices.push(Message::user(format!(
                 "[Notice] The helper '{name}' {text}"
             )));
             live.notified.push(SubSession {
@@ -385,6 +389,56 @@ impl<S: Store> Runner<S> {
             });
         }
         Ok(notices)
+    }
+
+    /// A persistent child's parent starts its next turn with `message`, for the parent's
+    /// call `tool_call_id` ([`ChildOrder::Message`]). Idempotent: a child whose turn
+    /// answers that call already is left alone.
+    pub async fn parent_message(
+        &self,
+        session_id: &str,
+        message: String,
+        tool_call_id: &str,
+    ) -> Result<(), RunError> {
+        let mut live = self.load(session_id).await?;
+        let Some(parent) = live.head.parent.as_mut() else {
+            return Err(RunError::Busy("the session has no parent"));
+        };
+        if parent.tool_call_id == tool_call_id {
+            return Ok(());
+        }
+        let then = crate::store::FollowUp {
+            message,
+            tool_call_id: tool_call_id.to_string(),
+        };
+        if live.head.status == SessionStatus::Active && live.head.pending.is_empty() {
+            // Running: the turn stops at its next step boundary, then this one starts.
+            let request = InterruptRequest {
+                reason: Some("Its parent sent a new message.".into()),
+                then: Some(then),
+            };
+            self.store
+                .request_interrupt(session_id, request.clone())
+                .await?;
+            *self.interrupt_requested.borrow_mut() = Some(request);
+            return Ok(());
+        }
+        ensure_idle(&live.head)?;
+        self.follow_up(&mut live, then).await
+    }
+
+    /// Starts a persistent child's next turn, for its parent's call.
+    pub(crate) async fn follow_up(
+        &self,
+        live: &mut Live,
+        then: crate::store::FollowUp,
+    ) -> Result<(), RunError> {
+        if let Some(parent) = live.head.parent.as_mut() {
+            parent.tool_call_id = then.tool_call_id;
+        }
+        self.start_run(live, vec![Message::user(then.message)], None)
+            .await
+            .map(drop)
     }
 
     /// The persistent children of `parent` that were not terminated, by id; with
