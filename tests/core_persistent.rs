@@ -609,3 +609,53 @@ fn two_spawns_of_one_name_in_a_step_start_one_child() {
     let first = block(t.store.messages("root-agent-twin", 0, 1)).unwrap();
     assert_eq!(first, vec![Message::user("one")]);
 }
+
+#[test]
+fn a_message_to_a_helper_waiting_on_an_approval_starts_when_that_turn_ends() {
+    let t = background(false, "delete /tmp/x");
+    let delete = t.model.call("delete_file", json!({ "path": "/tmp/x" }));
+    t.model.calls(vec![delete.clone()]);
+    assert!(matches!(t.drive_child(CHILD).0, Progress::Suspended { .. }));
+    // Two messages while the helper waits: the first is queued, the second refused.
+    let send = |message: &str| {
+        t.model.call(
+            "companion__sendMessage",
+            json!({ "name": "researcher-1", "message": message }),
+        )
+    };
+    t.model.calls(vec![send("beta next")]);
+    t.model.calls(vec![send("gamma too")]);
+    t.model.text("Queued.");
+    block(t.parent.send_message(ROOT, "go on".into())).unwrap();
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let results = t.results(ROOT);
+    assert_eq!(results[1].1["status"], json!("running"), "{:?}", results[1]);
+    assert_eq!(results[2].1["code"], json!("subagent_dispatch_failed"));
+    assert!(results[2].1.to_string().contains("another message waits"));
+    assert_eq!(t.status(CHILD), SessionStatus::Active);
+    // The approval is answered: the turn finishes, then the queued one runs.
+    let approve = Submission::Approval {
+        tool_call_id: delete.id.clone(),
+        approved: true,
+        reason: None,
+    };
+    assert_eq!(block(t.child.submit(CHILD, approve)).unwrap(), Routed::Here);
+    t.model.output(json!({ "summary": "deleted" }));
+    t.model.output(json!({ "summary": "beta" }));
+    let (progress, _) = t.drive_child(CHILD);
+    assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
+    let runs = block(t.store.runs(CHILD)).unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let transcript = block(t.store.messages(CHILD, 0, 50)).unwrap();
+    assert!(transcript.contains(&Message::user("beta next")));
+    assert!(!transcript.contains(&Message::user("gamma too")));
+    let deletes = t
+        .results(CHILD)
+        .iter()
+        .filter(|(name, _, _)| name == "delete_file")
+        .count();
+    assert_eq!(
+        deletes, 1,
+        "the approved call ran once, with nothing left unanswered"
+    );
+}

@@ -89,10 +89,11 @@ fn companion_intent(text: &str, lower: &str, tools: &[ToolSpec]) -> Option<(&'st
         let args = json!({ "agentType": "researcher", "name": name.trim(), "message": topic });
         return Some(("companion__spawnAgent", args));
     }
-    if let Some(rest) = lower.strip_prefix("tell ") {
-        let name = word(rest);
-        let message = text["tell ".len() + name.len()..].trim();
-        let args = json!({ "name": name, "message": message });
+    if lower.starts_with("tell ") {
+        // `lower` is `text` with ASCII lowercased: the same byte offsets.
+        let rest = text["tell ".len()..].trim_start();
+        let (name, message) = rest.split_once(' ').unwrap_or((rest, ""));
+        let args = json!({ "name": name.to_ascii_lowercase(), "message": message.trim() });
         return Some(("companion__sendMessage", args));
     }
     if lower == "helpers" {

@@ -28,6 +28,14 @@ pub(crate) struct Kept {
     step: Option<u32>,
 }
 
+impl Ahead {
+    /// The child records its commit writes.
+    #[cfg(feature = "persistent-children")]
+    pub(crate) fn subsessions(&self) -> &[crate::store::SubSession] {
+        &self.commit.subsessions
+    }
+}
+
 impl<S: Store> Runner<S> {
     /// Stages `commit` (which only appends messages) and shows it in `live` at once; it
     /// goes out with the next model call, or when [`settle`](Self::settle)d.

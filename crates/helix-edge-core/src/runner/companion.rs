@@ -45,6 +45,16 @@ fn persistent(records: &[SubSession]) -> impl Iterator<Item = &SubSession> {
 }
 
 impl<S: Store> Runner<S> {
+    /// The parent's records of its children as `live` shows them: stored, and updated by
+    /// the commit sent ahead, if any (its records have not landed yet).
+    pub(crate) async fn records(&self, live: &Live) -> Result<Vec<SubSession>, RunError> {
+        let mut records = self.store.subsessions(&live.head.id).await?;
+        if let Some(ahead) = &live.ahead {
+            crate::store::upsert_subsessions(&mut records, ahead.subsessions().to_vec());
+        }
+        Ok(records)
+    }
+
     /// Names the children the step's spawn calls start without a name:
     /// `{agentType}-{n}`, the first `n` from 1 that no child of the parent (or earlier
     /// spawn of the step) has. The name goes into the call's arguments, so the
@@ -64,7 +74,7 @@ impl<S: Store> Runner<S> {
         if !calls.iter().any(unnamed) {
             return Ok(());
         }
-        let records = self.store.subsessions(&live.head.id).await?;
+        let records = self.records(live).await?;
         let mut taken: Vec<String> = persistent(&records)
             .filter_map(|r| r.name.clone())
             .collect();
@@ -78,8 +88,17 @@ impl<S: Store> Runner<S> {
             let Some(kind) = call.arguments.get("agentType").and_then(Value::as_str) else {
                 continue; // the schema check refuses it
             };
+            // Agent names may hold `_` and capitals; child names may not.
+            let base: String = kind
+                .chars()
+                .map(|c| match c.to_ascii_lowercase() {
+                    c @ ('a'..='z' | '0'..='9') => c,
+                    _ => '-',
+                })
+                .take(30)
+                .collect();
             let name = (1..)
-                .map(|n| format!("{kind}-{n}"))
+                .map(|n| format!("{base}-{n}"))
                 .find(|n| !taken.contains(n))
                 .unwrap_or_default();
             if let Some(args) = call.arguments.as_object_mut() {
@@ -111,7 +130,7 @@ impl<S: Store> Runner<S> {
         if open.is_empty() {
             return Ok(());
         }
-        let records = self.store.subsessions(&live.head.id).await?;
+        let records = self.records(live).await?;
         let now = self.host.now_ms();
         for (p, op) in open {
             if p.deadline.is_some_and(|d| d <= now) {
@@ -360,7 +379,7 @@ impl<S: Store> Runner<S> {
         {
             return Ok(Vec::new());
         }
-        let records = self.store.subsessions(&live.head.id).await?;
+        let records = self.records(live).await?;
         let now = self.host.now_ms();
         let mut notices = Vec::new();
         for r in persistent(&records) {
@@ -411,8 +430,15 @@ impl<S: Store> Runner<S> {
             message,
             tool_call_id: tool_call_id.to_string(),
         };
-        if live.head.status == SessionStatus::Active && live.head.pending.is_empty() {
-            // Running: the turn stops at its next step boundary, then this one starts.
+        if let Some(queued) = live.interrupt.as_ref().and_then(|r| r.then.as_ref()) {
+            return match queued.tool_call_id == tool_call_id {
+                true => Ok(()),
+                false => Err(RunError::Busy("another message waits for the turn to stop")),
+            };
+        }
+        if live.head.status == SessionStatus::Active {
+            // Running (or waiting on answers): the turn stops at its next step boundary,
+            // or ends, then this one starts.
             let request = InterruptRequest {
                 reason: Some("Its parent sent a new message.".into()),
                 then: Some(then),
@@ -518,10 +544,14 @@ impl<S: Store> Runner<S> {
                 }
                 Some(Answer::CompanionResult { .. }) => ChildStatus::Running,
                 Some(Answer::ChildOutput { .. }) => ChildStatus::Completed,
+                // The child goes on past a wait that timed out.
+                Some(Answer::ChildFailed { code, .. }) if code == "subagent_timeout" => {
+                    ChildStatus::Running
+                }
                 Some(Answer::ChildFailed { code, .. })
                     if !matches!(
                         code.as_str(),
-                        "tool_input_invalid" | "subagent_dispatch_failed" | "subagent_timeout"
+                        "tool_input_invalid" | "subagent_dispatch_failed"
                     ) =>
                 {
                     ChildStatus::Failed

@@ -435,20 +435,31 @@ impl<S: Store> Runner<S> {
             // Only a model call goes out together with the commit sent ahead.
             self.settle(live).await?;
         }
-        // A persistent child's next turn, whose start a crash cut off after the turn
-        // before it stopped.
+        // A persistent child's next turn, once the turn before it stopped or ended (or
+        // after a crash that cut its start off).
         #[cfg(feature = "persistent-children")]
-        if let (SessionStatus::Interrupted, Some(then)) = (
+        if let (
+            SessionStatus::Interrupted | SessionStatus::Completed | SessionStatus::Failed,
+            Some(then),
+        ) = (
             live.head.status,
             live.interrupt.as_ref().and_then(|r| r.then.clone()),
-        ) {
+        ) && live.head.pending.is_empty()
+        {
             self.follow_up(live, then).await?;
             return Ok(None);
         }
         if live.head.status != SessionStatus::Active {
             return Ok(Some(Progress::Idle(live.head.status)));
         }
-        if let Some(request) = live.interrupt.clone() {
+        // A follow-up waits for the calls its turn waits on: it is taken once they are
+        // answered and the turn reaches a step boundary (or ends).
+        #[cfg(feature = "persistent-children")]
+        let deferred = !live.head.pending.is_empty()
+            && live.interrupt.as_ref().is_some_and(|r| r.then.is_some());
+        #[cfg(not(feature = "persistent-children"))]
+        let deferred = false;
+        if !deferred && let Some(request) = live.interrupt.clone() {
             #[cfg(feature = "persistent-children")]
             let then = request.then.clone();
             self.commit_interrupted(live, request).await?;

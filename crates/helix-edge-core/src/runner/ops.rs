@@ -510,7 +510,13 @@ impl<S: Store> Runner<S> {
         let live = self.load(session_id).await?;
         match live.head.status {
             SessionStatus::Active => {
-                let request = InterruptRequest::because(reason.clone());
+                #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
+                let mut request = InterruptRequest::because(reason.clone());
+                // A persistent child's queued next turn stays queued.
+                #[cfg(feature = "persistent-children")]
+                {
+                    request.then = live.interrupt.as_ref().and_then(|r| r.then.clone());
+                }
                 self.store
                     .request_interrupt(session_id, request.clone())
                     .await?;

@@ -173,7 +173,7 @@ impl<S: Store> Runner<S> {
             .collect();
         #[cfg(feature = "persistent-children")]
         if !agent.persistent_children().is_empty() {
-            let records = self.store.subsessions(&live.head.id).await?;
+            let records = self.records(live).await?;
             children.extend(self.companion_records(live, agent, &records, now));
         }
         let mut head = live.head.clone();

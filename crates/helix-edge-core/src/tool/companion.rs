@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 /// The prefix of companion tool names; no other tool may use it.
 pub const COMPANION_PREFIX: &str = "companion__";
 
-/// Child names: 1–40 characters of `a-z`, `0-9` and `-`, starting with a letter or digit.
+/// Child names: 1–40 characters of `a-z`, `0-9` and `-`, starting with a letter or digit
+/// (and never holding `-agent-`, which would make one child's id another's).
 pub const CHILD_NAME_PATTERN: &str = "^[a-z0-9][a-z0-9-]{0,39}$";
 
 /// What a companion tool does.
@@ -34,13 +35,6 @@ pub enum CompanionOp {
     Wait,
 }
 
-impl CompanionOp {
-    /// Whether the call reaches a child (and so is recorded before it does).
-    pub fn orders_child(self) -> bool {
-        matches!(self, Self::Spawn | Self::Send | Self::Terminate)
-    }
-}
-
 /// Whether `name` is a valid child name.
 pub fn valid_child_name(name: &str) -> bool {
     let mut bytes = name.bytes();
@@ -50,6 +44,7 @@ pub fn valid_child_name(name: &str) -> bool {
     first_ok
         && name.len() <= 40
         && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.contains("-agent-")
 }
 
 /// The companion tools for `children` (none without children).

@@ -33,19 +33,18 @@ const SCHEMA: &str = "\
       body TEXT NOT NULL, PRIMARY KEY (session_id, id)); \
     CREATE TABLE IF NOT EXISTS subsessions (parent_id TEXT NOT NULL, child_id TEXT NOT NULL, agent TEXT NOT NULL, \
       tool_call_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, \
-      PRIMARY KEY (parent_id, child_id)); \
+      name TEXT, mode TEXT, PRIMARY KEY (parent_id, child_id)); \
     CREATE TABLE IF NOT EXISTS replica_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, \
       version INTEGER NOT NULL, batch TEXT NOT NULL, bytes INTEGER NOT NULL, committed_at INTEGER NOT NULL)";
 
-/// The tables' changes since their first version, and the `schema` mark that says an
-/// object has them (a later change appends its statements and bumps the mark). An
-/// object applies them in the same synchronous turn as it sets the mark, so both land
-/// together.
-const UPGRADE: (&str, &str) = (
-    "1",
-    // Persistent children: their name and mode.
-    "ALTER TABLE subsessions ADD COLUMN name TEXT; ALTER TABLE subsessions ADD COLUMN mode TEXT",
-);
+/// The tables' changes since their first version (the schema above has them), for an
+/// object created before them: applied when the probe, a query that needs them, fails
+/// (in the same synchronous turn as the object's first request, so nothing runs against
+/// the old tables).
+const UPGRADE: &str =
+    "ALTER TABLE subsessions ADD COLUMN name TEXT; ALTER TABLE subsessions ADD COLUMN mode TEXT";
+/// A query that works once [`UPGRADE`] is applied.
+const UPGRADE_PROBE: &str = "SELECT name, mode FROM subsessions LIMIT 0";
 
 /// The object's SQLite storage.
 #[derive(Clone)]
@@ -70,10 +69,8 @@ impl Sql {
             .map_err(worker::Error::from)?
             .into();
         let this = Self { sql, storage };
-        let (version, statements) = UPGRADE;
-        if this.mark("schema").as_deref() != Some(version) {
-            this.sql.exec(statements, None)?;
-            this.set_mark("schema", Some(version));
+        if this.sql.exec(UPGRADE_PROBE, None).is_err() {
+            this.sql.exec(UPGRADE, None)?;
         }
         Ok(this)
     }
