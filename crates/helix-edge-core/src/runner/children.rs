@@ -304,6 +304,22 @@ impl<S: Store> Runner<S> {
         Ok(())
     }
 
+    /// The children whose pending calls surface at `head`, and which take the answers
+    /// submitted there: those it still waits on, and its running non-blocking helpers.
+    pub(crate) async fn asked_children(&self, head: &SessionHead) -> Result<Vec<String>, RunError> {
+        let answered = |call: &str| {
+            matches!(
+                self.journal.suspension.find_answer(&head.id, call),
+                Ok(Some(_))
+            )
+        };
+        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
+        let mut children: Vec<String> = open_children(head, answered).collect();
+        #[cfg(feature = "persistent-children")]
+        children.extend(self.persistent_children(head, true).await?);
+        Ok(children)
+    }
+
     /// Where a child started by call `tool_call_id` of `live` reports.
     pub(crate) fn parent_ref(&self, live: &Live, tool_call_id: &str) -> crate::store::ParentRef {
         crate::store::ParentRef {
@@ -445,16 +461,7 @@ impl<S: Store> Runner<S> {
     /// answers (approvals and client tools): each child is asked. A child that cannot
     /// be reached lists nothing (logged).
     pub async fn descendant_calls(&self, head: &SessionHead) -> Result<Vec<PendingCall>, RunError> {
-        let answered = |call: &str| {
-            matches!(
-                self.journal.suspension.find_answer(&head.id, call),
-                Ok(Some(_))
-            )
-        };
-        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
-        let mut children: Vec<String> = open_children(head, answered).collect();
-        #[cfg(feature = "persistent-children")]
-        children.extend(self.persistent_children(head, true).await?);
+        let children = self.asked_children(head).await?;
         let listed = join_all(children.iter().map(|id| self.children.pending(id))).await;
         let mut calls = Vec::new();
         for (id, result) in children.iter().zip(listed) {

@@ -13,13 +13,11 @@
 //!   so a status or a wait read later finds it, and the parent's record of the child
 //!   (its [`SubSession`], with `name` and `mode`) names the turn's call.
 
-use super::ops::ensure_idle;
 use super::{Live, RunError, Runner};
 use crate::agent::{Agent, persistent_child_id};
 use crate::message::{Message, ToolCall};
 use crate::store::{
-    Answer, ChildMode, ChildStatus, InterruptRequest, PendingCall, PendingKind, SessionStatus,
-    Store, SubSession,
+    Answer, ChildMode, ChildStatus, PendingCall, PendingKind, SessionStatus, Store, SubSession,
 };
 use crate::tool::companion::{CompanionOp, valid_child_name};
 use serde_json::{Value, json};
@@ -281,10 +279,8 @@ impl<S: Store> Runner<S> {
                 Ok(view.map(done))
             }
             CompanionOp::Wait => {
-                let turn = record
-                    .map(|r| turn_key(&r.tool_call_id))
-                    .unwrap_or_default();
-                Ok(self.journal.suspension.find_answer(parent, &turn)?)
+                let outcome = record.map(|r| self.turn_outcome(parent, r)).transpose()?;
+                Ok(outcome.flatten())
             }
             CompanionOp::List => Ok(None),
         }
@@ -386,8 +382,7 @@ impl<S: Store> Runner<S> {
             if r.mode != Some(ChildMode::NonBlocking) || r.status != ChildStatus::Running {
                 continue;
             }
-            let turn = turn_key(&r.tool_call_id);
-            let (status, text) = match self.journal.suspension.find_answer(&live.head.id, &turn)? {
+            let (status, text) = match self.turn_outcome(&live.head.id, r)? {
                 Some(Answer::ChildOutput { output }) => (
                     ChildStatus::Completed,
                     format!("finished its turn. Output: {output}"),
@@ -408,63 +403,6 @@ impl<S: Store> Runner<S> {
             });
         }
         Ok(notices)
-    }
-
-    /// A persistent child's parent starts its next turn with `message`, for the parent's
-    /// call `tool_call_id` ([`ChildOrder::Message`]). Idempotent: a child whose turn
-    /// answers that call already is left alone.
-    pub async fn parent_message(
-        &self,
-        session_id: &str,
-        message: String,
-        tool_call_id: &str,
-    ) -> Result<(), RunError> {
-        let mut live = self.load(session_id).await?;
-        let Some(parent) = live.head.parent.as_mut() else {
-            return Err(RunError::Busy("the session has no parent"));
-        };
-        if parent.tool_call_id == tool_call_id {
-            return Ok(());
-        }
-        let then = crate::store::FollowUp {
-            message,
-            tool_call_id: tool_call_id.to_string(),
-        };
-        if let Some(queued) = live.interrupt.as_ref().and_then(|r| r.then.as_ref()) {
-            return match queued.tool_call_id == tool_call_id {
-                true => Ok(()),
-                false => Err(RunError::Busy("another message waits for the turn to stop")),
-            };
-        }
-        if live.head.status == SessionStatus::Active {
-            // Running (or waiting on answers): the turn stops at its next step boundary,
-            // or ends, then this one starts.
-            let request = InterruptRequest {
-                reason: Some("Its parent sent a new message.".into()),
-                then: Some(then),
-            };
-            self.store
-                .request_interrupt(session_id, request.clone())
-                .await?;
-            *self.interrupt_requested.borrow_mut() = Some(request);
-            return Ok(());
-        }
-        ensure_idle(&live.head)?;
-        self.follow_up(&mut live, then).await
-    }
-
-    /// Starts a persistent child's next turn, for its parent's call.
-    pub(crate) async fn follow_up(
-        &self,
-        live: &mut Live,
-        then: crate::store::FollowUp,
-    ) -> Result<(), RunError> {
-        if let Some(parent) = live.head.parent.as_mut() {
-            parent.tool_call_id = then.tool_call_id;
-        }
-        self.start_run(live, vec![Message::user(then.message)], None)
-            .await
-            .map(drop)
     }
 
     /// The persistent children of `parent` that were not terminated, by id; with
@@ -492,6 +430,12 @@ impl<S: Store> Runner<S> {
         Ok(ids)
     }
 
+    /// The outcome of a persistent child's current turn, once it ended.
+    fn turn_outcome(&self, parent: &str, r: &SubSession) -> Result<Option<Answer>, RunError> {
+        let turn = turn_key(&r.tool_call_id);
+        Ok(self.journal.suspension.find_answer(parent, &turn)?)
+    }
+
     /// A persistent child as `listChildren` and `getChildStatus` show it: its record,
     /// and the outcome of its current turn once that ended.
     fn child_view(&self, parent: &str, r: &SubSession) -> Result<Value, RunError> {
@@ -505,11 +449,7 @@ impl<S: Store> Runner<S> {
         if r.status == ChildStatus::Terminated {
             return Ok(view);
         }
-        match self
-            .journal
-            .suspension
-            .find_answer(parent, &turn_key(&r.tool_call_id))?
-        {
+        match self.turn_outcome(parent, r)? {
             Some(Answer::ChildOutput { output }) => {
                 view["status"] = "completed".into();
                 view["output"] = output;

@@ -31,6 +31,8 @@ mod delete;
 mod emit;
 mod error;
 mod exec;
+#[cfg(feature = "persistent-children")]
+mod follow_up;
 mod ops;
 mod outcome;
 mod plan;

@@ -387,11 +387,7 @@ impl<S: Store> Runner<S> {
         if suspension.routed(call_id)?.is_some() || answered(call_id) {
             return Err(RunError::AlreadyResolved(call_id.into()));
         }
-        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
-        let mut children: Vec<String> =
-            super::children::open_children(&live.head, answered).collect();
-        #[cfg(feature = "persistent-children")]
-        children.extend(self.persistent_children(&live.head, true).await?);
+        let children = self.asked_children(&live.head).await?;
         if children.is_empty() {
             return Err(otherwise);
         }
