@@ -12,7 +12,8 @@ port="${PORT:-8787}"
 state=.wrangler/state
 
 if [ ! -f .dev.vars ]; then
-  cp .dev.vars.example .dev.vars
+  # The dev agent `dispatcher` calls this worker itself as its remote deployment.
+  sed "s#127.0.0.1:8787#127.0.0.1:$port#" .dev.vars.example > .dev.vars
   echo "[dev] created .dev.vars from .dev.vars.example (edit it to set a token or an LLM)"
 fi
 

@@ -40,7 +40,8 @@ mod hosted {
         #[cfg(feature = "dev-agents")]
         let agents = agents
             .with(reference_agents::orders()?)?
-            .with(reference_agents::team()?)?;
+            .with(reference_agents::team()?)?
+            .with(reference_agents::dispatcher()?)?;
         #[cfg(feature = "test-routes")]
         let agents = match var(env, "LEDGER_URL") {
             Some(url) => agents.with(crate::test_agents::ledger(url)?)?,

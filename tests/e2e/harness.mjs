@@ -27,6 +27,8 @@ const DEFAULT_VARS = {
   LLM_API_KEY: '',
   LOG_LEVEL: '',
   LEDGER_URL: '', // test build only: the `ledger` agent reports executions here
+  REMOTE_AGENT_URL: '', // the `dispatcher` agent's remote deployment
+  REMOTE_AGENT_TOKEN: '',
 };
 
 const running = new Set();

@@ -4,7 +4,8 @@
 //!
 //! Intents (case-insensitive; several can be joined with `;`):
 //! `delete <path>`, `note <text>`, `what time is it`, `email a,b,c[ about <subject>]`,
-//! `ask me something`, `research <topic>`, `process order <id>` (a three-call plan); with
+//! `ask me something`, `research <topic>`, `ask remote <task>`, `process order <id>` (a
+//! three-call plan); with
 //! persistent children, `hire <name> to research <topic>`, `tell <name> <message>`,
 //! `helpers`, `status of <name>`, `dismiss <name>`. Anything else gets a short help text.
 
@@ -30,6 +31,10 @@ fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
     let text = clause.trim();
     let lower = text.to_ascii_lowercase();
     let rest = |prefix: &str| text[prefix.len()..].trim().to_string();
+    if lower.starts_with("ask remote ") {
+        let task = rest("ask remote ");
+        return has(tools, "ask_remote").then(|| ("ask_remote", json!({ "task": task })));
+    }
     if let Some(prefix) = ["delete ", "remove "]
         .iter()
         .find(|p| lower.starts_with(*p))
@@ -218,10 +223,14 @@ impl DemoModel {
             }
             return turn;
         }
-        // A sub-agent's first message is its input as JSON: `{"topic": "..."}` reads as the topic.
+        // A sub-agent's first message is its input as JSON: `{"topic": "..."}` (or a
+        // remote one's `{"task": "..."}`) reads as that text.
         let topic = last_user
             .and_then(|m| serde_json::from_str::<Value>(m).ok())
-            .and_then(|v| v.get("topic").and_then(Value::as_str).map(str::to_string));
+            .and_then(|v| {
+                let text = v.get("topic").or_else(|| v.get("task"));
+                text.and_then(Value::as_str).map(str::to_string)
+            });
         let clauses = topic
             .as_deref()
             .or(last_user)

@@ -33,7 +33,8 @@
 //!   journal (stream, step attempts, suspension context). `replica`: how commits reach
 //!   D1, the queryable record, asynchronously. `d1`: D1 access. `http`: bodies,
 //!   responses and object-to-object requests. `llm`: model providers over `fetch`.
-//!   `worker_host`: clock, ids and logs. [`request`]: an outgoing request for tools that
+//!   `worker_host`: clock, ids and logs. `remote` (feature `remote-subagents`): other
+//!   deployments' agents over `fetch`, for remote sub-agent calls. [`request`]: an outgoing request for tools that
 //!   call HTTP APIs, without `worker::RequestInit`'s bundle cost.
 //!
 //! Everything that touches `worker::` is wasm-only.
@@ -56,6 +57,8 @@ mod list;
 mod llm;
 #[cfg(target_arch = "wasm32")]
 mod object;
+#[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]
+mod remote;
 #[cfg(target_arch = "wasm32")]
 mod replica;
 pub mod schema;

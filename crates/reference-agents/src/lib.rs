@@ -6,7 +6,11 @@
 //! wires its tools through its state: results stored with `_outputPath`, arguments that
 //! reference them, a whole fetch → check → store plan in one step. `team` ([`team`],
 //! feature `persistent-children`) leads researcher helpers that are persistent children.
+//! `dispatcher` ([`dispatcher`], feature `remote-subagents`) hands tasks to the
+//! `assistant` of another deployment.
 
+#[cfg(feature = "remote-subagents")]
+mod dispatcher;
 mod orders;
 #[cfg(feature = "persistent-children")]
 mod team;
@@ -15,6 +19,8 @@ pub use orders::{
     APPROVAL_OVER, Check, CheckOrder, FetchOrder, Order, OrdersState, StoreOrder, Stored, orders,
 };
 
+#[cfg(feature = "remote-subagents")]
+pub use dispatcher::{REMOTE_TASK_TIMEOUT, RemoteTask, dispatcher};
 #[cfg(feature = "persistent-children")]
 pub use team::team;
 

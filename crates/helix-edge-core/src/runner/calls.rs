@@ -98,7 +98,7 @@ pub(crate) fn plan(agent: &Agent, call: &ToolCall, state: &Value) -> Plan {
     }
     match agent.tool(&call.name) {
         None => Plan::Unknown,
-        Some(t) if t.subagent_of().is_some() || t.companion_op().is_some() => Plan::SubAgent,
+        Some(t) if t.child_agent().is_some() || t.companion_op().is_some() => Plan::SubAgent,
         Some(t) if t.is_client() => Plan::Gated(PendingKind::Client),
         Some(t) if t.needs_approval(&call.arguments, state) => Plan::Gated(PendingKind::Approval),
         Some(t) if t.is_finish_with() => Plan::FinishWith,

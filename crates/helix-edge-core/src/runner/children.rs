@@ -16,6 +16,10 @@
 //!   down to the children it waits on ([`Routed::Descendants`](super::Routed)), and the
 //!   root lists those calls as its own ([`Runner::descendant_calls`]).
 
+// Without the feature `subagents` the machinery below is not reached: the runner's ways
+// into it are the stubs next to each.
+#![cfg_attr(not(feature = "subagents"), allow(dead_code, unused_imports))]
+
 use super::emit::Emitter;
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
@@ -189,17 +193,6 @@ pub(crate) fn subsession(
     }
 }
 
-/// The child sessions `head` still waits on (its unanswered child calls), by id.
-pub(crate) fn open_children<'a>(
-    head: &'a SessionHead,
-    answered: impl Fn(&str) -> bool + 'a,
-) -> impl Iterator<Item = String> + 'a {
-    head.pending
-        .iter()
-        .filter(move |p| !answered(&p.tool_call_id))
-        .filter_map(|p| waited_child(&head.id, p))
-}
-
 /// The child session a pending call of session `head_id` waits on: a sub-agent call's
 /// child, or the persistent child of a companion call that waits on a turn.
 pub(crate) fn waited_child(head_id: &str, p: &PendingCall) -> Option<String> {
@@ -222,10 +215,17 @@ pub(crate) fn waited_child(head_id: &str, p: &PendingCall) -> Option<String> {
 }
 
 impl<S: Store> Runner<S> {
+    /// Without sub-agents no call waits on a child.
+    #[cfg(not(feature = "subagents"))]
+    pub(crate) async fn settle_children(&self, _: &mut Live, _: &Agent) -> Result<(), RunError> {
+        Ok(())
+    }
+
     /// Answers the unanswered child calls of `live` that timed out or cannot be started,
     /// and starts the children this instance has not started yet (siblings together;
     /// starting one that exists is harmless). Answers go into `live.answers`; they are
     /// stored first, so they stand.
+    #[cfg(feature = "subagents")]
     pub(crate) async fn settle_children(
         &self,
         live: &mut Live,
@@ -240,11 +240,18 @@ impl<S: Store> Runner<S> {
             .collect();
         let now = self.host.now_ms();
         let mut starts = Vec::new();
+        #[cfg(feature = "remote-subagents")]
+        let mut remotes = Vec::new();
         for call in open {
             let child_id = child_session_id(&live.head.id, &call.tool_call_id);
             let tool = agent.tool(&call.tool_name);
             if tool.is_some_and(|t| t.companion_op().is_some()) {
                 continue; // settled by `settle_companions`
+            }
+            #[cfg(feature = "remote-subagents")]
+            if let Some(remote) = tool.and_then(|t| t.remote_of()) {
+                remotes.push((call, remote.clone()));
+                continue;
             }
             let Some((child_agent, timeout_ms)) = tool.and_then(|t| t.subagent_of()) else {
                 let failure = failed("subagent_unknown", "This sub-agent tool no longer exists.");
@@ -301,11 +308,20 @@ impl<S: Store> Runner<S> {
         }
         #[cfg(feature = "persistent-children")]
         self.settle_companions(live, agent).await?;
+        #[cfg(feature = "remote-subagents")]
+        self.settle_remotes(live, remotes).await?;
         Ok(())
+    }
+
+    /// Without sub-agents a session has no children to ask.
+    #[cfg(not(feature = "subagents"))]
+    pub(crate) async fn asked_children(&self, _: &SessionHead) -> Result<Vec<String>, RunError> {
+        Ok(Vec::new())
     }
 
     /// The children whose pending calls surface at `head`, and which take the answers
     /// submitted there: those it still waits on, and its running non-blocking helpers.
+    #[cfg(feature = "subagents")]
     pub(crate) async fn asked_children(&self, head: &SessionHead) -> Result<Vec<String>, RunError> {
         let answered = |call: &str| {
             matches!(
@@ -314,7 +330,12 @@ impl<S: Store> Runner<S> {
             )
         };
         #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
-        let mut children: Vec<String> = open_children(head, answered).collect();
+        let mut children: Vec<String> = head
+            .pending
+            .iter()
+            .filter(|p| !answered(&p.tool_call_id))
+            .filter_map(|p| self.local_child(head, p))
+            .collect();
         #[cfg(feature = "persistent-children")]
         children.extend(self.persistent_children(head, true).await?);
         Ok(children)
@@ -397,8 +418,9 @@ impl<S: Store> Runner<S> {
     ) -> (Message, Option<PatchOp>) {
         let child_agent = agent
             .tool(&call.name)
-            .and_then(|t| t.subagent_of())
-            .map_or_else(String::new, |(a, _)| a.name().to_string());
+            .and_then(|t| t.child_agent())
+            .unwrap_or_default()
+            .to_string();
         let output = match answer {
             Answer::ChildOutput { output } => Some(output.clone()),
             _ => None,
@@ -430,15 +452,42 @@ impl<S: Store> Runner<S> {
         }
     }
 
+    /// Without sub-agents there is no child to order.
+    #[cfg(not(feature = "subagents"))]
+    pub(crate) async fn order_children(&self, _: &SessionHead, _: ChildOrder) {}
+
     /// Sends `order` to every child `head` still waits on; failures are logged (a child
     /// that misses an abort still ends at its timeout).
+    #[cfg(feature = "subagents")]
     pub(crate) async fn order_children(&self, head: &SessionHead, order: ChildOrder) {
+        #[cfg(feature = "remote-subagents")]
+        {
+            let passed_on = match order {
+                ChildOrder::Abort { .. } => Some(super::RemoteOrder::Abort),
+                ChildOrder::Interrupt { .. } => Some(super::RemoteOrder::Interrupt),
+                ChildOrder::Resume => Some(super::RemoteOrder::Resume),
+                _ => None,
+            };
+            if let Some(order) = passed_on {
+                self.order_remotes(head, order).await;
+            }
+        }
         let ids: Vec<String> = head
             .pending
             .iter()
-            .filter_map(|p| waited_child(&head.id, p))
+            .filter_map(|p| self.local_child(head, p))
             .collect();
         self.order_all(&head.id, &ids, order).await;
+    }
+
+    /// The child session in this deployment a pending call of `head` waits on (none
+    /// for a remote sub-agent's call).
+    fn local_child(&self, head: &SessionHead, p: &PendingCall) -> Option<String> {
+        #[cfg(feature = "remote-subagents")]
+        if self.remote_call(head, p).is_some() {
+            return None;
+        }
+        waited_child(&head.id, p)
     }
 
     /// Sends `order` to each of `ids`, children of `session`; failures are logged.
@@ -457,13 +506,23 @@ impl<S: Store> Runner<S> {
         }
     }
 
+    /// Without sub-agents nothing is pending below a session.
+    #[cfg(not(feature = "subagents"))]
+    pub async fn descendant_calls(&self, _: &SessionHead) -> Result<Vec<PendingCall>, RunError> {
+        Ok(Vec::new())
+    }
+
     /// The calls pending in the children `head` waits on, and below them, that a client
     /// answers (approvals and client tools): each child is asked. A child that cannot
     /// be reached lists nothing (logged).
+    #[cfg(feature = "subagents")]
     pub async fn descendant_calls(&self, head: &SessionHead) -> Result<Vec<PendingCall>, RunError> {
         let children = self.asked_children(head).await?;
         let listed = join_all(children.iter().map(|id| self.children.pending(id))).await;
+        #[cfg_attr(not(feature = "remote-subagents"), allow(unused_mut))]
         let mut calls = Vec::new();
+        #[cfg(feature = "remote-subagents")]
+        calls.extend(self.remote_calls(head).await);
         for (id, result) in children.iter().zip(listed) {
             match result {
                 Ok(pending) => calls.extend(pending),

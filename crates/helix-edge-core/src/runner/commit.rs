@@ -105,11 +105,11 @@ impl<S: Store> Runner<S> {
                 };
                 for p in &pending {
                     post.extend(suspension_events(agent, &head.id, p, emitter));
-                    if let (PendingKind::Child, Some((child, _))) = (
+                    if let (PendingKind::Child, Some(child)) = (
                         p.kind,
-                        agent.tool(&p.tool_name).and_then(|t| t.subagent_of()),
+                        agent.tool(&p.tool_name).and_then(|t| t.child_agent()),
                     ) {
-                        let record = subsession(&head.id, p, child.name(), None, now);
+                        let record = subsession(&head.id, p, child, None, now);
                         concluded.children.push(record);
                     }
                 }
@@ -300,8 +300,8 @@ fn suspension_events(
         PendingKind::Child => {
             let child_agent = agent
                 .tool(&p.tool_name)
-                .and_then(|t| t.subagent_of())
-                .map_or("", |(a, _)| a.name());
+                .and_then(|t| t.child_agent())
+                .unwrap_or_default();
             vec![
                 emitter.event(start(Executor::Server, None)),
                 emitter.event_as(

@@ -25,6 +25,9 @@ impl<S: Store> Runner<S> {
             return Err(RunError::SubAgentSession(parent.root_id.clone()));
         }
         self.abort.borrow().abort();
+        // Remote sessions still running for it end; their records are their deployment's.
+        #[cfg(feature = "remote-subagents")]
+        self.order_remotes(&head, super::RemoteOrder::Abort).await;
         let children = self.store.subsessions(session_id).await?;
         let orders = children
             .iter()

@@ -36,6 +36,8 @@ mod follow_up;
 mod ops;
 mod outcome;
 mod plan;
+#[cfg(feature = "remote-subagents")]
+mod remote;
 mod resolve;
 mod step;
 mod waits;
@@ -46,6 +48,11 @@ pub use children::{
 };
 pub use error::RunError;
 pub use ops::{CreateSession, Created, Routed, Submission};
+#[cfg(feature = "remote-subagents")]
+pub use remote::{
+    MAX_FAILURES, MAX_POLL_MS, MIN_POLL_MS, NoRemotes, RemoteAnswer, RemoteError, RemoteOrder,
+    RemoteView, Remotes, submission_body,
+};
 
 use crate::agent::{Agent, Agents};
 use crate::chunk::RunStatus;
@@ -146,7 +153,17 @@ pub struct Runner<S: Store> {
     interrupt_requested: RefCell<Option<InterruptRequest>>,
     /// The child sessions this instance started (a later process starts them again:
     /// a start is idempotent).
+    #[cfg_attr(not(feature = "subagents"), allow(dead_code))]
     started: RefCell<Vec<String>>,
+    /// Reaches the deployments of remote sub-agent calls.
+    #[cfg(feature = "remote-subagents")]
+    remotes: Rc<dyn Remotes>,
+    /// How this instance polls each remote session it waits on.
+    #[cfg(feature = "remote-subagents")]
+    polls: RefCell<std::collections::HashMap<String, remote::Polling>>,
+    /// When the next poll of a remote session is due, as the last settle left it.
+    #[cfg(feature = "remote-subagents")]
+    poll_at: Cell<Option<u64>>,
     /// Whether this instance has brought the journal in line with durable state (once:
     /// recovery is about what earlier processes left behind).
     recovered: Cell<bool>,
@@ -183,6 +200,12 @@ impl<S: Store> Runner<S> {
             abort: RefCell::new(AbortSignal::new()),
             interrupt_requested: RefCell::new(None),
             started: RefCell::new(Vec::new()),
+            #[cfg(feature = "remote-subagents")]
+            remotes: Rc::new(NoRemotes),
+            #[cfg(feature = "remote-subagents")]
+            polls: RefCell::default(),
+            #[cfg(feature = "remote-subagents")]
+            poll_at: Cell::new(None),
             recovered: Cell::new(false),
             driving: Cell::new(false),
         }
@@ -191,6 +214,13 @@ impl<S: Store> Runner<S> {
     /// Lets the runner start and steer child sessions (sub-agents) through `children`.
     pub fn with_children(mut self, children: Rc<dyn Children>) -> Self {
         self.children = children;
+        self
+    }
+
+    /// Lets the runner run remote sub-agent calls on other deployments through `remotes`.
+    #[cfg(feature = "remote-subagents")]
+    pub fn with_remotes(mut self, remotes: Rc<dyn Remotes>) -> Self {
+        self.remotes = remotes;
         self
     }
 

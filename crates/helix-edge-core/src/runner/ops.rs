@@ -300,7 +300,7 @@ impl<S: Store> Runner<S> {
                 },
                 None => RunError::ToolCallNotFound(call_id.into()),
             };
-            return self.route(&live, call_id, not_found).await;
+            return self.route(&live, &submission, not_found).await;
         };
         let answered_at = self.host.now_ms();
         let answer = match (pending.kind, submission) {
@@ -378,14 +378,20 @@ impl<S: Store> Runner<S> {
     async fn route(
         &self,
         live: &Live,
-        call_id: &str,
+        submission: &Submission,
         otherwise: RunError,
     ) -> Result<Routed, RunError> {
+        let call_id = submission.call_id();
         let suspension = &self.journal.suspension;
         let answered =
             |call: &str| matches!(suspension.find_answer(&live.head.id, call), Ok(Some(_)));
         if suspension.routed(call_id)?.is_some() || answered(call_id) {
             return Err(RunError::AlreadyResolved(call_id.into()));
+        }
+        // Passed on to a remote session that has it: the parent polls it now.
+        #[cfg(feature = "remote-subagents")]
+        if self.route_remote(&live.head, submission).await? {
+            return Ok(Routed::Here);
         }
         let children = self.asked_children(&live.head).await?;
         if children.is_empty() {

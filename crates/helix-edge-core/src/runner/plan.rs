@@ -239,7 +239,7 @@ impl<S: Store> Runner<S> {
                 PendingKind::Child if tool.companion_op().is_some() => {
                     Some(crate::tool::DEFAULT_SUBAGENT_TIMEOUT)
                 }
-                PendingKind::Child => tool.subagent_of().map(|(_, t)| t),
+                PendingKind::Child => tool.child_timeout(),
                 _ => tool.client_deadline(),
             };
             ran.pending.push(PendingCall {

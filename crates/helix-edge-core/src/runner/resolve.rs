@@ -33,7 +33,10 @@ impl<S: Store> Runner<S> {
             .filter(|p| live.answer(&p.tool_call_id).is_none())
             .collect();
         if !waiting.is_empty() {
-            let next_deadline = waiting.iter().filter_map(|p| p.deadline).min();
+            let deadlines = waiting.iter().filter_map(|p| p.deadline);
+            #[cfg(feature = "remote-subagents")]
+            let deadlines = deadlines.chain(self.take_poll_at());
+            let next_deadline = deadlines.min();
             return Ok(Some(Progress::Suspended { next_deadline }));
         }
         // The suspension commit is the head's last update: the wait is measured from it.
@@ -166,9 +169,9 @@ impl<S: Store> Runner<S> {
             .iter()
             .filter(|p| p.kind == PendingKind::Child)
             .filter_map(|p| {
-                let (child, _) = agent.tool(&p.tool_name)?.subagent_of()?;
+                let child = agent.tool(&p.tool_name)?.child_agent()?;
                 let answer = live.answer(&p.tool_call_id);
-                Some(subsession(&live.head.id, p, child.name(), answer, now))
+                Some(subsession(&live.head.id, p, child, answer, now))
             })
             .collect();
         #[cfg(feature = "persistent-children")]

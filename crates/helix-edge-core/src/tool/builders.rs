@@ -64,7 +64,7 @@ pub struct ClientTool(Tool);
 
 /// A tool that runs another agent as a child session; the child's output is the result.
 #[derive(Clone, Debug)]
-pub struct SubAgentTool(Tool);
+pub struct SubAgentTool(pub(super) Tool);
 
 macro_rules! into_tool {
     ($($builder:ident),*) => {$(
@@ -326,8 +326,11 @@ impl ClientTool {
 impl SubAgentTool {
     /// Abort the child and fail the call after `timeout` (default 10 minutes).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        if let Execution::SubAgent { timeout: t, .. } = &mut self.0.execution {
-            *t = timeout;
+        match &mut self.0.execution {
+            Execution::SubAgent { timeout: t, .. } => *t = timeout,
+            #[cfg(feature = "remote-subagents")]
+            Execution::Remote { timeout: t, .. } => *t = timeout,
+            _ => {}
         }
         self
     }

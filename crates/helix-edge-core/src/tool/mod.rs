@@ -1,7 +1,8 @@
 //! Tools: what an agent can call. A tool has a name, a description, an input JSON Schema
 //! and one way of running: on the server (an async function over typed input), on the
 //! client (the client submits the result, optionally before a deadline), as a sub-agent
-//! (a child session), or — for `finish_with` tools — on the server after the step's
+//! (a child session; with the feature `remote-subagents`, one on another deployment),
+//! or — for `finish_with` tools — on the server after the step's
 //! other tools, possibly ending the run. Server tools may require approval: never,
 //! always, or when a predicate over the input and state says so (failing closed).
 //!
@@ -17,9 +18,13 @@
 mod builders;
 pub mod companion;
 mod context;
+#[cfg(feature = "remote-subagents")]
+mod remote;
 
 pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool, SubAgentTool};
 pub use context::{AbortSignal, ToolContext};
+#[cfg(feature = "remote-subagents")]
+pub use remote::{DEFAULT_TOKEN_VAR, DEFAULT_URL_VAR, RemoteAgent};
 
 use crate::error::ToolError;
 use crate::memory::OutputPath;
@@ -88,6 +93,14 @@ pub(crate) enum Execution {
         /// The child's agent (it has an output schema).
         agent: Rc<crate::agent::Agent>,
         /// How long the child may take before it is aborted.
+        timeout: Duration,
+    },
+    /// As a session of an agent of another deployment.
+    #[cfg(feature = "remote-subagents")]
+    Remote {
+        /// The remote agent.
+        remote: Rc<remote::RemoteAgent>,
+        /// How long the remote session may take before it is aborted.
         timeout: Duration,
     },
     /// By the runner, on the agent's persistent children (a companion tool).
@@ -214,6 +227,27 @@ impl Tool {
     pub fn subagent_of(&self) -> Option<(&Rc<crate::agent::Agent>, Duration)> {
         match &self.execution {
             Execution::SubAgent { agent, timeout } => Some((agent, *timeout)),
+            _ => None,
+        }
+    }
+
+    /// For tools whose calls run a child session (a sub-agent, here or remote): the
+    /// name of the child's agent.
+    pub(crate) fn child_agent(&self) -> Option<&str> {
+        match &self.execution {
+            Execution::SubAgent { agent, .. } => Some(agent.name()),
+            #[cfg(feature = "remote-subagents")]
+            Execution::Remote { remote, .. } => Some(remote.agent()),
+            _ => None,
+        }
+    }
+
+    /// For tools whose calls run a child session: how long the child may take.
+    pub(crate) fn child_timeout(&self) -> Option<Duration> {
+        match &self.execution {
+            Execution::SubAgent { timeout, .. } => Some(*timeout),
+            #[cfg(feature = "remote-subagents")]
+            Execution::Remote { timeout, .. } => Some(*timeout),
             _ => None,
         }
     }

@@ -175,6 +175,11 @@ impl Inner {
             self.env.clone(),
             self.app.sessions(),
         )));
+        #[cfg(feature = "remote-subagents")]
+        let runner = runner.with_remotes(Rc::new(crate::remote::HttpRemotes::new(
+            self.env.clone(),
+            stream.clone(),
+        )));
         let parts = Rc::new(Parts {
             sql,
             stream,

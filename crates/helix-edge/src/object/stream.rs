@@ -20,10 +20,16 @@ impl Inner {
     pub(super) async fn stream(self: &Rc<Self>, parts: &Parts, id: &str, req: &Request) -> Answer {
         let head = parts.runner.head_for_stream(id).await?;
         let after_header = req.headers().get("last-event-id").ok().flatten();
-        let after_query = crate::api::query_pairs(&req.inner().url())
-            .into_iter()
-            .find(|(k, _)| k == "after")
-            .map(|(_, v)| v);
+        let query = crate::api::query_pairs(&req.inner().url());
+        let param = |name: &str| {
+            query
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let after_query = param("after");
+        // `follow=false`: the buffered events only, then the end of the response.
+        let follow = param("follow").as_deref() != Some("false");
         let after = match after_header.or(after_query) {
             None => 0,
             Some(v) => v.trim().parse::<u64>().map_err(|_| {
@@ -31,11 +37,16 @@ impl Inner {
             })?,
         };
         let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
-        let backlog = parts.stream.subscribe(after, tx);
         let ended =
             head.status != SessionStatus::Active && head.status != SessionStatus::Interrupted;
+        let backlog = match follow {
+            true => parts.stream.subscribe(after, tx),
+            false => parts.stream.backlog(after),
+        };
         let live = if ended {
             parts.stream.close_clients();
+            None
+        } else if !follow {
             None
         } else {
             self.start_pings();

@@ -164,9 +164,17 @@ impl SqlStreamLog {
         first_int(&rows).map(|s| s as u64)
     }
 
-    /// Registers a client and returns the frames it must get first: every retained
-    /// event after `after` (with a `truncated` notice if some are gone).
+    /// Registers a client and returns the frames it must get first: the
+    /// [`backlog`](Self::backlog) after `after`.
     pub fn subscribe(&self, after: u64, tx: ClientSender) -> Vec<Vec<u8>> {
+        let frames = self.backlog(after);
+        self.clients.add(tx);
+        frames
+    }
+
+    /// Every retained event after `after`, as SSE frames (with a `truncated` notice if
+    /// some are gone).
+    pub fn backlog(&self, after: u64) -> Vec<Vec<u8>> {
         let mut frames = Vec::new();
         let oldest = self.sql.query("SELECT MIN(seq) FROM events", Vec::new());
         let oldest =
@@ -183,7 +191,6 @@ impl SqlStreamLog {
                 .into_iter()
                 .map(|f| frame(f.seq, &f.event, &f.data)),
         );
-        self.clients.add(tx);
         frames
     }
 
@@ -236,6 +243,12 @@ impl SqlStreamLog {
     /// The parent acknowledged everything up to `seq`.
     pub fn mark_relayed(&self, seq: u64) {
         self.sql.set_mark("relayed", Some(&seq.to_string()));
+    }
+
+    /// How far the chunks relayed from child session `from` go (its sequence).
+    #[cfg(feature = "remote-subagents")]
+    pub fn relayed_from(&self, from: &str) -> u64 {
+        self.sql.counter(&format!("relay:{from}"))
     }
 
     /// Appends chunks relayed from child session `from`, skipping those already

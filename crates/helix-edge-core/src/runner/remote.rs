@@ -1,0 +1,716 @@
+//! Remote sub-agents (feature `remote-subagents`): a call of a
+//! [`Tool::remote_subagent`](crate::tool::Tool::remote_subagent) runs as a session of
+//! another helix-edge deployment, reached through its public API ([`Remotes`]).
+//!
+//! - The call is recorded as a pending child call, like a local sub-agent's. Its remote
+//!   session has the id a local child would have ([`child_session_id`]): a start
+//!   retried after a crash finds the session it created before (`409 session_exists`)
+//!   instead of creating another, and nothing finished there runs again.
+//! - The parent holds no connection while it waits. It **polls**: each drive of the
+//!   suspended parent asks the remote for the session ([`Remotes::view`], which also
+//!   brings the remote's new stream chunks into the parent's stream), and the drive
+//!   suspends again with the next poll as its deadline, so the platform's alarm wakes
+//!   the parent then. Polls come every second while the remote session changes and
+//!   back off to [`MAX_POLL_MS`] while it does not (a human deciding an approval there).
+//!   Polling rather than a callback from the remote: the remote needs no route back to
+//!   the parent and no credential of it, a parent behind a private network works, and
+//!   the poll is what recovery after a crash needs anyway — one path, not two.
+//! - Answers submitted at the root for calls pending in the remote session are
+//!   forwarded to it ([`Remotes::answer`]); interrupt, resume and abort are passed on.
+//! - A remote that cannot be reached (or answers garbage) [`MAX_FAILURES`] polls in a
+//!   row, that refuses the session, or that exceeds the call's timeout fails the call
+//!   with a classified tool error (`subagent_remote_unavailable`, `_rejected`,
+//!   `_invalid`, `subagent_timeout`): the model sees it and the parent goes on.
+
+use super::children::child_session_id;
+use super::{Live, RunError, Runner, Submission};
+use crate::host::{Level, LogValue};
+use crate::store::{Answer, PendingCall, PendingKind, SessionHead, SessionStatus, Store};
+use crate::tool::RemoteAgent;
+use futures::future::{LocalBoxFuture, join_all};
+use serde_json::{Value, json};
+use std::rc::Rc;
+
+/// Polls that fail in a row before the call fails.
+pub const MAX_FAILURES: u32 = 3;
+/// The first wait between two polls of a remote session (ms).
+pub const MIN_POLL_MS: u64 = 1_000;
+/// The longest wait between two polls of a remote session that does not change (ms).
+pub const MAX_POLL_MS: u64 = 15_000;
+
+/// How a runner reaches the deployments of its remote sub-agents (on the platform:
+/// `fetch` to their public API with the configured URL and token).
+pub trait Remotes {
+    /// Creates session `child_id` of the remote's agent with `message` as its first
+    /// message; a session of that id that exists already is the one (created before).
+    fn start<'a>(
+        &'a self,
+        remote: &'a RemoteAgent,
+        child_id: &'a str,
+        message: &'a str,
+    ) -> LocalBoxFuture<'a, Result<(), RemoteError>>;
+    /// The remote session as it is now; the platform also relays the remote stream's
+    /// new chunks into the parent's.
+    fn view<'a>(
+        &'a self,
+        remote: &'a RemoteAgent,
+        child_id: &'a str,
+    ) -> LocalBoxFuture<'a, Result<RemoteView, RemoteError>>;
+    /// Interrupts, resumes or aborts the remote session.
+    fn order<'a>(
+        &'a self,
+        remote: &'a RemoteAgent,
+        child_id: &'a str,
+        order: RemoteOrder,
+    ) -> LocalBoxFuture<'a, Result<(), RemoteError>>;
+    /// Submits an answer to a call pending in the remote session.
+    fn answer<'a>(
+        &'a self,
+        remote: &'a RemoteAgent,
+        child_id: &'a str,
+        body: &'a Value,
+    ) -> LocalBoxFuture<'a, Result<RemoteAnswer, RemoteError>>;
+}
+
+/// For runners without remote sub-agents: the remote is never reachable.
+pub struct NoRemotes;
+
+impl Remotes for NoRemotes {
+    fn start<'a>(
+        &'a self,
+        _: &'a RemoteAgent,
+        _: &'a str,
+        _: &'a str,
+    ) -> LocalBoxFuture<'a, Result<(), RemoteError>> {
+        Box::pin(async { Err(unavailable_here()) })
+    }
+    fn view<'a>(
+        &'a self,
+        _: &'a RemoteAgent,
+        _: &'a str,
+    ) -> LocalBoxFuture<'a, Result<RemoteView, RemoteError>> {
+        Box::pin(async { Err(unavailable_here()) })
+    }
+    fn order<'a>(
+        &'a self,
+        _: &'a RemoteAgent,
+        _: &'a str,
+        _: RemoteOrder,
+    ) -> LocalBoxFuture<'a, Result<(), RemoteError>> {
+        Box::pin(async { Err(unavailable_here()) })
+    }
+    fn answer<'a>(
+        &'a self,
+        _: &'a RemoteAgent,
+        _: &'a str,
+        _: &'a Value,
+    ) -> LocalBoxFuture<'a, Result<RemoteAnswer, RemoteError>> {
+        Box::pin(async { Err(unavailable_here()) })
+    }
+}
+
+fn unavailable_here() -> RemoteError {
+    RemoteError::Unavailable("remote sub-agents are not available in this runner".into())
+}
+
+/// What the parent passes on to a remote session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteOrder {
+    /// `POST …/interrupt`.
+    Interrupt,
+    /// `POST …/resume`.
+    Resume,
+    /// `POST …/abort`.
+    Abort,
+}
+
+impl RemoteOrder {
+    /// The route's last path segment.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Interrupt => "interrupt",
+            Self::Resume => "resume",
+            Self::Abort => "abort",
+        }
+    }
+
+    /// The statuses that mean the order needs no doing: the session is not running
+    /// (409) or, for an abort, does not exist (404).
+    pub fn done_already(self, status: u16) -> bool {
+        status == 409 || (self == Self::Abort && status == 404)
+    }
+}
+
+/// Why a remote could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoteError {
+    /// Not configured, not reachable, too slow, or answering 429/5xx.
+    Unavailable(String),
+    /// It refused: bad credentials, no such agent or session.
+    Rejected(String),
+    /// It answered something that is not its API.
+    Invalid(String),
+}
+
+impl RemoteError {
+    /// The tool error code the model sees.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unavailable(_) => "subagent_remote_unavailable",
+            Self::Rejected(_) => "subagent_remote_rejected",
+            Self::Invalid(_) => "subagent_remote_invalid",
+        }
+    }
+
+    /// What went wrong, in a sentence.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Unavailable(m) | Self::Rejected(m) | Self::Invalid(m) => m,
+        }
+    }
+
+    /// What a remote's HTTP `status` means, with its error body `body`: `Ok` on 2xx.
+    pub fn from_status(status: u16, body: &str) -> Result<(), RemoteError> {
+        if (200..300).contains(&status) {
+            return Ok(());
+        }
+        let said = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_string));
+        let said = said.map_or(String::new(), |m| format!(": {m}"));
+        let message = format!("the remote deployment answered HTTP {status}{said}");
+        Err(match status {
+            408 | 429 | 500..=599 => Self::Unavailable(message),
+            400..=499 => Self::Rejected(message),
+            _ => Self::Invalid(message),
+        })
+    }
+
+    fn answer(&self, what: &str) -> Answer {
+        Answer::ChildFailed {
+            code: self.code().into(),
+            error: format!("The remote sub-agent {what}: {}", self.message()),
+        }
+    }
+}
+
+/// A remote session as its `GET /v1/sessions/{id}` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteView {
+    /// Its status.
+    pub status: SessionStatus,
+    /// Its version: a poll that sees the same one saw no change.
+    pub version: u64,
+    /// Its output, once completed (the platform fills in `{"text": …}` with its last
+    /// answer when its agent has no structured output).
+    pub output: Option<Value>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The calls pending there that a client answers.
+    pub pending: Vec<PendingCall>,
+}
+
+impl RemoteView {
+    /// Reads the body of `GET /v1/sessions/{id}`.
+    pub fn parse(body: &str) -> Result<Self, RemoteError> {
+        let invalid = |what: &str| RemoteError::Invalid(format!("its session view {what}"));
+        let v: Value = serde_json::from_str(body).map_err(|_| invalid("is not JSON"))?;
+        let status = serde_json::from_value(v["status"].clone())
+            .map_err(|_| invalid("has no valid status"))?;
+        let version = v["version"]
+            .as_u64()
+            .ok_or_else(|| invalid("has no version"))?;
+        let call = |c: &Value| -> Option<PendingCall> {
+            Some(PendingCall {
+                tool_call_id: c["toolCallId"].as_str()?.into(),
+                tool_name: c["toolName"].as_str()?.into(),
+                arguments: c["arguments"].clone(),
+                kind: serde_json::from_value(c["kind"].clone()).ok()?,
+                deadline: c["deadline"].as_u64(),
+                since: 0,
+                output_path: None,
+            })
+        };
+        let pending = match &v["pendingToolCalls"] {
+            Value::Null => Vec::new(),
+            Value::Array(calls) => calls
+                .iter()
+                .map(call)
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| invalid("has a malformed pending call"))?,
+            _ => return Err(invalid("has malformed pending calls")),
+        };
+        Ok(Self {
+            status,
+            version,
+            output: v.get("output").filter(|o| !o.is_null()).cloned(),
+            error: v["error"]["message"].as_str().map(str::to_string),
+            pending,
+        })
+    }
+
+    /// How the call ends, once the remote session ended.
+    fn outcome(&self) -> Option<Answer> {
+        let failed = |code: &str, what: &str| {
+            let detail = self
+                .error
+                .as_deref()
+                .map_or(String::new(), |e| format!(": {e}"));
+            Some(Answer::ChildFailed {
+                code: code.into(),
+                error: format!("The remote sub-agent {what}{detail}"),
+            })
+        };
+        match self.status {
+            // Bounded like every result when it becomes the call's.
+            SessionStatus::Completed => Some(Answer::ChildOutput {
+                output: self.output.clone().unwrap_or_default(),
+            }),
+            SessionStatus::Failed => failed("subagent_failed", "failed"),
+            SessionStatus::Aborted => failed("subagent_aborted", "was aborted"),
+            SessionStatus::Active | SessionStatus::Interrupted => None,
+        }
+    }
+}
+
+/// Where an answer forwarded to a remote session went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RemoteAnswer {
+    /// The remote stored it (202).
+    Taken,
+    /// The call is not pending there (404).
+    NotThere,
+    /// The remote refused it (a second answer, the wrong kind): the client's error.
+    Refused(RunError),
+}
+
+impl RemoteAnswer {
+    /// What a remote's answer to a forwarded submission means.
+    pub fn from_status(status: u16, body: &str, call_id: &str) -> Result<Self, RemoteError> {
+        let code = serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| v["error"]["code"].as_str().map(str::to_string));
+        Ok(match (status, code.as_deref()) {
+            (202, _) => Self::Taken,
+            (404, Some("tool_call_not_found")) => Self::NotThere,
+            (409, Some("tool_call_already_resolved")) => {
+                Self::Refused(RunError::AlreadyResolved(call_id.into()))
+            }
+            (400, Some("kind_mismatch")) => Self::Refused(RunError::KindMismatch {
+                call: call_id.into(),
+                expected: "the other kind of answer",
+            }),
+            (400 | 413, _) => {
+                let said = RemoteError::from_status(status, body).err();
+                let said = said.map_or(String::new(), |e| e.message().to_string());
+                Self::Refused(RunError::ResultInvalid(said))
+            }
+            _ => {
+                RemoteError::from_status(status, body)?;
+                return Err(RemoteError::Invalid(format!(
+                    "it answered HTTP {status} to a tool result"
+                )));
+            }
+        })
+    }
+}
+
+/// The body of `POST …/tool-results` that carries `submission`.
+pub fn submission_body(submission: &Submission) -> Value {
+    match submission {
+        Submission::Approval {
+            tool_call_id,
+            approved,
+            reason,
+        } => {
+            let mut body = json!({
+                "kind": "approval-response",
+                "toolCallId": tool_call_id,
+                "approved": approved,
+            });
+            if let Some(reason) = reason {
+                body["reason"] = json!(reason);
+            }
+            body
+        }
+        Submission::ClientResult {
+            tool_call_id,
+            outcome: Ok(result),
+        } => json!({ "kind": "client-tool-result", "toolCallId": tool_call_id, "result": result }),
+        Submission::ClientResult {
+            tool_call_id,
+            outcome: Err(error),
+        } => json!({ "kind": "client-tool-result", "toolCallId": tool_call_id, "error": error }),
+    }
+}
+
+/// How this instance polls one remote session (kept in memory: a new process starts
+/// polling afresh, which is all recovery needs).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Polling {
+    version: Option<u64>,
+    wait_ms: u64,
+    failures: u32,
+}
+
+impl<S: Store> Runner<S> {
+    /// The remote agent a pending call of `head` runs on, if it is a remote call.
+    pub(crate) fn remote_call(
+        &self,
+        head: &SessionHead,
+        p: &PendingCall,
+    ) -> Option<Rc<RemoteAgent>> {
+        if p.kind != PendingKind::Child {
+            return None;
+        }
+        let agent = self.agents.get(&head.agent)?;
+        agent.tool(&p.tool_name)?.remote_of().cloned()
+    }
+
+    /// The remote calls of `head` still waiting: each call's remote and session id.
+    fn open_remotes(&self, head: &SessionHead) -> Vec<(Rc<RemoteAgent>, String)> {
+        head.pending
+            .iter()
+            .filter(|p| !self.has_answer(&head.id, &p.tool_call_id))
+            .filter_map(|p| {
+                let remote = self.remote_call(head, p)?;
+                Some((remote, child_session_id(&head.id, &p.tool_call_id)))
+            })
+            .collect()
+    }
+
+    /// Starts, polls and times out the unanswered remote calls of `live`; the calls that
+    /// ended get their answers (stored first, so they stand), and the next poll is due
+    /// at [`Runner::take_poll_at`].
+    pub(crate) async fn settle_remotes(
+        &self,
+        live: &mut Live,
+        calls: Vec<(PendingCall, Rc<RemoteAgent>)>,
+    ) -> Result<(), RunError> {
+        self.poll_at.set(None);
+        let head_id = live.head.id.clone();
+        let ended = join_all(
+            calls
+                .iter()
+                .map(|(call, remote)| self.poll_remote(&head_id, call, remote)),
+        )
+        .await;
+        let now = self.host.now_ms();
+        for ((call, _), answer) in calls.iter().zip(ended) {
+            let child_id = child_session_id(&head_id, &call.tool_call_id);
+            match answer {
+                Some(answer) => {
+                    self.polls.borrow_mut().remove(&child_id);
+                    self.store_child_answer(live, &call.tool_call_id, answer)?;
+                }
+                None => {
+                    let wait = self
+                        .polls
+                        .borrow()
+                        .get(&child_id)
+                        .map_or(MIN_POLL_MS, |p| p.wait_ms);
+                    let at = now + wait;
+                    let due = self.poll_at.get().map_or(at, |t| t.min(at));
+                    self.poll_at.set(Some(due));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// When the next poll of a remote session is due (ms), as set by the last settle.
+    pub(crate) fn take_poll_at(&self) -> Option<u64> {
+        self.poll_at.take()
+    }
+
+    /// One remote call's turn: its timeout, its start (once per instance: a start is
+    /// idempotent), then a look at the session. `Some` once the call ends.
+    async fn poll_remote(
+        &self,
+        head_id: &str,
+        call: &PendingCall,
+        remote: &RemoteAgent,
+    ) -> Option<Answer> {
+        let child_id = child_session_id(head_id, &call.tool_call_id);
+        if call.deadline.is_some_and(|d| d <= self.host.now_ms()) {
+            self.order_remote(head_id, remote, &child_id, RemoteOrder::Abort)
+                .await;
+            let secs = call.deadline.unwrap_or_default().saturating_sub(call.since) / 1000;
+            return Some(Answer::ChildFailed {
+                code: "subagent_timeout".into(),
+                error: format!("The remote sub-agent did not finish within {secs} s."),
+            });
+        }
+        if !self.started.borrow().contains(&child_id) {
+            let message = call.arguments.to_string();
+            match self.remotes.start(remote, &child_id, &message).await {
+                Ok(()) => self.started.borrow_mut().push(child_id.clone()),
+                Err(e) => {
+                    return self
+                        .remote_failed(head_id, remote, &child_id, e, "could not be started")
+                        .await;
+                }
+            }
+        }
+        match self.remotes.view(remote, &child_id).await {
+            Ok(view) => {
+                let mut polls = self.polls.borrow_mut();
+                let polling = polls.entry(child_id).or_default();
+                polling.wait_ms = match polling.version == Some(view.version) {
+                    true => (polling.wait_ms * 2).clamp(MIN_POLL_MS, MAX_POLL_MS),
+                    false => MIN_POLL_MS,
+                };
+                polling.version = Some(view.version);
+                polling.failures = 0;
+                view.outcome()
+            }
+            Err(e) => {
+                self.remote_failed(head_id, remote, &child_id, e, "could not be reached")
+                    .await
+            }
+        }
+    }
+
+    /// A remote call's request failed: a refusal or garbage ends the call at once, an
+    /// unreachable remote after [`MAX_FAILURES`] failures in a row (it is aborted, in
+    /// case it is only unreachable from here).
+    async fn remote_failed(
+        &self,
+        head_id: &str,
+        remote: &RemoteAgent,
+        child_id: &str,
+        error: RemoteError,
+        what: &str,
+    ) -> Option<Answer> {
+        let failures = {
+            let mut polls = self.polls.borrow_mut();
+            let polling = polls.entry(child_id.to_string()).or_default();
+            polling.failures += 1;
+            polling.wait_ms = MIN_POLL_MS * 2;
+            polling.failures
+        };
+        let fields = [
+            ("session", LogValue::Str(head_id)),
+            ("child", LogValue::Str(child_id)),
+            ("code", LogValue::Str(error.code())),
+            ("error", LogValue::Str(error.message())),
+            ("failures", LogValue::Num(u64::from(failures))),
+        ];
+        self.host
+            .log(Level::Warn, "subagent_remote_failed", &fields);
+        if matches!(error, RemoteError::Unavailable(_)) && failures < MAX_FAILURES {
+            return None;
+        }
+        self.order_remote(head_id, remote, child_id, RemoteOrder::Abort)
+            .await;
+        Some(error.answer(what))
+    }
+
+    /// Passes `order` on to a remote session; a failure is logged (a session that
+    /// misses an abort is one its deployment ends by its own rules).
+    async fn order_remote(
+        &self,
+        head_id: &str,
+        remote: &RemoteAgent,
+        child_id: &str,
+        order: RemoteOrder,
+    ) {
+        if let Err(e) = self.remotes.order(remote, child_id, order).await {
+            let fields = [
+                ("session", LogValue::Str(head_id)),
+                ("child", LogValue::Str(child_id)),
+                ("order", LogValue::Str(order.path())),
+                ("error", LogValue::Str(e.message())),
+            ];
+            self.host.log(Level::Warn, "subagent_order_failed", &fields);
+        }
+    }
+
+    /// Passes `order` on to every remote session `head` waits on.
+    pub(crate) async fn order_remotes(&self, head: &SessionHead, order: RemoteOrder) {
+        let open = self.open_remotes(head);
+        let sent = open
+            .iter()
+            .map(|(remote, child_id)| self.order_remote(&head.id, remote, child_id, order));
+        join_all(sent).await;
+    }
+
+    /// The calls pending in the remote sessions `head` waits on, which a client answers
+    /// at the root. A remote that cannot be reached lists nothing (logged).
+    pub(crate) async fn remote_calls(&self, head: &SessionHead) -> Vec<PendingCall> {
+        let open = self.open_remotes(head);
+        let views = join_all(
+            open.iter()
+                .map(|(remote, id)| self.remotes.view(remote, id)),
+        )
+        .await;
+        let mut calls = Vec::new();
+        for ((_, child_id), view) in open.iter().zip(views) {
+            match view {
+                Ok(view) => calls.extend(view.pending),
+                Err(e) => {
+                    let fields = [
+                        ("session", LogValue::Str(&head.id)),
+                        ("child", LogValue::Str(child_id)),
+                        ("error", LogValue::Str(e.message())),
+                    ];
+                    self.host.log(Level::Warn, "subagent_unreachable", &fields);
+                }
+            }
+        }
+        calls
+    }
+
+    /// Forwards `submission` to the remote sessions `head` waits on until one takes it
+    /// (`Ok(true)`; the route is recorded so a second answer is refused here). A remote
+    /// that refuses it gives the client its refusal; `Ok(false)` when none has the call.
+    pub(crate) async fn route_remote(
+        &self,
+        head: &SessionHead,
+        submission: &Submission,
+    ) -> Result<bool, RunError> {
+        let body = submission_body(submission);
+        let call_id = submission.call_id();
+        let mut unreachable = None;
+        for (remote, child_id) in self.open_remotes(head) {
+            match self.remotes.answer(&remote, &child_id, &body).await {
+                Ok(RemoteAnswer::Taken) => {
+                    self.record_route(call_id, &child_id)?;
+                    // It goes on now: poll it soon again, not after the back-off.
+                    self.polls.borrow_mut().remove(&child_id);
+                    return Ok(true);
+                }
+                Ok(RemoteAnswer::NotThere) => {}
+                Ok(RemoteAnswer::Refused(e)) => return Err(e),
+                Err(e) => unreachable = Some(e),
+            }
+        }
+        match unreachable {
+            Some(e) => Err(RunError::RemoteUnavailable(e.message().to_string())),
+            None => Ok(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_classified() {
+        assert_eq!(RemoteError::from_status(201, ""), Ok(()));
+        let body = r#"{"error":{"code":"unauthorized","message":"Bad token.","retryable":false}}"#;
+        let err = RemoteError::from_status(401, body).unwrap_err();
+        assert_eq!(err.code(), "subagent_remote_rejected");
+        assert!(err.message().ends_with("HTTP 401: Bad token."), "{err:?}");
+        let down = RemoteError::from_status(503, "<html>").unwrap_err();
+        assert_eq!(down.code(), "subagent_remote_unavailable");
+        let odd = RemoteError::from_status(302, "").unwrap_err();
+        assert_eq!(odd.code(), "subagent_remote_invalid");
+    }
+
+    #[test]
+    fn views_parse_and_garbage_is_invalid() {
+        let body = json!({
+            "sessionId": "s", "agent": "assistant", "status": "active", "version": 4,
+            "stepCount": 1, "state": {},
+            "pendingToolCalls": [{"toolCallId": "c1", "toolName": "delete_file",
+                "arguments": {"path": "/x"}, "kind": "approval"}]
+        });
+        let view = RemoteView::parse(&body.to_string()).unwrap();
+        assert_eq!((view.status, view.version), (SessionStatus::Active, 4));
+        assert_eq!(view.pending[0].kind, PendingKind::Approval);
+        assert_eq!(view.outcome(), None);
+        for garbage in [
+            "",
+            "[]",
+            r#"{"status":"sleeping","version":1}"#,
+            r#"{"status":"active"}"#,
+        ] {
+            let err = RemoteView::parse(garbage).unwrap_err();
+            assert_eq!(err.code(), "subagent_remote_invalid", "{garbage}");
+        }
+        let bad_call =
+            json!({"status": "active", "version": 1, "pendingToolCalls": [{"kind": "approval"}]});
+        assert!(RemoteView::parse(&bad_call.to_string()).is_err());
+        let done = json!({"status": "completed", "version": 9, "output": {"text": "hi"}});
+        let view = RemoteView::parse(&done.to_string()).unwrap();
+        assert_eq!(
+            view.outcome(),
+            Some(Answer::ChildOutput {
+                output: json!({"text": "hi"})
+            })
+        );
+        let failed =
+            json!({"status": "failed", "version": 9, "error": {"code": "x", "message": "boom"}});
+        let Some(Answer::ChildFailed { code, error }) =
+            RemoteView::parse(&failed.to_string()).unwrap().outcome()
+        else {
+            panic!("a failed remote fails the call");
+        };
+        assert_eq!(code, "subagent_failed");
+        assert!(error.ends_with(": boom"), "{error}");
+    }
+
+    #[test]
+    fn forwarded_answers_are_classified() {
+        let err = |code: &str| {
+            json!({"error": {"code": code, "message": "m", "retryable": false}}).to_string()
+        };
+        assert_eq!(
+            RemoteAnswer::from_status(202, "{}", "c"),
+            Ok(RemoteAnswer::Taken)
+        );
+        assert_eq!(
+            RemoteAnswer::from_status(404, &err("tool_call_not_found"), "c"),
+            Ok(RemoteAnswer::NotThere)
+        );
+        assert_eq!(
+            RemoteAnswer::from_status(409, &err("tool_call_already_resolved"), "c"),
+            Ok(RemoteAnswer::Refused(RunError::AlreadyResolved("c".into())))
+        );
+        let mismatch = RemoteAnswer::from_status(400, &err("kind_mismatch"), "c");
+        assert!(matches!(
+            mismatch,
+            Ok(RemoteAnswer::Refused(RunError::KindMismatch { .. }))
+        ));
+        // A 404 that is not about the call (no such session there) is the remote's refusal.
+        let gone = RemoteAnswer::from_status(404, &err("session_not_found"), "c");
+        assert_eq!(gone.unwrap_err().code(), "subagent_remote_rejected");
+        assert_eq!(
+            RemoteAnswer::from_status(502, "", "c").unwrap_err().code(),
+            "subagent_remote_unavailable"
+        );
+    }
+
+    #[test]
+    fn submissions_round_trip_to_the_api_body() {
+        let approval = Submission::Approval {
+            tool_call_id: "c".into(),
+            approved: false,
+            reason: Some("no".into()),
+        };
+        let body = submission_body(&approval);
+        assert_eq!(
+            body,
+            json!({"kind": "approval-response", "toolCallId": "c", "approved": false, "reason": "no"})
+        );
+        let parsed: crate::api::ToolResultBody = serde_json::from_value(body).unwrap();
+        assert_eq!(parsed.into_submission().unwrap(), approval);
+        let plain = Submission::Approval {
+            tool_call_id: "c".into(),
+            approved: true,
+            reason: None,
+        };
+        let parsed: crate::api::ToolResultBody =
+            serde_json::from_value(submission_body(&plain)).unwrap();
+        assert_eq!(parsed.into_submission().unwrap(), plain);
+        let failed = Submission::ClientResult {
+            tool_call_id: "c".into(),
+            outcome: Err("no camera".into()),
+        };
+        let parsed: crate::api::ToolResultBody =
+            serde_json::from_value(submission_body(&failed)).unwrap();
+        assert_eq!(parsed.into_submission().unwrap(), failed);
+    }
+}
