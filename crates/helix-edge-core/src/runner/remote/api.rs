@@ -1,42 +1,12 @@
-//! Remote sub-agents (feature `remote-subagents`): a call of a
-//! [`Tool::remote_subagent`](crate::tool::Tool::remote_subagent) runs as a session of
-//! another helix-edge deployment, reached through its public API ([`Remotes`]).
-//!
-//! - The call is recorded as a pending child call, like a local sub-agent's. Its remote
-//!   session has the id a local child would have ([`child_session_id`]): a start
-//!   retried after a crash finds the session it created before (`409 session_exists`)
-//!   instead of creating another, and nothing finished there runs again.
-//! - The parent holds no connection while it waits. It **polls**: each drive of the
-//!   suspended parent asks the remote for the session ([`Remotes::view`], which also
-//!   brings the remote's new stream chunks into the parent's stream), and the drive
-//!   suspends again with the next poll as its deadline, so the platform's alarm wakes
-//!   the parent then. Polls come every second while the remote session changes and
-//!   back off to [`MAX_POLL_MS`] while it does not (a human deciding an approval there).
-//!   Polling rather than a callback from the remote: the remote needs no route back to
-//!   the parent and no credential of it, a parent behind a private network works, and
-//!   the poll is what recovery after a crash needs anyway — one path, not two.
-//! - Answers submitted at the root for calls pending in the remote session are
-//!   forwarded to it ([`Remotes::answer`]); interrupt, resume and abort are passed on.
-//! - A remote that cannot be reached (or answers garbage) [`MAX_FAILURES`] polls in a
-//!   row, that refuses the session, or that exceeds the call's timeout fails the call
-//!   with a classified tool error (`subagent_remote_unavailable`, `_rejected`,
-//!   `_invalid`, `subagent_timeout`): the model sees it and the parent goes on.
+//! The remote deployment's side as the runner sees it: [`Remotes`] (what the platform
+//! does over HTTP), what a remote's answers mean ([`RemoteError`], [`RemoteView`],
+//! [`RemoteAnswer`]) and the body an answer is forwarded with.
 
-use super::children::child_session_id;
-use super::{Live, RunError, Runner, Submission};
-use crate::host::{Level, LogValue};
-use crate::store::{Answer, PendingCall, PendingKind, SessionHead, SessionStatus, Store};
+use crate::runner::{RunError, Submission};
+use crate::store::{Answer, PendingCall, SessionStatus};
 use crate::tool::RemoteAgent;
-use futures::future::{LocalBoxFuture, join_all};
+use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
-use std::rc::Rc;
-
-/// Polls that fail in a row before the call fails.
-pub const MAX_FAILURES: u32 = 3;
-/// The first wait between two polls of a remote session (ms).
-pub const MIN_POLL_MS: u64 = 1_000;
-/// The longest wait between two polls of a remote session that does not change (ms).
-pub const MAX_POLL_MS: u64 = 15_000;
 
 /// How a runner reaches the deployments of its remote sub-agents (on the platform:
 /// `fetch` to their public API with the configured URL and token).
@@ -186,7 +156,7 @@ impl RemoteError {
         })
     }
 
-    fn answer(&self, what: &str) -> Answer {
+    pub(super) fn answer(&self, what: &str) -> Answer {
         Answer::ChildFailed {
             code: self.code().into(),
             error: format!("The remote sub-agent {what}: {}", self.message()),
@@ -250,7 +220,7 @@ impl RemoteView {
     }
 
     /// How the call ends, once the remote session ended.
-    fn outcome(&self) -> Option<Answer> {
+    pub(super) fn outcome(&self) -> Option<Answer> {
         let failed = |code: &str, what: &str| {
             let detail = self
                 .error
@@ -344,257 +314,10 @@ pub fn submission_body(submission: &Submission) -> Value {
     }
 }
 
-/// How this instance polls one remote session (kept in memory: a new process starts
-/// polling afresh, which is all recovery needs).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Polling {
-    version: Option<u64>,
-    wait_ms: u64,
-    failures: u32,
-}
-
-impl<S: Store> Runner<S> {
-    /// The remote agent a pending call of `head` runs on, if it is a remote call.
-    pub(crate) fn remote_call(
-        &self,
-        head: &SessionHead,
-        p: &PendingCall,
-    ) -> Option<Rc<RemoteAgent>> {
-        if p.kind != PendingKind::Child {
-            return None;
-        }
-        let agent = self.agents.get(&head.agent)?;
-        agent.tool(&p.tool_name)?.remote_of().cloned()
-    }
-
-    /// The remote calls of `head` still waiting: each call's remote and session id.
-    fn open_remotes(&self, head: &SessionHead) -> Vec<(Rc<RemoteAgent>, String)> {
-        head.pending
-            .iter()
-            .filter(|p| !self.has_answer(&head.id, &p.tool_call_id))
-            .filter_map(|p| {
-                let remote = self.remote_call(head, p)?;
-                Some((remote, child_session_id(&head.id, &p.tool_call_id)))
-            })
-            .collect()
-    }
-
-    /// Starts, polls and times out the unanswered remote calls of `live`; the calls that
-    /// ended get their answers (stored first, so they stand), and the next poll is due
-    /// at [`Runner::take_poll_at`].
-    pub(crate) async fn settle_remotes(
-        &self,
-        live: &mut Live,
-        calls: Vec<(PendingCall, Rc<RemoteAgent>)>,
-    ) -> Result<(), RunError> {
-        self.poll_at.set(None);
-        let head_id = live.head.id.clone();
-        let ended = join_all(
-            calls
-                .iter()
-                .map(|(call, remote)| self.poll_remote(&head_id, call, remote)),
-        )
-        .await;
-        let now = self.host.now_ms();
-        for ((call, _), answer) in calls.iter().zip(ended) {
-            let child_id = child_session_id(&head_id, &call.tool_call_id);
-            match answer {
-                Some(answer) => {
-                    self.polls.borrow_mut().remove(&child_id);
-                    self.store_child_answer(live, &call.tool_call_id, answer)?;
-                }
-                None => {
-                    let wait = self
-                        .polls
-                        .borrow()
-                        .get(&child_id)
-                        .map_or(MIN_POLL_MS, |p| p.wait_ms);
-                    let at = now + wait;
-                    let due = self.poll_at.get().map_or(at, |t| t.min(at));
-                    self.poll_at.set(Some(due));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// When the next poll of a remote session is due (ms), as set by the last settle.
-    pub(crate) fn take_poll_at(&self) -> Option<u64> {
-        self.poll_at.take()
-    }
-
-    /// One remote call's turn: its timeout, its start (once per instance: a start is
-    /// idempotent), then a look at the session. `Some` once the call ends.
-    async fn poll_remote(
-        &self,
-        head_id: &str,
-        call: &PendingCall,
-        remote: &RemoteAgent,
-    ) -> Option<Answer> {
-        let child_id = child_session_id(head_id, &call.tool_call_id);
-        if call.deadline.is_some_and(|d| d <= self.host.now_ms()) {
-            self.order_remote(head_id, remote, &child_id, RemoteOrder::Abort)
-                .await;
-            let secs = call.deadline.unwrap_or_default().saturating_sub(call.since) / 1000;
-            return Some(Answer::ChildFailed {
-                code: "subagent_timeout".into(),
-                error: format!("The remote sub-agent did not finish within {secs} s."),
-            });
-        }
-        if !self.started.borrow().contains(&child_id) {
-            let message = call.arguments.to_string();
-            match self.remotes.start(remote, &child_id, &message).await {
-                Ok(()) => self.started.borrow_mut().push(child_id.clone()),
-                Err(e) => {
-                    return self
-                        .remote_failed(head_id, remote, &child_id, e, "could not be started")
-                        .await;
-                }
-            }
-        }
-        match self.remotes.view(remote, &child_id).await {
-            Ok(view) => {
-                let mut polls = self.polls.borrow_mut();
-                let polling = polls.entry(child_id).or_default();
-                polling.wait_ms = match polling.version == Some(view.version) {
-                    true => (polling.wait_ms * 2).clamp(MIN_POLL_MS, MAX_POLL_MS),
-                    false => MIN_POLL_MS,
-                };
-                polling.version = Some(view.version);
-                polling.failures = 0;
-                view.outcome()
-            }
-            Err(e) => {
-                self.remote_failed(head_id, remote, &child_id, e, "could not be reached")
-                    .await
-            }
-        }
-    }
-
-    /// A remote call's request failed: a refusal or garbage ends the call at once, an
-    /// unreachable remote after [`MAX_FAILURES`] failures in a row (it is aborted, in
-    /// case it is only unreachable from here).
-    async fn remote_failed(
-        &self,
-        head_id: &str,
-        remote: &RemoteAgent,
-        child_id: &str,
-        error: RemoteError,
-        what: &str,
-    ) -> Option<Answer> {
-        let failures = {
-            let mut polls = self.polls.borrow_mut();
-            let polling = polls.entry(child_id.to_string()).or_default();
-            polling.failures += 1;
-            polling.wait_ms = MIN_POLL_MS * 2;
-            polling.failures
-        };
-        let fields = [
-            ("session", LogValue::Str(head_id)),
-            ("child", LogValue::Str(child_id)),
-            ("code", LogValue::Str(error.code())),
-            ("error", LogValue::Str(error.message())),
-            ("failures", LogValue::Num(u64::from(failures))),
-        ];
-        self.host
-            .log(Level::Warn, "subagent_remote_failed", &fields);
-        if matches!(error, RemoteError::Unavailable(_)) && failures < MAX_FAILURES {
-            return None;
-        }
-        self.order_remote(head_id, remote, child_id, RemoteOrder::Abort)
-            .await;
-        Some(error.answer(what))
-    }
-
-    /// Passes `order` on to a remote session; a failure is logged (a session that
-    /// misses an abort is one its deployment ends by its own rules).
-    async fn order_remote(
-        &self,
-        head_id: &str,
-        remote: &RemoteAgent,
-        child_id: &str,
-        order: RemoteOrder,
-    ) {
-        if let Err(e) = self.remotes.order(remote, child_id, order).await {
-            let fields = [
-                ("session", LogValue::Str(head_id)),
-                ("child", LogValue::Str(child_id)),
-                ("order", LogValue::Str(order.path())),
-                ("error", LogValue::Str(e.message())),
-            ];
-            self.host.log(Level::Warn, "subagent_order_failed", &fields);
-        }
-    }
-
-    /// Passes `order` on to every remote session `head` waits on.
-    pub(crate) async fn order_remotes(&self, head: &SessionHead, order: RemoteOrder) {
-        let open = self.open_remotes(head);
-        let sent = open
-            .iter()
-            .map(|(remote, child_id)| self.order_remote(&head.id, remote, child_id, order));
-        join_all(sent).await;
-    }
-
-    /// The calls pending in the remote sessions `head` waits on, which a client answers
-    /// at the root. A remote that cannot be reached lists nothing (logged).
-    pub(crate) async fn remote_calls(&self, head: &SessionHead) -> Vec<PendingCall> {
-        let open = self.open_remotes(head);
-        let views = join_all(
-            open.iter()
-                .map(|(remote, id)| self.remotes.view(remote, id)),
-        )
-        .await;
-        let mut calls = Vec::new();
-        for ((_, child_id), view) in open.iter().zip(views) {
-            match view {
-                Ok(view) => calls.extend(view.pending),
-                Err(e) => {
-                    let fields = [
-                        ("session", LogValue::Str(&head.id)),
-                        ("child", LogValue::Str(child_id)),
-                        ("error", LogValue::Str(e.message())),
-                    ];
-                    self.host.log(Level::Warn, "subagent_unreachable", &fields);
-                }
-            }
-        }
-        calls
-    }
-
-    /// Forwards `submission` to the remote sessions `head` waits on until one takes it
-    /// (`Ok(true)`; the route is recorded so a second answer is refused here). A remote
-    /// that refuses it gives the client its refusal; `Ok(false)` when none has the call.
-    pub(crate) async fn route_remote(
-        &self,
-        head: &SessionHead,
-        submission: &Submission,
-    ) -> Result<bool, RunError> {
-        let body = submission_body(submission);
-        let call_id = submission.call_id();
-        let mut unreachable = None;
-        for (remote, child_id) in self.open_remotes(head) {
-            match self.remotes.answer(&remote, &child_id, &body).await {
-                Ok(RemoteAnswer::Taken) => {
-                    self.record_route(call_id, &child_id)?;
-                    // It goes on now: poll it soon again, not after the back-off.
-                    self.polls.borrow_mut().remove(&child_id);
-                    return Ok(true);
-                }
-                Ok(RemoteAnswer::NotThere) => {}
-                Ok(RemoteAnswer::Refused(e)) => return Err(e),
-                Err(e) => unreachable = Some(e),
-            }
-        }
-        match unreachable {
-            Some(e) => Err(RunError::RemoteUnavailable(e.message().to_string())),
-            None => Ok(false),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::PendingKind;
 
     #[test]
     fn statuses_are_classified() {
