@@ -1181,6 +1181,8 @@ export interface operations {
         parameters: {
             query?: {
                 after?: number;
+                /** @description false: the buffered events only, then the end of the response. */
+                follow?: boolean;
             };
             header?: {
                 "Last-Event-ID"?: number;
