@@ -121,7 +121,7 @@ impl D1 {
         let e = backend(e);
         match &e {
             StoreError::Backend(m) if SqlFailure::of(m) == SqlFailure::Schema => {
-                crate::schema::outdated(&self.db).await
+                crate::migrations::outdated(&self.db).await
             }
             _ => e,
         }

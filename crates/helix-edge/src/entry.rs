@@ -82,9 +82,9 @@ async fn dispatch(
     authorize(config, credential.as_deref(), session, now_secs)?;
     // The database's schema is checked in the background, once per isolate.
     if let Ok(db) = env.d1(app.database()) {
-        ctx.wait_until(crate::schema::refresh(db));
+        ctx.wait_until(crate::migrations::refresh(db));
     }
-    if let Some(outdated) = crate::schema::known_outdated() {
+    if let Some(outdated) = crate::migrations::known_outdated() {
         return Err(outdated);
     }
     match (route.operation, route.session) {

@@ -27,8 +27,8 @@
 //!   runner, fans the stream out to SSE clients, keeps the alarm.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
-//! - [`schema`]: the D1 migrations this version ships, and the check that the
-//!   database has them.
+//! - [`migrations`]: the D1 migrations this version ships, and the check that the
+//!   database has them ([`schema`] is the core's JSON Schema validator).
 //! - `storage`: the object's own SQLite — the session's store and commit log, and its
 //!   journal (stream, step attempts, suspension context). `replica`: how commits reach
 //!   D1, the queryable record, asynchronously. `d1`: D1 access. `http`: bodies,
@@ -39,7 +39,15 @@
 //!
 //! Everything that touches `worker::` is wasm-only.
 
-pub use helix_edge_core::*;
+// The pure core, module by module (each is documented in `helix-edge-core`).
+#[cfg(feature = "demo")]
+pub use helix_edge_core::demo;
+pub use helix_edge_core::{
+    agent, api, attachment, auth, chat, chunk, error, host, journal, lifecycle, memory, message,
+    model, provider, runner, schema, scripted, state, store, tool,
+};
+#[cfg(feature = "skills")]
+pub use helix_edge_core::{skill, skills_dir};
 
 #[cfg(target_arch = "wasm32")]
 mod app;
@@ -55,13 +63,13 @@ mod http;
 mod list;
 #[cfg(target_arch = "wasm32")]
 mod llm;
+pub mod migrations;
 #[cfg(target_arch = "wasm32")]
 mod object;
 #[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]
 mod remote;
 #[cfg(target_arch = "wasm32")]
 mod replica;
-pub mod schema;
 #[cfg(target_arch = "wasm32")]
 mod setup;
 #[cfg(target_arch = "wasm32")]

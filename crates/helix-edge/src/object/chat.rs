@@ -4,7 +4,7 @@
 //! until it ends or waits for a human; `GET /v1/chat/{id}/stream` replays the active
 //! run's message and goes on live.
 
-use super::{Answer, Inner, Parts};
+use super::{Inner, Parts, Reply};
 use crate::api::ApiError;
 use crate::chat::{ChatAnswer, ChatRequest, UI_DONE, UiStream};
 use crate::http::internal;
@@ -35,7 +35,7 @@ fn parse_frame(frame: &[u8]) -> Option<(String, Value)> {
 
 impl Inner {
     /// `POST /v1/chat` for this session.
-    pub(super) async fn chat(self: &Rc<Self>, parts: &Parts, id: &str, body: &[u8]) -> Answer {
+    pub(super) async fn chat(self: &Rc<Self>, parts: &Parts, id: &str, body: &[u8]) -> Reply {
         let request = ChatRequest::parse(body)?;
         let runner = &parts.runner;
         let from = parts.stream.last_seq();
@@ -125,7 +125,7 @@ impl Inner {
 
     /// `GET /v1/chat/{id}/stream`: the active run's message from its start, then live;
     /// 204 when no run is active.
-    pub(super) async fn chat_stream(self: &Rc<Self>, parts: &Parts, id: &str) -> Answer {
+    pub(super) async fn chat_stream(self: &Rc<Self>, parts: &Parts, id: &str) -> Reply {
         let head = parts.runner.head_for_stream(id).await?;
         let start = parts.stream.run_start(id);
         match (head.status, start) {
@@ -141,7 +141,7 @@ impl Inner {
 
     /// The stream after `from`, as UI message chunks, until `ui` says the answer is
     /// complete (or the session's stream ends).
-    fn ui_stream(self: &Rc<Self>, parts: &Parts, from: u64, ui: UiStream) -> Answer {
+    fn ui_stream(self: &Rc<Self>, parts: &Parts, from: u64, ui: UiStream) -> Reply {
         let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
         let backlog = parts.stream.subscribe(from, tx);
         let live = rx.take_while(|frame| futures::future::ready(!frame.is_empty()));

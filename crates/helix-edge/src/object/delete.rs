@@ -4,7 +4,7 @@
 //! streams are closed and everything else the object stored goes — the stream buffer,
 //! claims, answers, the alarm.
 
-use super::{Answer, Inner, Parts};
+use super::{Inner, Parts, Reply};
 use crate::api::ApiError;
 use crate::http::internal;
 use crate::runner::RunError;
@@ -14,7 +14,7 @@ use worker::Response;
 impl Inner {
     /// Deletes the session; 204, or 404 when there is none (what a previous deletion
     /// left of the object's storage goes then too).
-    pub(super) async fn delete(&self, parts: &Parts, id: &str, by_parent: bool) -> Answer {
+    pub(super) async fn delete(&self, parts: &Parts, id: &str, by_parent: bool) -> Reply {
         let deleted = parts.runner.delete(id, by_parent).await;
         if matches!(
             deleted,

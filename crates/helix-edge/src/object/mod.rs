@@ -90,7 +90,7 @@ struct Parts {
     runner: Rc<Runner<ObjectStore>>,
 }
 
-type Answer = std::result::Result<Response, ApiError>;
+type Reply = std::result::Result<Response, ApiError>;
 
 impl SessionHost {
     /// The object for `state`, serving `app`.
@@ -208,7 +208,7 @@ impl Inner {
         }
     }
 
-    async fn handle(self: Rc<Self>, mut req: Request) -> Answer {
+    async fn handle(self: Rc<Self>, mut req: Request) -> Reply {
         let id = req
             .headers()
             .get(SESSION_HEADER)
@@ -280,6 +280,6 @@ impl Inner {
 }
 
 /// `202 {"accepted": true}`.
-fn accepted() -> Answer {
+fn accepted() -> Reply {
     json_response(202, &json!({ "accepted": true }))
 }

@@ -1,7 +1,7 @@
 //! The API's session operations, as the session's object serves them, and the internal
 //! create. Bodies are parsed strictly here; the runner validates against durable state.
 
-use super::{Answer, Inner, accepted};
+use super::{Inner, Reply, accepted};
 use crate::api::{
     CheckpointView, ForkBody, MessageBody, ReasonBody, RetryBody, RunView, SessionView,
     ToolResultBody, page, parse_body,
@@ -34,7 +34,7 @@ impl Inner {
         parts: &super::Parts,
         id: &str,
         body: &[u8],
-    ) -> Answer {
+    ) -> Reply {
         let text = std::str::from_utf8(body).map_err(|e| internal("create", e))?;
         let request: CreateSession =
             serde_json::from_str(text).map_err(|e| internal("create", e))?;
@@ -73,7 +73,7 @@ impl Inner {
 
     /// `GET /v1/sessions/{id}`, with the calls pending below it. A read continues a
     /// session that has work and nobody on it.
-    pub(super) async fn get(self: &Rc<Self>, runner: &R, id: &str) -> Answer {
+    pub(super) async fn get(self: &Rc<Self>, runner: &R, id: &str) -> Reply {
         let loaded = runner.store().load(id).await.map_err(RunError::from)?;
         let loaded = loaded.ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?;
         // Read with the state, before anything else can commit: a client that applies
@@ -104,7 +104,7 @@ impl Inner {
     }
 
     /// `GET …/messages?offset=&limit=&includeThinking=`.
-    pub(super) async fn messages(&self, runner: &R, id: &str, req: &Request) -> Answer {
+    pub(super) async fn messages(&self, runner: &R, id: &str, req: &Request) -> Reply {
         let query = page(&crate::api::query_pairs(&req.inner().url()))?;
         let head = self.head(runner, id).await?;
         let (offset, limit) = (query.offset, query.limit);
@@ -126,7 +126,7 @@ impl Inner {
 
     /// `POST …/tool-results`: stored here, or passed on to the child sessions this one
     /// waits on until one takes it (their answer is the client's).
-    pub(super) async fn submit(self: &Rc<Self>, runner: &R, id: &str, body: Vec<u8>) -> Answer {
+    pub(super) async fn submit(self: &Rc<Self>, runner: &R, id: &str, body: Vec<u8>) -> Reply {
         let submission = parse_body::<ToolResultBody>(&body)?.into_submission()?;
         let call_id = submission.call_id().to_string();
         let (children, otherwise) = match runner.submit(id, submission).await? {
@@ -156,7 +156,7 @@ impl Inner {
     }
 
     /// `POST …/messages`: a follow-up run.
-    pub(super) async fn send_message(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+    pub(super) async fn send_message(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Reply {
         let messages = parse_body::<MessageBody>(body)?.into_messages()?;
         let run_id = runner.send_messages(id, messages).await?;
         self.schedule(id);
@@ -164,7 +164,7 @@ impl Inner {
     }
 
     /// `POST …/interrupt`.
-    pub(super) async fn interrupt(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+    pub(super) async fn interrupt(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Reply {
         let ReasonBody { reason } = parse_body(or_empty(body))?;
         runner.interrupt(id, reason).await?;
         self.schedule(id);
@@ -172,7 +172,7 @@ impl Inner {
     }
 
     /// `POST …/resume`.
-    pub(super) async fn resume(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+    pub(super) async fn resume(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Reply {
         let _: ReasonBody = parse_body(or_empty(body))?;
         let run_id = runner.resume(id).await?;
         self.schedule(id);
@@ -180,7 +180,7 @@ impl Inner {
     }
 
     /// `POST …/abort`.
-    pub(super) async fn abort(&self, runner: &R, id: &str, body: &[u8]) -> Answer {
+    pub(super) async fn abort(&self, runner: &R, id: &str, body: &[u8]) -> Reply {
         let ReasonBody { reason } = parse_body(or_empty(body))?;
         runner.abort(id, reason).await?;
         log(Level::Info, "run_aborted", json!({ "session": id }));
@@ -188,7 +188,7 @@ impl Inner {
     }
 
     /// `POST …/retry`.
-    pub(super) async fn retry(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Answer {
+    pub(super) async fn retry(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Reply {
         let (checkpoint, message) = parse_body::<RetryBody>(or_empty(body))?.into_parts()?;
         let run_id = runner.retry(id, checkpoint.as_deref(), message).await?;
         self.schedule(id);
@@ -197,7 +197,7 @@ impl Inner {
 
     /// `POST …/fork`: the new session is created by its own object, from the request
     /// this one builds out of its checkpoint; its 201 is the answer.
-    pub(super) async fn fork(&self, runner: &R, id: &str, body: &[u8]) -> Answer {
+    pub(super) async fn fork(&self, runner: &R, id: &str, body: &[u8]) -> Reply {
         let generated = || format!("s_{}", crate::worker_host::random_hex(16));
         let (checkpoint, new_id, message) =
             parse_body::<ForkBody>(or_empty(body))?.into_parts(generated)?;
@@ -216,7 +216,7 @@ impl Inner {
     }
 
     /// `GET …/runs`.
-    pub(super) async fn runs(&self, runner: &R, id: &str) -> Answer {
+    pub(super) async fn runs(&self, runner: &R, id: &str) -> Reply {
         self.head(runner, id).await?;
         let store = runner.store();
         let runs = store.runs(id).await.map_err(RunError::from)?;
@@ -229,7 +229,7 @@ impl Inner {
     }
 
     /// `GET …/checkpoints`.
-    pub(super) async fn checkpoints(&self, runner: &R, id: &str) -> Answer {
+    pub(super) async fn checkpoints(&self, runner: &R, id: &str) -> Reply {
         self.head(runner, id).await?;
         let all = runner
             .store()

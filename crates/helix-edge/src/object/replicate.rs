@@ -77,7 +77,7 @@ impl Inner {
 impl Inner {
     /// Test builds: replicates until D1 has everything, then compares every row of the
     /// session in the object's storage with D1's.
-    pub(super) async fn replica_report(&self, parts: &super::Parts, id: &str) -> super::Answer {
+    pub(super) async fn replica_report(&self, parts: &super::Parts, id: &str) -> super::Reply {
         // A replication under way (D1 may be slow) finishes first: at most 30 s.
         let mut outcome = Replicated::Busy;
         for _ in 0..600 {
@@ -117,7 +117,7 @@ impl Inner {
 
     /// Test builds: deletes everything the object stored, as a lost namespace would;
     /// the next request finds the session only in D1.
-    pub(super) async fn forget(&self) -> super::Answer {
+    pub(super) async fn forget(&self) -> super::Reply {
         self.erase().await?;
         crate::http::json_response(202, &json!({ "accepted": true }))
     }

@@ -2,7 +2,7 @@
 //! streams live until the run ends; while suspended, `: ping` comments keep the
 //! connection open.
 
-use super::{Answer, Inner, Parts};
+use super::{Inner, Parts, Reply};
 use crate::api::ApiError;
 use crate::http::internal;
 use crate::storage::CLIENT_QUEUE;
@@ -17,7 +17,7 @@ use worker::{Delay, Request, Response};
 const FRAMES_PER_CHUNK: usize = 64;
 
 impl Inner {
-    pub(super) async fn stream(self: &Rc<Self>, parts: &Parts, id: &str, req: &Request) -> Answer {
+    pub(super) async fn stream(self: &Rc<Self>, parts: &Parts, id: &str, req: &Request) -> Reply {
         let head = parts.runner.head_for_stream(id).await?;
         let after_header = req.headers().get("last-event-id").ok().flatten();
         let query = crate::api::query_pairs(&req.inner().url());

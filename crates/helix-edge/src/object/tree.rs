@@ -6,7 +6,7 @@
 
 #[cfg(feature = "persistent-children")]
 use super::MESSAGE_PATH;
-use super::{Answer, CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, accepted};
+use super::{CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, Reply, accepted};
 use crate::api::ApiError;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal};
@@ -240,7 +240,7 @@ impl Inner {
         parts: &Parts,
         id: &str,
         body: &[u8],
-    ) -> Answer {
+    ) -> Reply {
         let text = std::str::from_utf8(body).map_err(|e| internal("ended", e))?;
         let report: ChildEnded =
             serde_json::from_str(text).map_err(|_| ApiError::validation("Malformed report."))?;
@@ -257,7 +257,7 @@ impl Inner {
         parts: &Parts,
         id: &str,
         body: &[u8],
-    ) -> Answer {
+    ) -> Reply {
         let body: Value = serde_json::from_slice(body).unwrap_or_default();
         let (Some(message), Some(call)) = (body["message"].as_str(), body["toolCallId"].as_str())
         else {
@@ -273,12 +273,7 @@ impl Inner {
 
     /// `/__internal/relay`: chunks of a child's stream, appended to this one (and passed
     /// on to this session's own parent, if it has one).
-    pub(super) async fn take_relay(
-        self: &Rc<Self>,
-        parts: &Parts,
-        id: &str,
-        body: &[u8],
-    ) -> Answer {
+    pub(super) async fn take_relay(self: &Rc<Self>, parts: &Parts, id: &str, body: &[u8]) -> Reply {
         let text = std::str::from_utf8(body).unwrap_or_default();
         let body: Value = serde_json::from_str(text).unwrap_or_default();
         let from = body["from"].as_str().unwrap_or_default();
