@@ -25,6 +25,7 @@
 //!   sans IO), `demo` (feature `demo`: the built-in deterministic model), [`scripted`]
 //!   (a scripted model for tests), [`schema`] (the JSON Schema checks tools use).
 
+pub mod abort;
 pub mod agent;
 pub mod api;
 pub mod attachment;

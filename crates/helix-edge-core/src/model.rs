@@ -2,10 +2,9 @@
 //! tool specs, settings), streamed deltas while it runs, and one finished turn. Provider
 //! adapters, the demo model and the scripted test model implement [`Model`].
 
-use crate::agent::Agent;
+use crate::abort::AbortSignal;
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
-use crate::tool::AbortSignal;
 use crate::wire::wire_enum;
 use futures::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
@@ -179,15 +178,15 @@ pub trait Model {
 
 /// Picks the model for an agent (from its settings and the deployment's configuration).
 pub trait Models {
-    /// The model `agent` runs on.
-    fn model_for(&self, agent: &Agent) -> Result<Rc<dyn Model>, ProviderError>;
+    /// The model an agent with `settings` runs on.
+    fn model_for(&self, settings: &ModelSettings) -> Result<Rc<dyn Model>, ProviderError>;
 }
 
 /// Every agent runs on the same model.
 pub struct OneModel(pub Rc<dyn Model>);
 
 impl Models for OneModel {
-    fn model_for(&self, _agent: &Agent) -> Result<Rc<dyn Model>, ProviderError> {
+    fn model_for(&self, _settings: &ModelSettings) -> Result<Rc<dyn Model>, ProviderError> {
         Ok(self.0.clone())
     }
 }

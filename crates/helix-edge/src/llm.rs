@@ -2,9 +2,8 @@
 //! streamed body reads, timeouts (headers and every silence between chunks) and abort,
 //! and the choice of model from the deployment's vars.
 
-use crate::agent::Agent;
 use crate::error::ProviderError;
-use crate::model::{Model, Models};
+use crate::model::{Model, ModelSettings, Models};
 use crate::provider::{
     BodyStream, HttpModel, HttpRequest, HttpResponse, ProviderConfig, ProviderKind, Transport,
     TransportError,
@@ -154,9 +153,9 @@ impl PlatformModels {
 }
 
 impl Models for PlatformModels {
-    fn model_for(&self, agent: &Agent) -> Result<Rc<dyn Model>, ProviderError> {
+    fn model_for(&self, settings: &ModelSettings) -> Result<Rc<dyn Model>, ProviderError> {
         let config = self.config.clone()?;
-        if config.kind == ProviderKind::Demo || agent.model().provider.as_deref() == Some("demo") {
+        if config.kind == ProviderKind::Demo || settings.provider.as_deref() == Some("demo") {
             return demo_model();
         }
         Ok(Rc::new(HttpModel::new(config, FetchTransport)))

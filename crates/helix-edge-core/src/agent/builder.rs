@@ -1,12 +1,12 @@
 //! Building an agent definition, validated when built (names, schemas, duplicates).
 
 use super::{
-    Agent, DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT, Hooks, OutputSpec, StepSummary, SystemPrompt,
+    Agent, AgentTool, DEFAULT_MAX_STEPS, DEFAULT_TOOL_TIMEOUT, Hooks, OutputSpec, StepSummary,
+    SystemPrompt,
 };
 use crate::error::DefinitionError;
-use crate::memory::{OUTPUT_PATH, OutputPath};
 use crate::model::{CacheTtl, ModelSettings};
-use crate::tool::{RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
+use crate::tool::{OUTPUT_PATH, OutputPath, RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -40,6 +40,7 @@ impl AgentBuilder {
                 tool_timeout: DEFAULT_TOOL_TIMEOUT,
                 stop_when: None,
                 hooks: None,
+                subagents: Vec::new(),
                 persistent: Vec::new(),
                 wake_on_children: false,
             },
@@ -69,8 +70,10 @@ impl AgentBuilder {
     }
 
     /// Adds a tool (any builder: [`Tool::new`], [`Tool::client`], [`Tool::subagent`]…).
-    pub fn tool(mut self, tool: impl Into<Tool>) -> Self {
-        self.agent.tools.push(tool.into());
+    pub fn tool(mut self, tool: impl AgentTool) -> Self {
+        let (tool, subagent) = tool.into_parts();
+        self.agent.tools.push(tool);
+        self.agent.subagents.extend(subagent);
         self
     }
 
@@ -207,13 +210,12 @@ impl AgentBuilder {
             )));
         }
         for (i, tool) in agent.tools.iter().enumerate() {
-            validate_tool(tool)?;
+            validate_tool(&agent, tool)?;
             validate_output_paths(&agent, tool)?;
             if agent.tools[..i].iter().any(|t| t.name == tool.name) {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }
-        #[cfg(feature = "persistent-children")]
         let mut agent = agent;
         for (i, child) in agent.persistent.iter().enumerate() {
             if agent.persistent[..i]
@@ -223,10 +225,8 @@ impl AgentBuilder {
                 return Err(DefinitionError::DuplicateAgent(child.agent.name.clone()));
             }
         }
-        #[cfg(feature = "persistent-children")]
-        agent
-            .tools
-            .extend(crate::tool::companion::companion_tools(&agent.persistent));
+        let companions = super::persistent::companion_tools(&agent.persistent);
+        agent.tools.extend(companions);
         #[cfg(feature = "skills")]
         let agent = with_skills(agent, skills, &preload)?;
         Ok(agent)
@@ -302,7 +302,7 @@ fn validate_output_paths(agent: &Agent, tool: &Tool) -> Result<(), DefinitionErr
     Ok(())
 }
 
-fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
+fn validate_tool(agent: &Agent, tool: &Tool) -> Result<(), DefinitionError> {
     let name = &tool.name;
     if RESERVED_TOOL_NAMES.contains(&name.as_str())
         || name.starts_with(crate::tool::companion::COMPANION_PREFIX)
@@ -315,8 +315,10 @@ fn validate_tool(tool: &Tool) -> Result<(), DefinitionError> {
     if !tool.input_schema.is_object() {
         return Err(DefinitionError::InvalidSchema(name.clone()));
     }
-    match tool.subagent_of() {
-        Some((child, _)) if child.output.is_none() => {
+    let child = tool.subagent_of().map(|(child, _)| child);
+    let child = child.and_then(|name| agent.subagents.iter().find(|a| a.name == name));
+    match child {
+        Some(child) if child.output.is_none() => {
             Err(DefinitionError::SubAgentWithoutOutput(name.clone()))
         }
         _ => Ok(()),
@@ -343,7 +345,7 @@ mod tests {
         })
     }
 
-    fn build_with(tool: impl Into<Tool>) -> Result<Agent, DefinitionError> {
+    fn build_with(tool: impl AgentTool) -> Result<Agent, DefinitionError> {
         Agent::builder("a").tool(tool).build()
     }
 

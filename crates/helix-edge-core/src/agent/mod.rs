@@ -42,11 +42,13 @@ mod builder;
 mod output;
 mod persistent;
 mod registry;
+mod subagent;
 
 pub use builder::AgentBuilder;
 pub(crate) use output::OutputSpec;
 pub use persistent::{ChildMode, PersistentChild, persistent_child_id};
 pub use registry::Agents;
+pub use subagent::{AgentTool, SubAgentTool};
 
 /// Name of the tool injected when an agent has an output schema.
 pub const FINISH_TOOL: &str = "__finish__";
@@ -103,6 +105,8 @@ pub struct Agent {
     pub(crate) tool_timeout: Duration,
     pub(crate) stop_when: Option<StopWhen>,
     pub(crate) hooks: Option<Rc<dyn Hooks>>,
+    /// The agents its sub-agent tools run (the registry adds them by name).
+    pub(crate) subagents: Vec<Rc<Agent>>,
     /// The kinds of persistent child it may start.
     pub(crate) persistent: Vec<PersistentChild>,
     /// Whether a non-blocking child's notice starts a new run once this one finished.
@@ -160,15 +164,8 @@ impl Agent {
     /// The agents its child sessions run: its sub-agent tools' and its persistent
     /// children's.
     pub(crate) fn child_agents(&self) -> Vec<Rc<Agent>> {
-        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
-        let mut agents: Vec<Rc<Agent>> = self
-            .tools
-            .iter()
-            .filter_map(|t| t.subagent_of().map(|(a, _)| a.clone()))
-            .collect();
-        #[cfg(feature = "persistent-children")]
-        agents.extend(self.persistent.iter().map(|c| c.agent.clone()));
-        agents
+        let persistent = self.persistent.iter().map(|c| c.agent.clone());
+        self.subagents.iter().cloned().chain(persistent).collect()
     }
 
     /// The kinds of persistent child it may start (none without the feature
@@ -242,7 +239,7 @@ impl Agent {
             SystemPrompt::Static(text) => text.clone(),
             SystemPrompt::Dynamic(f) => f(state),
         };
-        if let Some(guidance) = crate::memory::guidance(self) {
+        if let Some(guidance) = crate::memory::guidance(&self.tools, self.state_schema()) {
             prompt.push_str(&guidance);
         }
         prompt
@@ -256,9 +253,10 @@ impl Agent {
             .map(|t| ToolSpec {
                 name: t.name.clone(),
                 description: t.description.clone(),
-                input_schema: t
-                    .output_path
-                    .offer(&t.input_schema, &crate::memory::offered_paths(self, t)),
+                input_schema: t.output_path.offer(
+                    &t.input_schema,
+                    &crate::memory::offered_paths(self.state_schema(), t),
+                ),
                 strict: t.strict,
             })
             .collect();

@@ -14,11 +14,9 @@ pub mod paths;
 pub mod reference;
 
 pub use graph::{Access, Graph, Problem};
-pub use output::{OUTPUT_PATH, OutputPath};
 
-use crate::agent::Agent;
 use crate::error::ToolError;
-use crate::tool::Tool;
+use crate::tool::{OUTPUT_PATH, OutputPath, Tool};
 use serde_json::Value;
 
 /// A call ready to run: references resolved, `_outputPath` taken out.
@@ -30,27 +28,27 @@ pub struct Prepared {
     pub output: Option<String>,
 }
 
-/// The paths `tool` may store to in `agent`'s state: its own list, else (when the model
-/// chooses) every path of the agent's state schema.
-pub fn offered_paths(agent: &Agent, tool: &Tool) -> Vec<String> {
+/// The paths `tool` may store to in a state of `schema` (the agent's, if typed): its own
+/// list, else (when the model chooses) every path of the schema.
+pub fn offered_paths(schema: Option<&Value>, tool: &Tool) -> Vec<String> {
     if !cfg!(feature = "plans") {
         return Vec::new();
     }
     match tool.output_path() {
-        OutputPath::Choose(list) if list.is_empty() => agent
-            .state_schema()
-            .map(paths::output_paths)
-            .unwrap_or_default(),
+        OutputPath::Choose(list) if list.is_empty() => {
+            schema.map(paths::output_paths).unwrap_or_default()
+        }
         OutputPath::Choose(list) => list.clone(),
         _ => Vec::new(),
     }
 }
 
-/// Prepares the model's `arguments` for a call of `tool` in `state`: takes the output
-/// path out (checked against the tool's policy) and resolves the references, unless
-/// the tool does not take them. An error is the `tool_input_invalid` the model sees.
+/// Prepares the model's `arguments` for a call of `tool` in `state` (of `schema`, the
+/// agent's): takes the output path out (checked against the tool's policy) and resolves
+/// the references, unless the tool does not take them. An error is the
+/// `tool_input_invalid` the model sees.
 pub fn prepare(
-    agent: &Agent,
+    schema: Option<&Value>,
     tool: &Tool,
     arguments: &Value,
     state: &Value,
@@ -66,10 +64,10 @@ pub fn prepare(
             output: None,
         });
     }
-    let offered = offered_paths(agent, tool);
+    let offered = offered_paths(schema, tool);
     let output = tool
         .output_path()
-        .take(&mut arguments, &offered, agent.state_schema())
+        .take(&mut arguments, &offered, schema)
         .map_err(invalid)?;
     if tool.takes_state_refs() {
         reference::resolve_in(&mut arguments, state).map_err(invalid)?;
@@ -79,7 +77,7 @@ pub fn prepare(
 
 /// What a call of `tool` with the model's `arguments` reads and writes (for the plan;
 /// malformed references and refused output paths are left to [`prepare`]).
-pub fn access(agent: &Agent, tool: &Tool, arguments: &Value) -> Access {
+pub fn access(schema: Option<&Value>, tool: &Tool, arguments: &Value) -> Access {
     if !cfg!(feature = "plans") {
         return Access::default();
     }
@@ -92,28 +90,23 @@ pub fn access(agent: &Agent, tool: &Tool, arguments: &Value) -> Access {
         Vec::new()
     };
     let mut arguments = arguments.clone();
-    let offered = offered_paths(agent, tool);
+    let offered = offered_paths(schema, tool);
     let write = tool
         .output_path()
-        .take(&mut arguments, &offered, agent.state_schema())
+        .take(&mut arguments, &offered, schema)
         .ok()
         .flatten();
     Access { reads, write }
 }
 
-/// The system prompt's guidance for an agent whose tools store results in the state:
-/// what the state is for, its schema, and how to reference it. `None` when no tool does.
-pub fn guidance(agent: &Agent) -> Option<String> {
-    if !cfg!(feature = "plans")
-        || agent
-            .tools()
-            .iter()
-            .all(|t| *t.output_path() == OutputPath::Off)
-    {
+/// The system prompt's guidance for an agent whose `tools` store results in its state
+/// (of `schema`, if typed): what the state is for, its schema, and how to reference it.
+/// `None` when no tool does.
+pub fn guidance(tools: &[Tool], schema: Option<&Value>) -> Option<String> {
+    if !cfg!(feature = "plans") || tools.iter().all(|t| *t.output_path() == OutputPath::Off) {
         return None;
     }
-    let schema = agent
-        .state_schema()
+    let schema = schema
         .map(|s| format!(" Its JSON Schema:\n{s}\n"))
         .unwrap_or_default();
     Some(format!(

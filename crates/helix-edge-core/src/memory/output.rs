@@ -3,23 +3,8 @@
 //! and its allowed values are part of the tool's JSON Schema, so the model sees them.
 
 use super::paths::schema_allows;
+use crate::tool::{OUTPUT_PATH, OutputPath};
 use serde_json::{Map, Value, json};
-
-/// The meta-argument's name.
-pub const OUTPUT_PATH: &str = "_outputPath";
-
-/// Where a tool's results may be stored in the state.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub enum OutputPath {
-    /// Not offered: the result is only the model's to read (the default).
-    #[default]
-    Off,
-    /// Always stored at this JSON Pointer (prescribed by the designer).
-    Fixed(String),
-    /// The model may choose a JSON Pointer (or none) from these; an empty list offers
-    /// every path of the agent's state schema (every property, `…/-` for arrays).
-    Choose(Vec<String>),
-}
 
 impl OutputPath {
     /// Takes `_outputPath` out of `args` and returns where the result goes under this

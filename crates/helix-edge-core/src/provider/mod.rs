@@ -17,9 +17,9 @@ pub mod sse;
 pub mod strict;
 mod transport;
 
+use crate::abort::AbortSignal;
 use crate::error::ProviderError;
 use crate::model::{Delta, Model, ModelRequest, ModelTurn};
-use crate::tool::AbortSignal;
 use futures::future::LocalBoxFuture;
 use retry::error_message;
 pub use retry::{MAX_RETRY_AFTER_MS, backoff_ms, classify, retry_after_ms};

@@ -281,7 +281,7 @@ impl<S: Store> Runner<S> {
                 self.store_child_answer(live, &call.tool_call_id, failure)?;
             } else if !self.started.borrow().contains(&child_id) {
                 let order = ChildOrder::Start {
-                    agent: child_agent.name().to_string(),
+                    agent: child_agent.to_string(),
                     message: call.arguments.to_string(),
                     parent: self.parent_ref(live, &call.tool_call_id),
                 };

@@ -54,6 +54,7 @@ pub use remote::{
     RemoteView, Remotes, submission_body,
 };
 
+use crate::abort::AbortSignal;
 use crate::agent::{Agent, Agents};
 use crate::chunk::RunStatus;
 use crate::error::ErrorInfo;
@@ -64,7 +65,6 @@ use crate::model::Models;
 use crate::store::{
     Answer, Commit, InterruptRequest, SessionHead, SessionStatus, Store, StoreError,
 };
-use crate::tool::AbortSignal;
 use emit::Emitter;
 use futures::future::LocalBoxFuture;
 use serde_json::Value;

@@ -68,7 +68,9 @@ impl<'a> StepCalls<'a> {
             .iter()
             .zip(planned)
             .map(|(call, &planned)| match agent.tool(&call.name) {
-                Some(tool) if planned => memory::access(agent, tool, &call.arguments),
+                Some(tool) if planned => {
+                    memory::access(agent.state_schema(), tool, &call.arguments)
+                }
                 _ => Access::default(),
             })
             .collect();
@@ -355,7 +357,7 @@ pub(crate) fn prepare_call(
     call: &ToolCall,
     state: &serde_json::Value,
 ) -> Result<(ToolCall, Option<String>), ToolError> {
-    let prepared = memory::prepare(agent, tool, &call.arguments, state)?;
+    let prepared = memory::prepare(agent.state_schema(), tool, &call.arguments, state)?;
     let ready = ToolCall {
         arguments: prepared.arguments,
         ..call.clone()

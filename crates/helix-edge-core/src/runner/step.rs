@@ -31,7 +31,7 @@ impl<S: Store> Runner<S> {
     pub(crate) async fn model_step(&self, live: &mut Live, agent: &Agent) -> Result<(), RunError> {
         let step = live.head.step_count + 1;
         let emitter = self.emitter(&live.head, Some(step));
-        let model = match self.models.model_for(agent) {
+        let model = match self.models.model_for(agent.model()) {
             Ok(model) => model,
             Err(e) => {
                 self.settle(live).await?;

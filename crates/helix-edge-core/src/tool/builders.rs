@@ -33,10 +33,12 @@
 //! Tool::new("rm", "Delete", run).deadline(Duration::from_secs(1)); // deadlines are the client's
 //! ```
 
-use super::{Approval, ApprovalDecision, ExecuteFn, Execution, Tool, ToolContext, schema_of};
-use crate::error::ToolError;
 #[cfg(feature = "plans")]
-use crate::memory::OutputPath;
+use super::OutputPath;
+use super::{
+    Approval, ApprovalDecision, ChildTool, ExecuteFn, Execution, Tool, ToolContext, schema_of,
+};
+use crate::error::ToolError;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -61,10 +63,6 @@ pub struct FinishTool(Tool);
 /// A tool the client executes: the run suspends until its result is submitted.
 #[derive(Clone, Debug)]
 pub struct ClientTool(Tool);
-
-/// A tool that runs another agent as a child session; the child's output is the result.
-#[derive(Clone, Debug)]
-pub struct SubAgentTool(pub(super) Tool);
 
 macro_rules! into_tool {
     ($($builder:ident),*) => {$(
@@ -110,13 +108,7 @@ macro_rules! into_tool {
     )*};
 }
 
-into_tool!(
-    ServerTool,
-    ApprovalTool,
-    FinishTool,
-    ClientTool,
-    SubAgentTool
-);
+into_tool!(ServerTool, ApprovalTool, FinishTool, ClientTool, ChildTool);
 
 macro_rules! declared_output {
     ($($builder:ident),*) => {$(
@@ -257,27 +249,6 @@ impl Tool {
             execution,
         ))
     }
-
-    /// A sub-agent tool: each call runs `agent` as a child session of its own, with the
-    /// call's arguments (typed input `I`, JSON text) as the child's first message; the
-    /// child's output is the call's result. `agent` must have an output schema (checked
-    /// when the parent agent is built). The description defaults to the agent's.
-    pub fn subagent<I: JsonSchema>(
-        name: impl Into<String>,
-        agent: crate::agent::Agent,
-    ) -> SubAgentTool {
-        let description = agent.description().to_string();
-        let execution = Execution::SubAgent {
-            agent: Rc::new(agent),
-            timeout: super::DEFAULT_SUBAGENT_TIMEOUT,
-        };
-        SubAgentTool(Tool::with_execution(
-            name,
-            description,
-            schema_of::<I>(),
-            execution,
-        ))
-    }
 }
 
 impl ServerTool {
@@ -319,19 +290,6 @@ impl ClientTool {
         self.0.execution = Execution::Client {
             deadline: Some(deadline),
         };
-        self
-    }
-}
-
-impl SubAgentTool {
-    /// Abort the child and fail the call after `timeout` (default 10 minutes).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        match &mut self.0.execution {
-            Execution::SubAgent { timeout: t, .. } => *t = timeout,
-            #[cfg(feature = "remote-subagents")]
-            Execution::Remote { timeout: t, .. } => *t = timeout,
-            _ => {}
-        }
         self
     }
 }

@@ -2,49 +2,14 @@
 //! operations), its ids and the step's time, a way to emit custom stream events, and
 //! the run's abort signal.
 
+use crate::abort::AbortSignal;
 use crate::error::StateError;
 use crate::state::{PatchOp, StateWriter, apply_change};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
-
-/// A cooperative cancellation flag a tool can poll. A call's signal is a child of its
-/// run's: raised by the call's timeout, or by the run's interrupt or abort.
-#[derive(Debug, Clone, Default)]
-pub struct AbortSignal(Rc<Signal>);
-
-#[derive(Debug, Default)]
-struct Signal {
-    raised: Cell<bool>,
-    parent: Option<AbortSignal>,
-}
-
-impl AbortSignal {
-    /// A signal that is not raised.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A signal raised with this one, or on its own.
-    pub fn child(&self) -> Self {
-        Self(Rc::new(Signal {
-            raised: Cell::new(false),
-            parent: Some(self.clone()),
-        }))
-    }
-
-    /// Raises the signal (and its children's).
-    pub fn abort(&self) {
-        self.0.raised.set(true);
-    }
-
-    /// Whether it, or a parent, was raised.
-    pub fn is_aborted(&self) -> bool {
-        self.0.raised.get() || self.0.parent.as_ref().is_some_and(AbortSignal::is_aborted)
-    }
-}
 
 /// Sends a `custom` chunk: `(event_name, data)`.
 pub(crate) type EmitFn = Rc<dyn Fn(String, Value)>;

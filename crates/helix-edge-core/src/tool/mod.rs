@@ -7,7 +7,8 @@
 //! always, or when a predicate over the input and state says so (failing closed).
 //!
 //! Each way has its own builder ([`ServerTool`], [`ApprovalTool`], [`FinishTool`],
-//! [`ClientTool`], [`SubAgentTool`]), so an option that does not apply cannot be set:
+//! [`ClientTool`], [`ChildTool`]; a sub-agent's `SubAgentTool` is the agent module's), so an
+//! option that does not apply cannot be set:
 //! a client tool has no approval, a sub-agent no deadline, an approved tool no
 //! `finish_with`. Every builder converts into a [`Tool`].
 //!
@@ -16,18 +17,20 @@
 //! become a `tool_input_invalid` error the model can act on — never a crash.
 
 mod builders;
+mod child;
 pub mod companion;
 mod context;
+mod output_path;
 #[cfg(feature = "remote-subagents")]
 mod remote;
 
-pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool, SubAgentTool};
-pub use context::{AbortSignal, ToolContext};
-#[cfg(feature = "remote-subagents")]
-pub use remote::{DEFAULT_TOKEN_VAR, DEFAULT_URL_VAR, RemoteAgent};
+pub use crate::abort::AbortSignal;
+pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool};
+pub use child::{ChildCall, ChildTool, DEFAULT_TOKEN_VAR, DEFAULT_URL_VAR, RemoteAgent};
+pub use context::ToolContext;
+pub use output_path::{OUTPUT_PATH, OutputPath};
 
 use crate::error::ToolError;
-use crate::memory::OutputPath;
 use futures::future::LocalBoxFuture;
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -88,28 +91,12 @@ pub(crate) enum Execution {
         /// How long the client has to answer.
         deadline: Option<Duration>,
     },
-    /// As a child session running another agent.
-    SubAgent {
-        /// The child's agent (it has an output schema).
-        agent: Rc<crate::agent::Agent>,
-        /// How long the child may take before it is aborted.
-        timeout: Duration,
-    },
-    /// As a session of an agent of another deployment.
-    #[cfg(feature = "remote-subagents")]
-    Remote {
-        /// The remote agent.
-        remote: Rc<remote::RemoteAgent>,
-        /// How long the remote session may take before it is aborted.
-        timeout: Duration,
-    },
-    /// By the runner, on the agent's persistent children (a companion tool).
-    #[cfg_attr(not(feature = "persistent-children"), allow(dead_code))]
-    Companion(companion::CompanionOp),
+    /// By another session ([`ChildCall`]).
+    Child(ChildCall),
 }
 
 /// A tool an agent can call, built with [`Tool::new`], [`Tool::raw`], [`Tool::client`],
-/// [`Tool::client_raw`] or [`Tool::subagent`].
+/// [`Tool::client_raw`], `Tool::subagent` (in [`crate::agent`]) or `Tool::remote_subagent`.
 #[derive(Clone)]
 pub struct Tool {
     pub(crate) name: String,
@@ -223,10 +210,18 @@ impl Tool {
         }
     }
 
-    /// For sub-agent tools: the child's agent and its timeout.
-    pub fn subagent_of(&self) -> Option<(&Rc<crate::agent::Agent>, Duration)> {
-        match &self.execution {
-            Execution::SubAgent { agent, timeout } => Some((agent, *timeout)),
+    /// For sub-agent tools: the name of the child's agent and its timeout.
+    pub fn subagent_of(&self) -> Option<(&str, Duration)> {
+        match self.child_call()? {
+            ChildCall::SubAgent { agent, timeout } => Some((agent, *timeout)),
+            _ => None,
+        }
+    }
+
+    /// For remote sub-agent tools: the remote agent.
+    pub fn remote_of(&self) -> Option<&Rc<RemoteAgent>> {
+        match self.child_call()? {
+            ChildCall::Remote { remote, .. } => Some(remote),
             _ => None,
         }
     }
@@ -234,28 +229,27 @@ impl Tool {
     /// For tools whose calls run a child session (a sub-agent, here or remote): the
     /// name of the child's agent.
     pub(crate) fn child_agent(&self) -> Option<&str> {
-        match &self.execution {
-            Execution::SubAgent { agent, .. } => Some(agent.name()),
-            #[cfg(feature = "remote-subagents")]
-            Execution::Remote { remote, .. } => Some(remote.agent()),
-            _ => None,
+        match self.child_call()? {
+            ChildCall::SubAgent { agent, .. } => Some(agent),
+            ChildCall::Remote { remote, .. } => Some(remote.agent()),
+            ChildCall::Companion(_) => None,
         }
     }
 
     /// For tools whose calls run a child session: how long the child may take.
     pub(crate) fn child_timeout(&self) -> Option<Duration> {
-        match &self.execution {
-            Execution::SubAgent { timeout, .. } => Some(*timeout),
-            #[cfg(feature = "remote-subagents")]
-            Execution::Remote { timeout, .. } => Some(*timeout),
-            _ => None,
+        match self.child_call()? {
+            ChildCall::SubAgent { timeout, .. } | ChildCall::Remote { timeout, .. } => {
+                Some(*timeout)
+            }
+            ChildCall::Companion(_) => None,
         }
     }
 
     /// For companion tools: what it does.
     pub fn companion_op(&self) -> Option<companion::CompanionOp> {
-        match self.execution {
-            Execution::Companion(op) => Some(op),
+        match self.child_call()? {
+            ChildCall::Companion(op) => Some(*op),
             _ => None,
         }
     }

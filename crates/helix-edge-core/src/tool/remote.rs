@@ -1,6 +1,6 @@
 //! Remote sub-agents (feature `remote-subagents`): a tool whose calls run an agent of
 //! another helix-edge deployment, reached over its public HTTP API with a URL and a
-//! token the deployment's vars name.
+//! token the deployment's vars name ([`RemoteAgent`]).
 //!
 //! ```
 //! use helix_edge_core::tool::{RemoteAgent, Tool};
@@ -15,64 +15,10 @@
 //! assert_eq!(tool.remote_of().unwrap().agent(), "assistant");
 //! ```
 
-use super::builders::SubAgentTool;
-use super::{Execution, Tool, schema_of};
+use super::child::{ChildCall, ChildTool, RemoteAgent};
+use super::{Tool, schema_of};
 use schemars::JsonSchema;
 use std::rc::Rc;
-
-/// The var naming a remote deployment's base URL, unless a tool names another.
-pub const DEFAULT_URL_VAR: &str = "REMOTE_AGENT_URL";
-/// The var (a secret, in production) holding the token for it, unless a tool names
-/// another.
-pub const DEFAULT_TOKEN_VAR: &str = "REMOTE_AGENT_TOKEN";
-
-/// An agent hosted by another helix-edge deployment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteAgent {
-    agent: String,
-    url_var: String,
-    token_var: String,
-}
-
-impl RemoteAgent {
-    /// The remote deployment's agent `agent`, reached through the vars
-    /// [`DEFAULT_URL_VAR`] and [`DEFAULT_TOKEN_VAR`].
-    pub fn new(agent: impl Into<String>) -> Self {
-        Self {
-            agent: agent.into(),
-            url_var: DEFAULT_URL_VAR.into(),
-            token_var: DEFAULT_TOKEN_VAR.into(),
-        }
-    }
-
-    /// The var holding the remote's base URL (e.g. `https://agents.example.com`).
-    pub fn url_var(mut self, name: impl Into<String>) -> Self {
-        self.url_var = name.into();
-        self
-    }
-
-    /// The var or secret holding the bearer token the remote accepts (its
-    /// `API_TOKEN`); an unset or empty var sends no credentials.
-    pub fn token_var(mut self, name: impl Into<String>) -> Self {
-        self.token_var = name.into();
-        self
-    }
-
-    /// The remote agent's name.
-    pub fn agent(&self) -> &str {
-        &self.agent
-    }
-
-    /// The var holding the base URL.
-    pub fn url_name(&self) -> &str {
-        &self.url_var
-    }
-
-    /// The var holding the token.
-    pub fn token_name(&self) -> &str {
-        &self.token_var
-    }
-}
 
 impl Tool {
     /// A remote sub-agent tool: each call creates a session of `remote`'s agent on its
@@ -84,24 +30,11 @@ impl Tool {
         name: impl Into<String>,
         description: impl Into<String>,
         remote: RemoteAgent,
-    ) -> SubAgentTool {
-        let execution = Execution::Remote {
+    ) -> ChildTool {
+        let call = ChildCall::Remote {
             remote: Rc::new(remote),
             timeout: super::DEFAULT_SUBAGENT_TIMEOUT,
         };
-        SubAgentTool(Tool::with_execution(
-            name,
-            description,
-            schema_of::<I>(),
-            execution,
-        ))
-    }
-
-    /// For remote sub-agent tools: the remote agent.
-    pub fn remote_of(&self) -> Option<&Rc<RemoteAgent>> {
-        match &self.execution {
-            Execution::Remote { remote, .. } => Some(remote),
-            _ => None,
-        }
+        ChildTool(Tool::child(name, description, schema_of::<I>(), call))
     }
 }
