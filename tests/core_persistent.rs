@@ -18,7 +18,8 @@ use helix_edge::journal::MemoryJournal;
 use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{
-    ChildOrder, CreateSession, Progress, Routed, Runner, RunnerConfig, Submission, ended_report,
+    ChildOrder, CreateSession, Progress, Routed, Runner, RunnerConfig, Submission, WaitKind,
+    ended_report,
 };
 use helix_edge::scripted::ScriptedModel;
 use helix_edge::store::{ChildStatus, MemoryStore, SessionStatus, Store};
@@ -87,7 +88,8 @@ impl Tree {
             parent_journal.clone(),
             "parent",
         )
-        .with_children(children.clone());
+        .with_children(children.clone())
+        .with_waits([WaitKind::subagents(), WaitKind::persistent_children()]);
         Self {
             store,
             host,
@@ -133,7 +135,8 @@ impl Tree {
             journal,
             "parent-2",
         )
-        .with_children(self.children.clone());
+        .with_children(self.children.clone())
+        .with_waits([WaitKind::subagents(), WaitKind::persistent_children()]);
     }
 
     fn drive_parent(&self) -> Progress {

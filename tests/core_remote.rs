@@ -18,9 +18,12 @@ use helix_edge::host::{Host, ManualHost};
 use helix_edge::journal::MemoryJournal;
 use helix_edge::message::Message;
 use helix_edge::model::OneModel;
+use helix_edge::runner::waits::{
+    MAX_FAILURES, MIN_POLL_MS, RemoteAnswer, RemoteError, RemoteOrder, RemoteView, Remotes,
+};
 use helix_edge::runner::{
-    CreateSession, MAX_FAILURES, MIN_POLL_MS, Progress, RemoteAnswer, RemoteError, RemoteOrder,
-    RemoteView, Remotes, Routed, RunError, Runner, RunnerConfig, Submission, child_session_id,
+    CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, Submission, WaitKind,
+    child_session_id,
 };
 use helix_edge::scripted::ScriptedModel;
 use helix_edge::store::{ChildStatus, MemoryStore, SessionStatus, Store, StoreError};
@@ -237,7 +240,7 @@ impl Setup {
             host.clone(),
             RunnerConfig::new(instance),
         )
-        .with_remotes(remote.clone())
+        .with_waits([WaitKind::remote(remote.clone())])
     }
 
     /// A new process of the parent's deployment: same storage, nothing in memory.
@@ -514,7 +517,7 @@ fn garbage_from_the_remote_fails_the_call_at_once_and_a_refused_start_too() {
         s.host.clone(),
         RunnerConfig::new("p"),
     )
-    .with_remotes(s.remote.clone());
+    .with_waits([WaitKind::remote(s.remote.clone())]);
     block(parent.create(CreateSession::new(ROOT, "lead", "go"))).unwrap();
     assert_eq!(
         block(parent.drive(ROOT, 100)).unwrap(),

@@ -20,7 +20,7 @@ use helix_edge::message::Message;
 use helix_edge::model::OneModel;
 use helix_edge::runner::{
     ChildOrder, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, Submission,
-    child_session_id, ended_report,
+    WaitKind, child_session_id, ended_report,
 };
 use helix_edge::scripted::ScriptedModel;
 use helix_edge::store::{ChildStatus, MemoryStore, PendingKind, SessionStatus, Store, StoreError};
@@ -85,7 +85,9 @@ impl Tree {
         let child = Rc::new(runner(Rc::new(MemoryJournal::new()), "child"));
         let children = Rc::new(LocalChildren::new(child.clone(), "unstartable"));
         let parent_journal = Rc::new(MemoryJournal::new());
-        let parent = runner(parent_journal.clone(), "parent").with_children(children.clone());
+        let parent = runner(parent_journal.clone(), "parent")
+            .with_children(children.clone())
+            .with_waits([WaitKind::subagents()]);
         Self {
             store,
             host,
@@ -516,6 +518,7 @@ fn a_fresh_parent_runner_finishes_the_flow_from_durable_state() {
             RunnerConfig::new("fresh"),
         )
         .with_children(t.children.clone())
+        .with_waits([WaitKind::subagents()])
     };
     assert!(matches!(
         block(fresh().drive(ROOT, 100)).unwrap(),

@@ -5,7 +5,9 @@
 //! (`GET …/stream?after=<relayed>&follow=false`: the buffered events, then the end of
 //! the response), each appended once.
 
-use crate::runner::{RemoteAnswer, RemoteError, RemoteOrder, RemoteView, Remotes};
+use crate::runner::waits::{RemoteAnswer, RemoteError, RemoteOrder, RemoteView, Remotes};
+use crate::runner::{Runner, WaitKind};
+use crate::storage::ObjectStore;
 use crate::storage::SqlStreamLog;
 use crate::tool::RemoteAgent;
 use futures::future::{Either, LocalBoxFuture, select};
@@ -27,18 +29,25 @@ pub struct HttpRemotes {
     stream: Rc<SqlStreamLog>,
 }
 
-/// A remote's answer: its status and body text.
-struct Answer {
+/// A remote's reply: its status and body text.
+struct HttpReply {
     status: u16,
     body: String,
 }
 
-impl HttpRemotes {
-    /// Remotes configured by `env`, relaying into `stream`.
-    pub fn new(env: Env, stream: Rc<SqlStreamLog>) -> Self {
-        Self { env, stream }
-    }
+/// Lets `runner` run remote sub-agent calls, relaying into `stream`.
+pub(crate) fn register(
+    runner: Runner<ObjectStore>,
+    wiring: &crate::object::Wiring<'_>,
+) -> Runner<ObjectStore> {
+    let remotes = HttpRemotes {
+        env: wiring.env.clone(),
+        stream: wiring.stream.clone(),
+    };
+    runner.with_waits([WaitKind::remote(Rc::new(remotes))])
+}
 
+impl HttpRemotes {
     fn var(&self, name: &str) -> Option<String> {
         let value = self
             .env
@@ -56,7 +65,7 @@ impl HttpRemotes {
         method: &str,
         path: &str,
         body: Option<&Value>,
-    ) -> Result<Answer, RemoteError> {
+    ) -> Result<HttpReply, RemoteError> {
         let base = self.var(remote.url_name()).ok_or_else(|| {
             RemoteError::Unavailable(format!("the var {} is not set", remote.url_name()))
         })?;
@@ -93,7 +102,7 @@ impl HttpRemotes {
             if body.len() > MAX_ANSWER_BYTES {
                 return Err(too_large());
             }
-            Ok(Answer { status, body })
+            Ok(HttpReply { status, body })
         };
         let timer = Delay::from(REQUEST_TIMEOUT);
         pin_mut!(exchange);
@@ -157,7 +166,7 @@ fn too_large() -> RemoteError {
 }
 
 /// A 2xx answer's JSON body.
-fn parse(answer: &Answer) -> Result<Value, RemoteError> {
+fn parse(answer: &HttpReply) -> Result<Value, RemoteError> {
     RemoteError::from_status(answer.status, &answer.body)?;
     serde_json::from_str(&answer.body)
         .map_err(|_| RemoteError::Invalid("it answered a body that is not JSON".into()))

@@ -128,7 +128,6 @@ impl From<RunError> for ApiError {
                 400
             }
             RunError::Provider(_) => 502,
-            #[cfg(feature = "remote-subagents")]
             RunError::RemoteUnavailable(_) => 503,
         };
         // Internal detail stays in the logs; clients get the safe sentence.

@@ -23,7 +23,9 @@ pub use input::{
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, page, path_and_query, query_pairs};
-pub use views::{AgentsView, CheckpointView, PendingView, ResumeReason, RunView, SessionView};
+pub use views::{
+    AgentsView, CheckpointView, PendingView, ResumeReason, RunView, SessionView, pending_calls,
+};
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),
 /// served at `GET /v1/openapi.json` with the hosted agents filled in ([`document`]). `tests/openapi.rs` keeps it in line with

@@ -36,6 +36,31 @@ impl From<&PendingCall> for PendingView {
     }
 }
 
+/// The pending calls a session view lists (its `pendingToolCalls`, [`PendingView`]s),
+/// read back, as a parent reads a child's or a remote session's; absent is none.
+pub fn pending_calls(listed: &Value) -> Result<Vec<PendingCall>, &'static str> {
+    let call = |c: &Value| -> Option<PendingCall> {
+        Some(PendingCall {
+            tool_call_id: c["toolCallId"].as_str()?.into(),
+            tool_name: c["toolName"].as_str()?.into(),
+            arguments: c["arguments"].clone(),
+            kind: serde_json::from_value(c["kind"].clone()).ok()?,
+            deadline: c["deadline"].as_u64(),
+            since: 0,
+            output_path: None,
+        })
+    };
+    match listed {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(calls) => calls
+            .iter()
+            .map(call)
+            .collect::<Option<Vec<_>>>()
+            .ok_or("a malformed pending call"),
+        _ => Err("malformed pending calls"),
+    }
+}
+
 /// Body of `GET /v1/sessions/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

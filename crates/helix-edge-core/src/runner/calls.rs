@@ -1,6 +1,5 @@
 //! Planning a step's tool calls: the model's calls normalised (object arguments, ids
-//! unique in the session), each assigned how the step handles it, and the state shared
-//! read-only with a phase's tools.
+//! unique in the session), and each assigned how the step handles it.
 
 use super::emit::Emitter;
 use crate::agent::{Agent, FINISH_TOOL};
@@ -8,7 +7,6 @@ use crate::chunk::ChunkBody;
 use crate::message::{Message, ToolCall};
 use crate::store::PendingKind;
 use serde_json::{Map, Value};
-use std::rc::Rc;
 
 /// How the step handles one call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,15 +15,16 @@ pub(crate) enum Plan {
     FinishWith,
     Finish,
     Gated(PendingKind),
-    SubAgent,
+    /// Another session answers it (a sub-agent, a remote one, a companion operation).
+    Child,
     Unknown,
 }
 
 impl Plan {
     /// Whether the call runs in the step's plan, in dependency order (regular,
-    /// approval-gated, client and sub-agent calls).
+    /// approval-gated, client and child calls).
     pub(crate) fn in_plan(self) -> bool {
-        matches!(self, Self::Regular | Self::Gated(_) | Self::SubAgent)
+        matches!(self, Self::Regular | Self::Gated(_) | Self::Child)
     }
 }
 
@@ -98,21 +97,10 @@ pub(crate) fn plan(agent: &Agent, call: &ToolCall, state: &Value) -> Plan {
     }
     match agent.tool(&call.name) {
         None => Plan::Unknown,
-        Some(t) if t.child_agent().is_some() || t.companion_op().is_some() => Plan::SubAgent,
+        Some(t) if t.child_call().is_some() => Plan::Child,
         Some(t) if t.is_client() => Plan::Gated(PendingKind::Client),
         Some(t) if t.needs_approval(&call.arguments, state) => Plan::Gated(PendingKind::Approval),
         Some(t) if t.is_finish_with() => Plan::FinishWith,
         Some(_) => Plan::Regular,
     }
-}
-
-/// Takes the state out of `slot` to share it read-only with a phase's tools.
-pub(crate) fn share(slot: &mut Value) -> Rc<Value> {
-    Rc::new(std::mem::take(slot))
-}
-
-/// Gets the state back once the phase's tools are done (no copy unless a tool kept a
-/// context alive).
-pub(crate) fn unshare(base: Rc<Value>) -> Value {
-    Rc::try_unwrap(base).unwrap_or_else(|rc| (*rc).clone())
 }

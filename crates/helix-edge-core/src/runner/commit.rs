@@ -3,8 +3,10 @@
 //! be seen once it is durable (`state_patch`, `step_committed`, the suspension, `end` or
 //! `fail`); and a run that fails without a step.
 
-use super::children::{child_session_id, subsession};
+use super::conclude::Outcome;
 use super::emit::Emitter;
+use super::ops::head_only;
+use super::waits::{child_session_id, subsession};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::{ChunkBody, Executor, RunStatus, StreamEvent, SuspendReason};
@@ -18,15 +20,6 @@ use crate::store::{
     CheckpointRecord, CheckpointStatus, Commit, PendingCall, PendingKind, SessionHead,
     SessionStatus, StateChange, Store, SubSession,
 };
-use serde_json::Value;
-
-/// What the step decided for the run.
-pub(crate) enum Outcome {
-    Continue,
-    Suspend(Vec<PendingCall>),
-    Complete(Option<Value>),
-    Fail(ErrorInfo),
-}
 
 /// An outcome applied to a head: the checkpoint status, the events that follow the
 /// commit, the calls suspended on and the child sessions to record.
@@ -53,7 +46,7 @@ impl<S: Store> Runner<S> {
     ) -> Result<(), RunError> {
         head.step_count = step;
         head.run.step_count += 1;
-        let concluded = self.conclude(agent, &mut head, outcome, emitter);
+        let concluded = self.close(agent, &mut head, outcome, emitter);
         let (mut commit, mut events) =
             self.checkpointed_commit(head, messages, state_ops, concluded.status, emitter);
         // The step's model call, recorded with its checkpoint (`GET …/runs` shows it).
@@ -62,12 +55,11 @@ impl<S: Store> Runner<S> {
             checkpoint.stop_reason = Some(stop_reason);
         }
         commit.subsessions = concluded.children;
-        #[cfg(feature = "persistent-children")]
         commit.subsessions.append(&mut live.notified);
         events.extend(concluded.post);
         if concluded.status == CheckpointStatus::Active {
             // The run goes on: the commit goes out with the next model call.
-            self.send_ahead(live, commit, events, Some(step));
+            self.pipeline().send_ahead(live, commit, events, Some(step));
             return Ok(());
         }
         self.commit_closing(live, commit, events, concluded.suspended)
@@ -75,7 +67,7 @@ impl<S: Store> Runner<S> {
     }
 
     /// Applies `outcome` to `head`: its status, pending calls, output or error.
-    pub(crate) fn conclude(
+    pub(crate) fn close(
         &self,
         agent: &Agent,
         head: &mut SessionHead,
@@ -160,7 +152,7 @@ impl<S: Store> Runner<S> {
         events: Vec<StreamEvent>,
         suspended: Option<Vec<String>>,
     ) -> Result<(), RunError> {
-        self.commit(live, commit, events).await?;
+        self.pipeline().commit(live, commit, events).await?;
         let (level, event) = match (live.head.status, &suspended) {
             (_, Some(_)) => (Level::Info, "run_suspended"),
             (SessionStatus::Completed, _) => (Level::Info, "run_completed"),
@@ -256,7 +248,8 @@ impl<S: Store> Runner<S> {
         head.updated_at = now;
         let emitter = self.emitter(&head, None);
         let post = failure_events(&emitter, &error);
-        self.commit(live, super::ops::head_only(head, false), post)
+        self.pipeline()
+            .commit(live, head_only(head, false), post)
             .await?;
         let steps = u64::from(live.head.run.step_count);
         self.log(
@@ -291,17 +284,12 @@ fn suspension_events(
             arguments: p.arguments.clone(),
         })],
         PendingKind::Client => vec![emitter.event(start(Executor::Client, p.deadline))],
-        PendingKind::Child
-            if p.tool_name
-                .starts_with(crate::tool::companion::COMPANION_PREFIX) =>
-        {
-            vec![emitter.event(start(Executor::Server, None))]
-        }
         PendingKind::Child => {
-            let child_agent = agent
-                .tool(&p.tool_name)
-                .and_then(|t| t.child_agent())
-                .unwrap_or_default();
+            let child_agent = agent.tool(&p.tool_name).and_then(|t| t.child_agent());
+            // A companion call starts no session of its own.
+            let Some(child_agent) = child_agent else {
+                return vec![emitter.event(start(Executor::Server, None))];
+            };
             vec![
                 emitter.event(start(Executor::Server, None)),
                 emitter.event_as(

@@ -51,7 +51,6 @@ pub enum RunError {
     #[error(transparent)]
     Provider(#[from] ProviderError),
     /// A remote sub-agent's deployment could not be reached to pass an answer on.
-    #[cfg(feature = "remote-subagents")]
     #[error("The remote sub-agent's deployment could not be reached: {0}")]
     RemoteUnavailable(String),
     /// A sub-agent's session goes only with its parent's; the id is the root's.
@@ -76,7 +75,6 @@ impl Coded for RunError {
             Self::ResultInvalid(_) => "tool_output_invalid",
             Self::Provider(e) => e.code(),
             Self::SubAgentSession(_) => "session_is_subagent",
-            #[cfg(feature = "remote-subagents")]
             Self::RemoteUnavailable(_) => "subagent_remote_unavailable",
         }
     }
@@ -92,7 +90,6 @@ impl Coded for RunError {
             Self::Store(e) => e.retryable(),
             Self::Provider(e) => e.retryable(),
             Self::Busy(_) => true,
-            #[cfg(feature = "remote-subagents")]
             Self::RemoteUnavailable(_) => true,
             _ => false,
         }

@@ -4,6 +4,25 @@
 //! commits its pending calls and returns; a fresh runner built from the store alone
 //! resumes it.
 //!
+//! # Where things are
+//! - [`machine`]: **the step machine** — what a drive does next, a pure function of the
+//!   session, the agent's limit and the drive's budget, with every transition listed.
+//!   `drive` carries out what it decides, one transition at a time.
+//! - A model step: `step` (call the model, run the calls, commit), `calls` (normalise
+//!   and classify the model's calls), `plan` (run them in dependency order), `exec`
+//!   (the [`ToolRunner`](exec::ToolRunner) that runs server calls), `results` (how a
+//!   call ends), `conclude` (what the step leads to, decided purely), `commit` (the
+//!   step's commit and the events it releases).
+//! - `resume`: a suspended step resumed from its answers; `waited`: how long each
+//!   call waited.
+//! - `pipeline`: the commit pipeline — commits landing, and a step's commit sent ahead
+//!   with the next model call.
+//! - [`waits`]: work a run waits on outside its session — one abstraction, each kind
+//!   (sub-agents, persistent children, remote sub-agents) a module registered by
+//!   feature.
+//! - `ops`: the request-driven operations — create, answer (and route answers below),
+//!   follow-ups and new runs, interrupt/resume/abort, retry and fork, delete.
+//!
 //! Inputs are the `handle`-style operations ([`create`](Runner::create),
 //! [`submit`](Runner::submit), [`send_message`](Runner::send_message),
 //! [`interrupt`](Runner::interrupt), [`resume`](Runner::resume),
@@ -20,53 +39,43 @@
 //! - A step that keeps failing to commit (crashes) fails the run after
 //!   [`RunnerConfig::max_step_attempts`] attempts instead of spending model calls forever.
 
-mod ahead;
-mod branch;
 mod calls;
-mod children;
 mod commit;
-#[cfg(feature = "persistent-children")]
-mod companion;
-mod delete;
+mod conclude;
+mod drive;
 mod emit;
 mod error;
 mod exec;
-#[cfg(feature = "persistent-children")]
-mod follow_up;
+pub mod machine;
 mod ops;
-mod outcome;
+mod pipeline;
 mod plan;
-#[cfg(feature = "remote-subagents")]
-mod remote;
-mod resolve;
+mod results;
+mod resume;
 mod step;
-mod waits;
+mod waited;
+pub mod waits;
 
-pub(crate) use ahead::Ahead;
-pub use children::{
-    ChildEnded, ChildOrder, Children, NoChildren, child_outcome, child_session_id, ended_report,
-};
 pub use error::RunError;
 pub use ops::{CreateSession, Created, Routed, Submission};
-#[cfg(feature = "remote-subagents")]
-pub use remote::{
-    MAX_FAILURES, MAX_POLL_MS, MIN_POLL_MS, NoRemotes, RemoteAnswer, RemoteError, RemoteOrder,
-    RemoteView, Remotes, submission_body,
+pub use waits::{
+    ChildEnded, ChildOrder, Children, NoChildren, WaitKind, child_outcome, child_session_id,
+    ended_report,
 };
 
 use crate::abort::AbortSignal;
 use crate::agent::{Agent, Agents};
-use crate::chunk::RunStatus;
-use crate::error::ErrorInfo;
+use crate::chunk::{ChunkBody, ResyncReason};
 use crate::host::{Host, Level, LogValue};
 use crate::journal::Journal;
 use crate::message::Message;
 use crate::model::Models;
 use crate::store::{
-    Answer, Commit, InterruptRequest, SessionHead, SessionStatus, Store, StoreError,
+    Answer, InterruptRequest, SessionHead, SessionStatus, Store, StoreError, SubSession,
 };
 use emit::Emitter;
-use futures::future::LocalBoxFuture;
+use exec::ToolRunner;
+use pipeline::{Ahead, Pipeline};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -101,7 +110,8 @@ pub enum Progress {
     Idle(SessionStatus),
     /// Waiting on answers; drive again when one arrives or at `next_deadline` (ms).
     Suspended {
-        /// The earliest client deadline among the unanswered calls.
+        /// The earliest client deadline among the unanswered calls (or the next look
+        /// a kind of outside work asked for).
         next_deadline: Option<u64>,
     },
     /// The step budget ran out with work left: drive again.
@@ -119,15 +129,15 @@ pub(crate) struct Live {
     pub transcript: Vec<Message>,
     pub answers: Vec<(String, Answer)>,
     pub interrupt: Option<InterruptRequest>,
-    /// A commit `live` already shows that has not landed yet (see [`Ahead`]).
+    /// A commit `live` already shows that has not landed yet (see [`pipeline`]).
     pub ahead: Option<Ahead>,
-    /// Records of persistent children whose ended turns the step being taken tells the
-    /// model about; its commit stores them.
-    #[cfg(feature = "persistent-children")]
-    pub notified: Vec<crate::store::SubSession>,
+    /// Records of children whose ends the step being taken tells the model about; its
+    /// commit stores them.
+    pub notified: Vec<SubSession>,
 }
 
 impl Live {
+    /// The stored answer to pending call `call_id`.
     pub fn answer(&self, call_id: &str) -> Option<&Answer> {
         self.answers
             .iter()
@@ -144,39 +154,19 @@ pub struct Runner<S: Store> {
     journal: Journal,
     host: Rc<dyn Host>,
     config: RunnerConfig,
-    /// Reaches the child sessions of sub-agent calls.
+    /// Reaches the child sessions of this deployment (the session tree).
     children: Rc<dyn Children>,
+    /// The kinds of outside work this runner can wait on.
+    waits: Vec<WaitKind<S>>,
     /// Raised by `abort` for the tools of the drive in progress.
     abort: RefCell<AbortSignal>,
     /// An interrupt requested while a drive is in progress: the durable flag is what a
     /// later drive sees; this is how the drive in progress sees it at its next step.
     interrupt_requested: RefCell<Option<InterruptRequest>>,
-    /// The child sessions this instance started (a later process starts them again:
-    /// a start is idempotent).
-    #[cfg_attr(not(feature = "subagents"), allow(dead_code))]
-    started: RefCell<Vec<String>>,
-    /// Reaches the deployments of remote sub-agent calls.
-    #[cfg(feature = "remote-subagents")]
-    remotes: Rc<dyn Remotes>,
-    /// How this instance polls each remote session it waits on.
-    #[cfg(feature = "remote-subagents")]
-    polls: RefCell<std::collections::HashMap<String, remote::Polling>>,
-    /// When the next poll of a remote session is due, as the last settle left it.
-    #[cfg(feature = "remote-subagents")]
-    poll_at: Cell<Option<u64>>,
     /// Whether this instance has brought the journal in line with durable state (once:
     /// recovery is about what earlier processes left behind).
     recovered: Cell<bool>,
     driving: Cell<bool>,
-}
-
-/// Resets the `driving` flag however a drive ends (including being dropped).
-struct DriveGuard<'a>(&'a Cell<bool>);
-
-impl Drop for DriveGuard<'_> {
-    fn drop(&mut self) {
-        self.0.set(false);
-    }
 }
 
 impl<S: Store> Runner<S> {
@@ -197,30 +187,24 @@ impl<S: Store> Runner<S> {
             host,
             config,
             children: Rc::new(NoChildren),
+            waits: Vec::new(),
             abort: RefCell::new(AbortSignal::new()),
             interrupt_requested: RefCell::new(None),
-            started: RefCell::new(Vec::new()),
-            #[cfg(feature = "remote-subagents")]
-            remotes: Rc::new(NoRemotes),
-            #[cfg(feature = "remote-subagents")]
-            polls: RefCell::default(),
-            #[cfg(feature = "remote-subagents")]
-            poll_at: Cell::new(None),
             recovered: Cell::new(false),
             driving: Cell::new(false),
         }
     }
 
-    /// Lets the runner start and steer child sessions (sub-agents) through `children`.
+    /// Lets the runner start and steer child sessions through `children`.
     pub fn with_children(mut self, children: Rc<dyn Children>) -> Self {
         self.children = children;
         self
     }
 
-    /// Lets the runner run remote sub-agent calls on other deployments through `remotes`.
-    #[cfg(feature = "remote-subagents")]
-    pub fn with_remotes(mut self, remotes: Rc<dyn Remotes>) -> Self {
-        self.remotes = remotes;
+    /// Lets the runner wait on these kinds of outside work (sub-agents, persistent
+    /// children, remote sub-agents), in this order.
+    pub fn with_waits(mut self, kinds: impl IntoIterator<Item = WaitKind<S>>) -> Self {
+        self.waits.extend(kinds);
         self
     }
 
@@ -275,6 +259,23 @@ impl<S: Store> Runner<S> {
         Emitter::new(self.journal.stream.clone(), self.host.clone(), head, step)
     }
 
+    /// The commit pipeline of this runner's store and stream.
+    fn pipeline(&self) -> Pipeline<'_, S> {
+        Pipeline {
+            store: &self.store,
+            stream: &self.journal.stream,
+            host: &self.host,
+        }
+    }
+
+    /// What runs this drive's server calls.
+    fn tools(&self) -> ToolRunner<'_> {
+        ToolRunner {
+            host: &self.host,
+            abort: self.abort.borrow().clone(),
+        }
+    }
+
     /// Loads a session without its transcript (what request-driven operations need).
     async fn load(&self, id: &str) -> Result<Live, RunError> {
         self.load_with(id, !self.driving.get(), false).await
@@ -318,9 +319,8 @@ impl<S: Store> Runner<S> {
             transcript,
             answers,
             interrupt: loaded.interrupt,
-            #[cfg(feature = "persistent-children")]
-            notified: Vec::new(),
             ahead: None,
+            notified: Vec::new(),
         };
         if recover && !self.recovered.replace(true) {
             self.resync(&live);
@@ -335,236 +335,14 @@ impl<S: Store> Runner<S> {
             .recover(live.head.version, &live.head.commit_id);
         if let Some(from_sequence) = recovery.torn_from {
             let emitter = self.emitter(&live.head, None);
-            emitter.chunk(crate::chunk::ChunkBody::StreamResync {
+            emitter.chunk(ChunkBody::StreamResync {
                 checkpoint_id: live.head.checkpoint_id.clone().unwrap_or_default(),
                 step_count: live.head.step_count,
                 message_count: live.head.message_count,
                 from_sequence,
-                reason: crate::chunk::ResyncReason::CrashRecovery,
+                reason: ResyncReason::CrashRecovery,
             });
             self.journal.stream.confirm(live.head.version);
         }
-    }
-
-    /// Commits `commit` with compare-and-set, releasing `post` (events that must only be
-    /// seen once the commit is durable) after it lands, and updates `live`.
-    async fn commit(
-        &self,
-        live: &mut Live,
-        commit: Commit,
-        post: Vec<crate::chunk::StreamEvent>,
-    ) -> Result<(), RunError> {
-        let commit_id = self.stage(&live.head, post);
-        let mut commit = commit;
-        commit.head.commit_id = commit_id.clone();
-        let head = commit.head.clone();
-        let messages = commit.messages.clone();
-        let truncate = commit.truncate_messages_to;
-        let clears_interrupt = commit.clear_interrupt;
-        let version = self
-            .land(&live.head.id, &commit_id, live.head.version, commit)
-            .await?;
-        live.head = head;
-        live.head.version = version;
-        if let Some(n) = truncate {
-            live.transcript.truncate(n as usize);
-        }
-        live.transcript.extend(messages);
-        if clears_interrupt {
-            live.interrupt = None;
-        }
-        Ok(())
-    }
-
-    /// Stages `post` under a new commit id for the commit after `head`.
-    fn stage(&self, head: &SessionHead, post: Vec<crate::chunk::StreamEvent>) -> String {
-        let commit_id = self.host.new_id("commit");
-        self.journal
-            .stream
-            .stage(&commit_id, head.version + 1, post);
-        commit_id
-    }
-
-    /// Sends a staged commit; its batch is released if it lands, dropped if not. Boxed:
-    /// every way a run commits shares one copy of the store's commit (a smaller bundle).
-    fn land<'a>(
-        &'a self,
-        id: &'a str,
-        commit_id: &'a str,
-        expected: u64,
-        commit: Commit,
-    ) -> LocalBoxFuture<'a, Result<u64, RunError>> {
-        Box::pin(async move {
-            let result = self.store.commit(id, expected, commit).await;
-            let version = result.inspect_err(|_| self.journal.stream.discard(commit_id))?;
-            self.journal.stream.release(commit_id);
-            Ok(version)
-        })
-    }
-
-    /// Does the session's pending work, up to `max_steps` model steps: resolves answered
-    /// or expired calls, honours interrupts, runs steps and commits each. Returns when
-    /// the session suspends, ends, or the budget is spent.
-    pub async fn drive(&self, id: &str, max_steps: u32) -> Result<Progress, RunError> {
-        if self.driving.replace(true) {
-            return Ok(Progress::Busy);
-        }
-        let _guard = DriveGuard(&self.driving);
-        // A fresh signal before the first await, so an abort that arrives at any await
-        // of this drive reaches its tools.
-        *self.abort.borrow_mut() = AbortSignal::new();
-        // Before anything else, bring the journal in line with durable state: a previous
-        // process may have died mid-step (the stream is told with `stream_resync`).
-        let mut live = self.load_with(id, true, true).await?;
-        let agent = self.agent(&live.head.agent)?;
-        let mut steps = 0;
-        let mut stale = 0;
-        loop {
-            match self.advance(&mut live, &agent, &mut steps, max_steps).await {
-                Ok(Some(progress)) => return Ok(progress),
-                Ok(None) => {}
-                // An abort is being committed by `abort`; this drive must not commit.
-                Err(RunError::Aborted) => return Ok(Progress::Idle(SessionStatus::Aborted)),
-                Err(RunError::Store(StoreError::Stale { .. })) if stale < 5 => {
-                    // Someone else committed (an abort, say): continue from their state.
-                    stale += 1;
-                    live = self.load_with(id, false, true).await?;
-                }
-                // Content over a storage limit: nothing was written, and redoing the step
-                // would only repeat it. The run fails with the reason instead.
-                Err(RunError::Store(e @ StoreError::TooLarge { .. })) => {
-                    self.fail_run(&mut live, crate::error::ErrorInfo::of(&e))
-                        .await?;
-                    return Ok(Progress::Idle(SessionStatus::Failed));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// One transition of the session; `None` means "keep going".
-    async fn advance(
-        &self,
-        live: &mut Live,
-        agent: &Agent,
-        steps: &mut u32,
-        max_steps: u32,
-    ) -> Result<Option<Progress>, RunError> {
-        if self.abort.borrow().is_aborted() {
-            // The abort is being committed by `abort`: nothing more goes out.
-            self.drop_ahead(live);
-            return Err(RunError::Aborted);
-        }
-        if live.interrupt.is_none() {
-            live.interrupt = self.interrupt_requested.borrow().clone();
-        }
-        let step_next = live.head.status == SessionStatus::Active
-            && live.interrupt.is_none()
-            && live.head.pending.is_empty()
-            && live.head.run.step_count < agent.max_steps()
-            && *steps < max_steps;
-        if !step_next {
-            // Only a model call goes out together with the commit sent ahead.
-            self.settle(live).await?;
-        }
-        // A persistent child's next turn, once the turn before it stopped or ended (or
-        // after a crash that cut its start off).
-        #[cfg(feature = "persistent-children")]
-        if let (
-            SessionStatus::Interrupted | SessionStatus::Completed | SessionStatus::Failed,
-            Some(then),
-        ) = (
-            live.head.status,
-            live.interrupt.as_ref().and_then(|r| r.then.clone()),
-        ) && live.head.pending.is_empty()
-        {
-            self.follow_up(live, then).await?;
-            return Ok(None);
-        }
-        if live.head.status != SessionStatus::Active {
-            return Ok(Some(Progress::Idle(live.head.status)));
-        }
-        // A follow-up waits for the calls its turn waits on: it is taken once they are
-        // answered and the turn reaches a step boundary (or ends).
-        #[cfg(feature = "persistent-children")]
-        let deferred = !live.head.pending.is_empty()
-            && live.interrupt.as_ref().is_some_and(|r| r.then.is_some());
-        #[cfg(not(feature = "persistent-children"))]
-        let deferred = false;
-        if !deferred && let Some(request) = live.interrupt.clone() {
-            #[cfg(feature = "persistent-children")]
-            let then = request.then.clone();
-            self.commit_interrupted(live, request).await?;
-            #[cfg(feature = "persistent-children")]
-            if let Some(then) = then {
-                self.follow_up(live, then).await?;
-                return Ok(None);
-            }
-            return Ok(Some(Progress::Idle(SessionStatus::Interrupted)));
-        }
-        if !live.head.pending.is_empty() {
-            return self.resolve_pending(live, agent).await;
-        }
-        if live.head.run.step_count >= agent.max_steps() {
-            let error = ErrorInfo {
-                code: "max_steps_exceeded".into(),
-                message: format!("The run reached its limit of {} steps", agent.max_steps()),
-                retryable: false,
-            };
-            self.fail_run(live, error).await?;
-            return Ok(Some(Progress::Idle(SessionStatus::Failed)));
-        }
-        if *steps >= max_steps {
-            return Ok(Some(Progress::Yielded));
-        }
-        let attempt = self
-            .journal
-            .attempts
-            .begin_step(&live.head.run.run_id, live.head.step_count + 1);
-        if attempt > self.config.max_step_attempts {
-            let error = ErrorInfo {
-                code: "framework_recovery_exhausted".into(),
-                message: format!(
-                    "Step {} was started {} times without committing; the run stops instead of retrying \
-                     forever",
-                    live.head.step_count + 1,
-                    attempt - 1
-                ),
-                retryable: true,
-            };
-            self.settle(live).await?;
-            self.fail_run(live, error).await?;
-            return Ok(Some(Progress::Idle(SessionStatus::Failed)));
-        }
-        self.model_step(live, agent).await?;
-        *steps += 1;
-        Ok(None)
-    }
-
-    async fn commit_interrupted(
-        &self,
-        live: &mut Live,
-        request: InterruptRequest,
-    ) -> Result<(), RunError> {
-        let mut head = live.head.clone();
-        head.status = SessionStatus::Interrupted;
-        head.run.status = RunStatus::Interrupted;
-        head.updated_at = self.host.now_ms();
-        let emitter = self.emitter(&head, None);
-        let post = vec![emitter.event(crate::chunk::ChunkBody::RunInterrupted {
-            reason: request.reason,
-        })];
-        // A follow-up keeps the request until its turn has started.
-        #[cfg(feature = "persistent-children")]
-        let clear = request.then.is_none();
-        #[cfg(not(feature = "persistent-children"))]
-        let clear = true;
-        self.commit(live, ops::head_only(head, clear), post).await?;
-        let step = u64::from(live.head.step_count);
-        let fields = [("step", LogValue::Num(step))];
-        self.log(live, Level::Info, "run_interrupted", &fields);
-        // Honoured: the durable flag was cleared by the commit, the in-memory one here.
-        self.interrupt_requested.borrow_mut().take();
-        Ok(())
     }
 }

@@ -11,7 +11,8 @@
 
 use super::calls::{Plan, plan};
 use super::emit::Emitter;
-use super::exec::Run;
+use super::exec::{Run, merge_into};
+use super::results::{end_without_running, result_hooks};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::error::ToolError;
@@ -128,6 +129,7 @@ impl<S: Store> Runner<S> {
                 .map(|(i, call, output)| (*i, call, output.as_deref()))
                 .collect();
             let outcomes = self
+                .tools()
                 .run_parallel(agent, &runs, &mut live.state, emitter)
                 .await;
             let mut writes = Vec::with_capacity(outcomes.len());
@@ -139,7 +141,7 @@ impl<S: Store> Runner<S> {
                 }
                 writes.push(outcome.writes);
             }
-            self.merge_into(&mut live.state, writes, &mut ran.ops, emitter);
+            merge_into(&mut live.state, writes, &mut ran.ops, emitter);
         }
     }
 
@@ -165,7 +167,7 @@ impl<S: Store> Runner<S> {
                         call: dep.id.clone(),
                         tool: dep.name.clone(),
                     };
-                    ran.results[i] = Some(self.end_without_running(&step.calls[i], &err, emitter));
+                    ran.results[i] = Some(end_without_running(&step.calls[i], &err, emitter));
                     step.ended[i] = Some(false);
                     failed_any = true;
                 } else if deps.iter().all(|&d| step.ended[d] == Some(true)) {
@@ -204,44 +206,39 @@ impl<S: Store> Runner<S> {
             };
             let prepared = prepare_call(agent, tool, call, &live.state).and_then(
                 |(ready, output)| match plan(agent, &ready, &live.state) {
-                    Plan::SubAgent => {
-                        crate::schema::validate(tool.input_schema(), &ready.arguments)
-                            .map_err(|reason| ToolError::InputInvalid {
-                                tool: call.name.clone(),
-                                reason,
-                            })
-                            .map(|()| (ready, output, Plan::SubAgent))
-                    }
+                    Plan::Child => crate::schema::validate(tool.input_schema(), &ready.arguments)
+                        .map_err(|reason| ToolError::InputInvalid {
+                            tool: call.name.clone(),
+                            reason,
+                        })
+                        .map(|()| (ready, output, Plan::Child)),
                     planned => Ok((ready, output, planned)),
                 },
             );
             let (ready, output, planned) = match prepared {
                 Ok(prepared) => prepared,
                 Err(err) => {
-                    ran.results[i] = Some(self.end_without_running(call, &err, emitter));
+                    ran.results[i] = Some(end_without_running(call, &err, emitter));
                     step.ended[i] = Some(false);
                     continue;
                 }
             };
             let kind = match planned {
                 Plan::Gated(kind) => kind,
-                Plan::SubAgent => PendingKind::Child,
+                Plan::Child => PendingKind::Child,
                 _ => {
                     if self.claimed(live, step, &ready)? {
                         runs.push((i, ready, output));
                     } else {
                         let err = ToolError::Interrupted;
-                        ran.results[i] = Some(self.end_without_running(call, &err, emitter));
+                        ran.results[i] = Some(end_without_running(call, &err, emitter));
                         step.ended[i] = Some(false);
                     }
                     continue;
                 }
             };
             let deadline = match kind {
-                PendingKind::Child if tool.companion_op().is_some() => {
-                    Some(crate::tool::DEFAULT_SUBAGENT_TIMEOUT)
-                }
-                PendingKind::Child => tool.child_timeout(),
+                PendingKind::Child => tool.child_deadline(),
                 _ => tool.client_deadline(),
             };
             ran.pending.push(PendingCall {
@@ -338,11 +335,11 @@ impl<S: Store> Runner<S> {
             // The definition changed since the step (a new deployment).
             Err(invalid) => {
                 for &i in &todo {
-                    ran.results[i] = Some(self.end_without_running(&calls[i], &invalid, emitter));
+                    ran.results[i] = Some(end_without_running(&calls[i], &invalid, emitter));
                 }
             }
         }
-        super::exec::result_hooks(agent, &calls, &ran.results, &ran.writes);
+        result_hooks(agent, &calls, &ran.results, &ran.writes);
         state_ops.extend(ran.ops);
         messages.extend(ran.results.into_iter().flatten());
         Ok(ran.pending)

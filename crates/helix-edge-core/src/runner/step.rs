@@ -1,28 +1,28 @@
 //! One model step: build the prompt, call the model (streaming its deltas as chunks),
-//! plan the tool calls, run them — first the server, approval-gated, client and
-//! sub-agent calls in dependency order ([`super::plan`]: in parallel, from the pre-step
-//! state, when none uses what another stores); then `finish_with` calls in order, seeing
-//! those writes — and commit the assistant message, the results, the merged state
-//! writes, the run bookkeeping and a checkpoint in one write. Approval-gated and client
-//! calls become durable pending calls. When the run goes on, that write goes out
-//! together with the next model call ([`super::Ahead`]).
+//! plan the tool calls, run them — first the server, approval-gated, client and child
+//! calls in dependency order ([`super::plan`]: in parallel, from the pre-step state,
+//! when none uses what another stores); then `finish_with` calls in order, seeing those
+//! writes — conclude ([`super::conclude`]) and commit the assistant message, the
+//! results, the merged state writes, the run bookkeeping and a checkpoint in one write.
+//! Approval-gated, client and child calls become durable pending calls. When the run
+//! goes on, that write goes out together with the next model call
+//! ([`super::pipeline`]).
 
 use super::calls::{Plan, normalize_calls, plan};
-use super::commit::Outcome;
+use super::conclude::{Stepped, conclude_step, finish_output};
 use super::emit::Emitter;
-use super::exec::result_hooks;
-use super::outcome::Stepped;
+use super::exec::merge_into;
 use super::plan::{Ran, StepCalls, prepare_call};
+use super::results::{end_without_running, result_hooks};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
 use crate::host::LogValue::{Num, Str};
-use crate::message::Message;
-use crate::model::{Delta, ModelRequest};
-use crate::state::{PatchOp, merge};
-use crate::store::{PendingKind, Store};
+use crate::message::{Message, ToolCall};
+use crate::model::{Delta, ModelRequest, ModelTurn};
+use crate::store::Store;
 use futures::future::try_join;
 use serde_json::{Value, json};
 use std::cell::RefCell;
@@ -34,22 +34,118 @@ impl<S: Store> Runner<S> {
         let model = match self.models.model_for(agent.model()) {
             Ok(model) => model,
             Err(e) => {
-                self.settle(live).await?;
+                self.pipeline().settle(live).await?;
                 return self.fail_run(live, ErrorInfo::of(&e)).await;
             }
         };
+        // Notices of children's ends: in this step's prompt, and committed with it
+        // before its assistant message.
+        let notices = self.wait_notices(live, agent).await?;
+        let Some(turn) = self
+            .call_model(live, agent, model, &notices, &emitter)
+            .await?
+        else {
+            return Ok(()); // the model call failed, and with it the run
+        };
+
+        // An answer that did not finish (cut off, filtered, refused, failed) keeps its
+        // text; its tool calls are not trusted and never run.
+        let stopped = turn.stop.error(turn.stop_detail.clone());
+        let tool_calls = match stopped {
+            Some(_) => Vec::new(),
+            None => turn.tool_calls,
+        };
+        if let Some(stopped) = &stopped {
+            let fields = [("code", Str(stopped.code()))];
+            self.log(live, Level::Warn, "model_stopped_in_error", &fields);
+        }
+        let mut calls = normalize_calls(tool_calls, &live.transcript, step, &emitter);
+        self.complete_calls(live, agent, &mut calls).await?;
+        // Usage and the stop reason are recorded per step, on the step's message.
+        let metadata =
+            serde_json::to_value(json!({ "usage": turn.usage, "stopReason": turn.stop }))
+                .ok()
+                .and_then(|v| v.as_object().cloned());
+        let assistant = Message::Assistant {
+            content: turn.text,
+            tool_calls: calls.clone(),
+            thinking: turn.thinking,
+            metadata,
+        };
+        if let Some(h) = agent.hooks() {
+            h.on_message(&assistant);
+        }
+
+        let (mut ran, output) = self.run_step_calls(live, agent, &calls, &emitter).await?;
+        let text = match &assistant {
+            Message::Assistant { content, .. } => content.as_str(),
+            _ => "",
+        };
+        let mut head = live.head.clone();
+        head.run.usage.add(&turn.usage);
+        let conclusion = conclude_step(
+            agent,
+            &head.run,
+            self.config.max_output_nudges,
+            Stepped {
+                stopped,
+                output,
+                pending: std::mem::take(&mut ran.pending),
+                text,
+                calls: &calls,
+                results: &ran.results,
+                state: &live.state,
+            },
+        );
+        let skipped = ToolError::Skipped("the run finished first".into());
+        for &i in &conclusion.skipped {
+            ran.results[i] = Some(end_without_running(&calls[i], &skipped, &emitter));
+        }
+        if conclusion.deferred_output.is_some() {
+            head.run.deferred_output = conclusion.deferred_output;
+        }
+        if conclusion.nudge.is_some() {
+            head.run.nudges += 1;
+        }
+        ran.results.push(conclusion.nudge);
+        result_hooks(agent, &calls, &ran.results, &ran.writes);
+        let mut messages = notices;
+        messages.push(assistant);
+        messages.extend(ran.results.into_iter().flatten());
+        self.ensure_not_aborted()?;
+        let model_call = (turn.usage, turn.stop);
+        self.commit_step(
+            live,
+            agent,
+            head,
+            step,
+            model_call,
+            messages,
+            ran.ops,
+            conclusion.outcome,
+            &emitter,
+        )
+        .await
+    }
+
+    /// Calls the model with the transcript (and `notices` after it), streaming its
+    /// deltas, while the previous step's commit, if it went out ahead, lands. `None`
+    /// when the model call failed (the run has failed with it).
+    async fn call_model(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        model: std::rc::Rc<dyn crate::model::Model>,
+        notices: &[Message],
+        emitter: &Emitter,
+    ) -> Result<Option<ModelTurn>, RunError> {
+        let step = live.head.step_count + 1;
         let ahead = live.ahead.take();
-        // Notices of non-blocking children's ended turns: in this step's prompt, and
-        // committed with it before its assistant message.
-        #[cfg(feature = "persistent-children")]
-        let notices = self.notices(live, agent).await?;
-        #[cfg(not(feature = "persistent-children"))]
-        let notices: Vec<Message> = Vec::new();
         let with_notices;
         let prompt = if notices.is_empty() {
             &live.transcript
         } else {
-            with_notices = [live.transcript.as_slice(), &notices].concat();
+            with_notices = [live.transcript.as_slice(), notices].concat();
             &with_notices
         };
         let request = ModelRequest {
@@ -79,6 +175,7 @@ impl<S: Store> Runner<S> {
             None => show(delta),
         };
         let started = self.host.now_ms();
+        let pipeline = self.pipeline();
         // The commit is polled first: one refused before it is sent (too large) stops the
         // model call from going out at all, and one that fails later cancels it. The
         // model's answer is only good for a durable transcript.
@@ -86,7 +183,7 @@ impl<S: Store> Runner<S> {
             let Some(ahead) = ahead else {
                 return Ok(None);
             };
-            match self.land_ahead(&live.head.id, ahead).await {
+            match pipeline.land_ahead(&live.head.id, ahead).await {
                 (Ok(version), kept) => {
                     let waiting = held.borrow_mut().take();
                     waiting.into_iter().flatten().for_each(show);
@@ -99,11 +196,11 @@ impl<S: Store> Runner<S> {
         let result = match try_join(land, generate).await {
             Ok((landed, result)) => {
                 if let Some((version, kept)) = landed {
-                    self.landed(live, kept, Ok(version))?;
+                    pipeline.landed(live, kept, Ok(version))?;
                 }
                 result
             }
-            Err((e, kept)) => return self.landed(live, kept, Err(e)),
+            Err((e, kept)) => return pipeline.landed(live, kept, Err(e)).map(|()| None),
         };
         let ms = self.host.now_ms().saturating_sub(started);
         let turn = match result {
@@ -115,7 +212,8 @@ impl<S: Store> Runner<S> {
                     ("code", Str(e.code())),
                 ];
                 self.log(live, Level::Warn, "model_call_failed", &fields);
-                return self.fail_run(live, ErrorInfo::of(&e)).await;
+                self.fail_run(live, ErrorInfo::of(&e)).await?;
+                return Ok(None);
             }
         };
         let usage = turn.usage;
@@ -128,65 +226,41 @@ impl<S: Store> Runner<S> {
             ("stop", Str(turn.stop.as_str())),
         ];
         self.log(live, Level::Debug, "model_call", &fields);
+        Ok(Some(turn))
+    }
 
-        // An answer that did not finish (cut off, filtered, refused, failed) keeps its
-        // text; its tool calls are not trusted and never run.
-        let stopped = turn.stop.error(turn.stop_detail);
-        let tool_calls = if stopped.is_some() {
-            Vec::new()
-        } else {
-            turn.tool_calls
-        };
-        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
-        let mut calls = normalize_calls(tool_calls, &live.transcript, step, &emitter);
-        #[cfg(feature = "persistent-children")]
-        self.name_children(live, agent, &mut calls).await?;
-        // Usage and the stop reason are recorded per step, on the step's message.
-        let metadata =
-            serde_json::to_value(json!({ "usage": turn.usage, "stopReason": turn.stop }))
-                .ok()
-                .and_then(|v| v.as_object().cloned());
-        let assistant = Message::Assistant {
-            content: turn.text,
-            tool_calls: calls.clone(),
-            thinking: turn.thinking,
-            metadata,
-        };
-        if let Some(h) = agent.hooks() {
-            h.on_message(&assistant);
-        }
+    /// Runs a step's calls: the plan's (regular, approval-gated, client and child calls,
+    /// in dependency order), then `finish_with` calls in order, each seeing every write
+    /// before it, then structured output and unknown tools. Returns what ran and the
+    /// output a finishing call gave.
+    async fn run_step_calls(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        calls: &[ToolCall],
+        emitter: &Emitter,
+    ) -> Result<(Ran, Option<Value>), RunError> {
         let plans: Vec<Plan> = calls.iter().map(|c| plan(agent, c, &live.state)).collect();
-
-        // Regular, approval-gated, client and sub-agent calls run as a plan: in
-        // dependency order (one round from the pre-step state when none depends on
-        // another), each prepared and its approval decided just before it runs.
+        // Each planned call is prepared and its approval decided just before it runs.
         let planned: Vec<bool> = plans.iter().map(|p| p.in_plan()).collect();
         let mut ran = Ran::new(calls.len());
-        match StepCalls::new(agent, &calls, &planned) {
+        match StepCalls::new(agent, calls, &planned) {
             Ok(mut step_calls) => {
                 let todo: Vec<usize> = (0..calls.len()).filter(|&i| planned[i]).collect();
-                self.run_calls(live, agent, &mut step_calls, &todo, &mut ran, &emitter)
+                self.run_calls(live, agent, &mut step_calls, &todo, &mut ran, emitter)
                     .await?;
             }
             Err(invalid) => {
                 for (i, call) in calls.iter().enumerate() {
                     if planned[i] || plans[i] == Plan::FinishWith {
-                        ran.results[i] = Some(self.end_without_running(call, &invalid, &emitter));
+                        ran.results[i] = Some(end_without_running(call, &invalid, emitter));
                     }
                 }
             }
         }
-        let Ran {
-            mut results,
-            writes: mut call_writes,
-            mut pending,
-            ops: mut state_ops,
-        } = ran;
-
-        // Then finish_with calls in order, each seeing every write before it.
         let mut output: Option<Value> = None;
         for (i, call) in calls.iter().enumerate() {
-            if plans[i] != Plan::FinishWith || results[i].is_some() {
+            if plans[i] != Plan::FinishWith || ran.results[i].is_some() {
                 continue;
             }
             let Some(tool) = agent.tool(&call.name) else {
@@ -194,115 +268,41 @@ impl<S: Store> Runner<S> {
             };
             if output.is_some() {
                 let skipped = ToolError::Skipped("the run already finished".into());
-                results[i] = Some(self.end_without_running(call, &skipped, &emitter));
+                ran.results[i] = Some(end_without_running(call, &skipped, emitter));
                 continue;
             }
             let (ready, stored_at) = match prepare_call(agent, tool, call, &live.state) {
                 Ok(prepared) => prepared,
                 Err(err) => {
-                    results[i] = Some(self.end_without_running(call, &err, &emitter));
+                    ran.results[i] = Some(end_without_running(call, &err, emitter));
                     continue;
                 }
             };
             let run = [(i, &ready, stored_at.as_deref())];
-            let ran = self
-                .run_parallel(agent, &run, &mut live.state, &emitter)
+            let outcomes = self
+                .tools()
+                .run_parallel(agent, &run, &mut live.state, emitter)
                 .await;
-            let Some((_, outcome)) = ran.into_iter().next() else {
+            let Some((_, outcome)) = outcomes.into_iter().next() else {
                 continue; // the tool exists: it ran
             };
             if agent.hooks().is_some() {
-                call_writes[i] = outcome.writes.clone();
+                ran.writes[i] = outcome.writes.clone();
             }
-            self.merge_into(
-                &mut live.state,
-                vec![outcome.writes],
-                &mut state_ops,
-                &emitter,
-            );
+            merge_into(&mut live.state, vec![outcome.writes], &mut ran.ops, emitter);
             output = outcome.value;
-            results[i] = Some(outcome.message);
+            ran.results[i] = Some(outcome.message);
         }
-
-        // Structured output and unknown tools.
         for (i, call) in calls.iter().enumerate() {
             match plans[i] {
-                Plan::Finish => results[i] = Some(self.finish_output(agent, call, &mut output)),
+                Plan::Finish => ran.results[i] = Some(finish_output(agent, call, &mut output)),
                 Plan::Unknown => {
                     let err = ToolError::NotFound(call.name.clone());
-                    results[i] = Some(self.end_without_running(call, &err, &emitter));
+                    ran.results[i] = Some(end_without_running(call, &err, emitter));
                 }
                 _ => {}
             }
         }
-
-        let mut head = live.head.clone();
-        head.run.usage.add(&turn.usage);
-        let mut messages = notices;
-        messages.push(assistant);
-        let text = match messages.last() {
-            Some(Message::Assistant { content, .. }) => content.as_str(),
-            _ => "",
-        };
-        let outcome = if let Some(stopped) = stopped {
-            self.after_error_stop(live, agent, &mut head, &mut results, stopped)
-        } else if output.is_some() {
-            // The run ends: gated and deferred calls of the same step never run, but its
-            // sub-agents always do, and the run completes with this output once they
-            // have ended.
-            pending.retain(|p| p.kind == PendingKind::Child);
-            let skipped = ToolError::Skipped("the run finished first".into());
-            for (i, call) in calls.iter().enumerate() {
-                let child = pending.iter().any(|p| p.tool_call_id == call.id);
-                if results[i].is_none() && !child {
-                    results[i] = Some(self.end_without_running(call, &skipped, &emitter));
-                }
-            }
-            if pending.is_empty() {
-                Outcome::Complete(output)
-            } else {
-                head.run.deferred_output = output;
-                Outcome::Suspend(pending)
-            }
-        } else if !pending.is_empty() {
-            Outcome::Suspend(pending)
-        } else if calls.is_empty() {
-            self.after_text(agent, &mut head, &mut results, text)
-        } else {
-            let step = Stepped {
-                text,
-                calls: &calls,
-                results: &results,
-                state: &live.state,
-            };
-            self.after_calls(agent, &head, step)
-        };
-        result_hooks(agent, &calls, &results, &call_writes);
-        messages.extend(results.into_iter().flatten());
-        self.ensure_not_aborted()?;
-        let call = (turn.usage, turn.stop);
-        self.commit_step(
-            live, agent, head, step, call, messages, state_ops, outcome, &emitter,
-        )
-        .await
-    }
-
-    /// Merges tool writes into `state`, reporting writes that no longer apply.
-    pub(crate) fn merge_into(
-        &self,
-        state: &mut Value,
-        writes: Vec<Vec<PatchOp>>,
-        ops: &mut Vec<PatchOp>,
-        emitter: &Emitter,
-    ) {
-        let merged = merge(state, writes);
-        for (op, err) in merged.conflicts {
-            emitter.chunk(ChunkBody::Error {
-                code: err.code().into(),
-                message: format!("A tool's write to '{}' was dropped: {err}", op.path()),
-                recoverable: true,
-            });
-        }
-        ops.extend(merged.applied);
+        Ok((ran, output))
     }
 }

@@ -276,27 +276,20 @@ pub struct InterruptRequest {
     /// The reason given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// For a persistent child: the turn its parent started, run once this one stops.
-    #[cfg(feature = "persistent-children")]
+    /// A turn queued behind this one (a persistent child's next message from its
+    /// parent), started once this one stops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub then: Option<FollowUp>,
 }
 
 impl InterruptRequest {
     /// A plain interrupt, for `reason`.
-    #[allow(
-        clippy::needless_update,
-        reason = "`then` exists with persistent children"
-    )]
     pub fn because(reason: Option<String>) -> Self {
-        Self {
-            reason,
-            ..Self::default()
-        }
+        Self { reason, then: None }
     }
 }
 
-/// A persistent child's next turn, waiting for the current one to stop.
+/// A turn waiting for the current one to stop: a message, for a parent's call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FollowUp {

@@ -236,13 +236,14 @@ impl Tool {
         }
     }
 
-    /// For tools whose calls run a child session: how long the child may take.
-    pub(crate) fn child_timeout(&self) -> Option<Duration> {
+    /// For tools whose calls another session answers: how long a call may wait (a
+    /// child's timeout; a companion call waits at most [`DEFAULT_SUBAGENT_TIMEOUT`]).
+    pub(crate) fn child_deadline(&self) -> Option<Duration> {
         match self.child_call()? {
             ChildCall::SubAgent { timeout, .. } | ChildCall::Remote { timeout, .. } => {
                 Some(*timeout)
             }
-            ChildCall::Companion(_) => None,
+            ChildCall::Companion(_) => Some(DEFAULT_SUBAGENT_TIMEOUT),
         }
     }
 

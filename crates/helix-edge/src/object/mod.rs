@@ -38,9 +38,6 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use worker::{Env, Method, Request, Response, Result, State};
 
-#[cfg(feature = "subagents")]
-pub use tree::DoChildren;
-
 /// Internal path: create this object's session (a root's, from the worker's router, or
 /// a child's, from its parent); the body is the runner's `CreateSession`.
 pub const CREATE_PATH: &str = "/__internal/create";
@@ -50,10 +47,6 @@ pub const ENDED_PATH: &str = "/__internal/ended";
 /// Internal path: chunks of a child's stream for the parent's (`{from, chunks}`).
 #[cfg(feature = "subagents")]
 pub const RELAY_PATH: &str = "/__internal/relay";
-/// Internal path: a persistent child's parent starts its next turn
-/// (`{message, toolCallId}`).
-#[cfg(feature = "persistent-children")]
-pub const MESSAGE_PATH: &str = "/__internal/message";
 /// Internal path: the parent is being deleted; delete this child session.
 pub const DELETE_PATH: &str = "/__internal/delete";
 
@@ -91,6 +84,30 @@ struct Parts {
 }
 
 type Reply = std::result::Result<Response, ApiError>;
+
+/// What a kind of outside work needs of the object to reach the other side (a build
+/// that registers no kind reads none of it).
+#[allow(dead_code)]
+pub(crate) struct Wiring<'a> {
+    pub env: &'a Env,
+    /// The Durable Object binding of the session objects.
+    pub sessions: &'static str,
+    /// The session's stream (remote sessions' chunks are relayed into it).
+    pub stream: &'a Rc<SqlStreamLog>,
+}
+
+/// Adds a kind of outside work to a session's runner.
+type Register = fn(Runner<ObjectStore>, &Wiring<'_>) -> Runner<ObjectStore>;
+
+/// The kinds of work this build's sessions wait on outside them, each with its feature.
+const WAITS: &[Register] = &[
+    #[cfg(feature = "subagents")]
+    tree::register,
+    #[cfg(feature = "persistent-children")]
+    |runner, _| runner.with_waits([crate::runner::WaitKind::persistent_children()]),
+    #[cfg(feature = "remote-subagents")]
+    crate::remote::register,
+];
 
 impl SessionHost {
     /// The object for `state`, serving `app`.
@@ -170,16 +187,14 @@ impl Inner {
             Rc::new(WorkerHost),
             RunnerConfig::new(self.instance.clone()),
         );
-        #[cfg(feature = "subagents")]
-        let runner = runner.with_children(Rc::new(DoChildren::new(
-            self.env.clone(),
-            self.app.sessions(),
-        )));
-        #[cfg(feature = "remote-subagents")]
-        let runner = runner.with_remotes(Rc::new(crate::remote::HttpRemotes::new(
-            self.env.clone(),
-            stream.clone(),
-        )));
+        let wiring = Wiring {
+            env: &self.env,
+            sessions: self.app.sessions(),
+            stream: &stream,
+        };
+        let runner = WAITS
+            .iter()
+            .fold(runner, |runner, register| register(runner, &wiring));
         let parts = Rc::new(Parts {
             sql,
             stream,
@@ -240,8 +255,8 @@ impl Inner {
             ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
             #[cfg(feature = "subagents")]
             RELAY_PATH => return self.take_relay(&parts, &id, &body).await,
-            #[cfg(feature = "persistent-children")]
-            MESSAGE_PATH => return self.parent_message(&parts, &id, &body).await,
+            #[cfg(feature = "subagents")]
+            tree::MESSAGE_PATH => return self.parent_message(&parts, &id, &body).await,
             DELETE_PATH => return self.delete(&parts, &id, true).await,
             #[cfg(feature = "test-routes")]
             crate::test_routes::CONFORMANCE_PATH => {

@@ -4,19 +4,28 @@
 //! other session's object (`/__internal/*` paths, never routed by the worker), and
 //! every one is idempotent, so each is simply sent again until it goes through.
 
-#[cfg(feature = "persistent-children")]
-use super::MESSAGE_PATH;
-use super::{CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, Reply, accepted};
+use super::{
+    CREATE_PATH, DELETE_PATH, ENDED_PATH, Inner, Parts, RELAY_PATH, Reply, Wiring, accepted,
+};
 use crate::api::ApiError;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal};
-use crate::runner::{ChildEnded, ChildOrder, Children, CreateSession, ended_report};
+use crate::runner::{
+    ChildEnded, ChildOrder, Children, CreateSession, Runner, WaitKind, ended_report,
+};
+use crate::storage::ObjectStore;
 use crate::store::{PendingCall, PendingKind, Store};
 use crate::worker_host::log;
 use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
 use std::rc::Rc;
 use worker::{Env, Method};
+
+type R = Runner<ObjectStore>;
+
+/// Internal path: a persistent child's parent starts its next turn
+/// (`{message, toolCallId}`).
+pub const MESSAGE_PATH: &str = "/__internal/message";
 
 /// Chunks per relay request from a child to its parent.
 const RELAY_BATCH: u64 = 500;
@@ -42,19 +51,25 @@ async fn post(
     Err(format!("the session's object answered HTTP {status}"))
 }
 
+/// Lets `runner` run sub-agent calls as child sessions in Durable Objects of their own.
+pub(super) fn register(runner: R, wiring: &Wiring<'_>) -> R {
+    let children = DoChildren {
+        env: wiring.env.clone(),
+        binding: wiring.sessions,
+    };
+    runner
+        .with_children(Rc::new(children))
+        .with_waits([WaitKind::subagents()])
+}
+
 /// Reaches child sessions through their Durable Objects.
-pub struct DoChildren {
+struct DoChildren {
     env: Env,
     /// The Durable Object binding of the session objects.
     binding: &'static str,
 }
 
 impl DoChildren {
-    /// Children of the sessions served with `env`.
-    pub fn new(env: Env, binding: &'static str) -> Self {
-        Self { env, binding }
-    }
-
     async fn post(
         &self,
         child_id: &str,
@@ -100,7 +115,6 @@ impl Children for DoChildren {
                     self.post(child_id, &op("interrupt"), body, &[409]).await
                 }
                 ChildOrder::Resume => self.post(child_id, &op("resume"), json!({}), &[409]).await,
-                #[cfg(feature = "persistent-children")]
                 ChildOrder::Message {
                     message,
                     tool_call_id,
@@ -251,7 +265,6 @@ impl Inner {
     }
 
     /// `/__internal/message`: this persistent child's parent starts its next turn.
-    #[cfg(feature = "persistent-children")]
     pub(super) async fn parent_message(
         self: &Rc<Self>,
         parts: &Parts,

@@ -3,9 +3,9 @@
 //! everything the store holds of it. The journal (stream, claims, answers) lives with
 //! the session on its platform and goes with it there.
 
-use super::{ChildOrder, RunError, Runner};
 use crate::host::Level;
 use crate::host::LogValue::{Num, Str};
+use crate::runner::{ChildOrder, RunError, Runner};
 use crate::store::{Store, StoreError};
 use futures::future::join_all;
 
@@ -25,9 +25,8 @@ impl<S: Store> Runner<S> {
             return Err(RunError::SubAgentSession(parent.root_id.clone()));
         }
         self.abort.borrow().abort();
-        // Remote sessions still running for it end; their records are their deployment's.
-        #[cfg(feature = "remote-subagents")]
-        self.order_remotes(&head, super::RemoteOrder::Abort).await;
+        // What it waits on beyond its recorded children ends (remote sessions).
+        self.waits_deleted(&head).await;
         let children = self.store.subsessions(session_id).await?;
         let orders = children
             .iter()

@@ -2,6 +2,7 @@
 //! does over HTTP), what a remote's answers mean ([`RemoteError`], [`RemoteView`],
 //! [`RemoteAnswer`]) and the body an answer is forwarded with.
 
+use super::super::child::ended_answer;
 use crate::runner::{RunError, Submission};
 use crate::store::{Answer, PendingCall, SessionStatus};
 use crate::tool::RemoteAgent;
@@ -190,26 +191,8 @@ impl RemoteView {
         let version = v["version"]
             .as_u64()
             .ok_or_else(|| invalid("has no version"))?;
-        let call = |c: &Value| -> Option<PendingCall> {
-            Some(PendingCall {
-                tool_call_id: c["toolCallId"].as_str()?.into(),
-                tool_name: c["toolName"].as_str()?.into(),
-                arguments: c["arguments"].clone(),
-                kind: serde_json::from_value(c["kind"].clone()).ok()?,
-                deadline: c["deadline"].as_u64(),
-                since: 0,
-                output_path: None,
-            })
-        };
-        let pending = match &v["pendingToolCalls"] {
-            Value::Null => Vec::new(),
-            Value::Array(calls) => calls
-                .iter()
-                .map(call)
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| invalid("has a malformed pending call"))?,
-            _ => return Err(invalid("has malformed pending calls")),
-        };
+        let pending = crate::api::pending_calls(&v["pendingToolCalls"])
+            .map_err(|e| invalid(&format!("has {e}")))?;
         Ok(Self {
             status,
             version,
@@ -221,25 +204,13 @@ impl RemoteView {
 
     /// How the call ends, once the remote session ended.
     pub(super) fn outcome(&self) -> Option<Answer> {
-        let failed = |code: &str, what: &str| {
-            let detail = self
-                .error
-                .as_deref()
-                .map_or(String::new(), |e| format!(": {e}"));
-            Some(Answer::ChildFailed {
-                code: code.into(),
-                error: format!("The remote sub-agent {what}{detail}"),
-            })
-        };
-        match self.status {
-            // Bounded like every result when it becomes the call's.
-            SessionStatus::Completed => Some(Answer::ChildOutput {
-                output: self.output.clone().unwrap_or_default(),
-            }),
-            SessionStatus::Failed => failed("subagent_failed", "failed"),
-            SessionStatus::Aborted => failed("subagent_aborted", "was aborted"),
-            SessionStatus::Active | SessionStatus::Interrupted => None,
-        }
+        let output = self.output.clone();
+        ended_answer(
+            self.status,
+            output,
+            self.error.as_deref(),
+            "remote sub-agent",
+        )
     }
 }
 

@@ -6,9 +6,9 @@
 //! back to just before the latest run's input (the user edits their last message);
 //! without one, to the latest restorable checkpoint.
 
-use super::ops::{CreateSession, ensure_idle};
-use super::{RunError, Runner};
+use super::{CreateSession, ensure_idle};
 use crate::message::Message;
+use crate::runner::{RunError, Runner};
 use crate::store::{CheckpointRecord, ForkOrigin, SessionHead, Store, StoreError};
 use serde_json::Value;
 

@@ -4,10 +4,10 @@
 //! result, and commit the results with the merged writes. A run that finished in the
 //! step that started sub-agents completes with that commit, once they have ended.
 
-use super::children::subsession;
-use super::commit::Outcome;
-use super::exec::{Run, result_hooks};
-use super::waits::wait_of;
+use super::conclude::Outcome;
+use super::exec::{Run, merge_into};
+use super::results::{end_denied, end_with_result, end_without_running, result_hooks};
+use super::waited::wait_of;
 use super::{Live, Progress, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
@@ -19,13 +19,17 @@ use crate::state::PatchOp;
 use crate::store::{Answer, AnswerOutcome, CheckpointStatus, PendingKind, Store};
 
 impl<S: Store> Runner<S> {
-    pub(crate) async fn resolve_pending(
+    /// Resumes the suspended step of `live` once every pending call is answered (or
+    /// expired): runs the approved calls, turns every other answer into a tool result
+    /// and commits them; until then, settles what waits outside and reports when to
+    /// look again.
+    pub(crate) async fn resume_step(
         &self,
         live: &mut Live,
         agent: &Agent,
     ) -> Result<Option<Progress>, RunError> {
         self.expire_overdue(live).await?;
-        self.settle_children(live, agent).await?;
+        let look_again = self.settle_waits(live, agent).await?;
         let waiting: Vec<_> = live
             .head
             .pending
@@ -34,9 +38,7 @@ impl<S: Store> Runner<S> {
             .collect();
         if !waiting.is_empty() {
             let deadlines = waiting.iter().filter_map(|p| p.deadline);
-            #[cfg(feature = "remote-subagents")]
-            let deadlines = deadlines.chain(self.take_poll_at());
-            let next_deadline = deadlines.min();
+            let next_deadline = deadlines.chain(look_again).min();
             return Ok(Some(Progress::Suspended { next_deadline }));
         }
         // The suspension commit is the head's last update: the wait is measured from it.
@@ -80,6 +82,7 @@ impl<S: Store> Runner<S> {
             .map(|&i| (i, &calls[i], pending[i].output_path.as_deref()))
             .collect();
         let outcomes = self
+            .tools()
             .run_parallel(agent, &runs, &mut live.state, &emitter)
             .await;
 
@@ -94,54 +97,44 @@ impl<S: Store> Runner<S> {
                 continue;
             }
             let output = pending[i].output_path.as_deref();
-            #[cfg(feature = "persistent-children")]
-            let companion = agent.tool(&call.name).and_then(|t| t.companion_op());
-            let message = match live.answer(&call.id) {
-                #[cfg(feature = "persistent-children")]
-                Some(answer) if companion.is_some() => {
-                    let (message, stored) =
-                        self.end_companion_call(call, answer, output, &live.state, &emitter);
+            let answer = live.answer(&call.id);
+            let waited = answer.and_then(|a| self.end_wait(agent, call, a, output, live, &emitter));
+            let message = match (waited, answer) {
+                (Some((message, stored)), _) => {
                     writes[i].extend(stored);
                     message
                 }
-                Some(answer @ (Answer::ChildOutput { .. } | Answer::ChildFailed { .. })) => {
+                _ if agent.tool(&call.name).is_none() => {
+                    end_without_running(call, &ToolError::NotFound(call.name.clone()), &emitter)
+                }
+                (None, Some(Answer::Approval { approved: true, .. })) => {
+                    end_without_running(call, &ToolError::Interrupted, &emitter)
+                }
+                (
+                    None,
+                    Some(Answer::Approval {
+                        approved: false,
+                        reason,
+                        ..
+                    }),
+                ) => end_denied(call, reason.as_deref(), &emitter),
+                (None, Some(Answer::ClientResult { result, .. })) => {
                     let (message, stored) =
-                        self.end_child_call(agent, call, answer, output, live, &emitter);
+                        end_with_result(call, result.clone(), output, &live.state, &emitter);
                     writes[i].extend(stored);
                     message
                 }
-                _ if agent.tool(&call.name).is_none() => self.end_without_running(
-                    call,
-                    &ToolError::NotFound(call.name.clone()),
-                    &emitter,
-                ),
-                Some(Answer::Approval { approved: true, .. }) => {
-                    self.end_without_running(call, &ToolError::Interrupted, &emitter)
+                (None, Some(Answer::ClientError { error, .. })) => {
+                    end_without_running(call, &ToolError::Client(error.clone()), &emitter)
                 }
-                Some(Answer::Approval {
-                    approved: false,
-                    reason,
-                    ..
-                }) => self.end_denied(call, reason.as_deref(), &emitter),
-                Some(Answer::ClientResult { result, .. }) => {
-                    let (message, stored) =
-                        self.end_with_result(call, result.clone(), output, &live.state, &emitter);
-                    writes[i].extend(stored);
-                    message
-                }
-                Some(Answer::ClientError { error, .. }) => {
-                    self.end_without_running(call, &ToolError::Client(error.clone()), &emitter)
-                }
-                Some(Answer::Expired | Answer::CompanionResult { .. }) | None => {
-                    self.end_without_running(call, &ToolError::TimedOut, &emitter)
-                }
+                (None, _) => end_without_running(call, &ToolError::TimedOut, &emitter),
             };
             results[i] = Some(message);
         }
         result_hooks(agent, &calls, &results, &writes);
         self.ensure_not_aborted()?;
         let mut state_ops = Vec::new();
-        self.merge_into(&mut live.state, writes, &mut state_ops, &emitter);
+        merge_into(&mut live.state, writes, &mut state_ops, &emitter);
 
         let now = self.host.now_ms();
         // How long each approval and client call waited: on its message and the run.
@@ -164,21 +157,7 @@ impl<S: Store> Runner<S> {
         let waiting_again = self
             .resume_plan(live, agent, &mut messages, &mut state_ops, &emitter)
             .await?;
-        #[cfg_attr(not(feature = "persistent-children"), allow(unused_mut))]
-        let mut children: Vec<_> = pending
-            .iter()
-            .filter(|p| p.kind == PendingKind::Child)
-            .filter_map(|p| {
-                let child = agent.tool(&p.tool_name)?.child_agent()?;
-                let answer = live.answer(&p.tool_call_id);
-                Some(subsession(&live.head.id, p, child, answer, now))
-            })
-            .collect();
-        #[cfg(feature = "persistent-children")]
-        if !agent.persistent_children().is_empty() {
-            let records = self.records(live).await?;
-            children.extend(self.companion_records(live, agent, &records, now));
-        }
+        let children = self.wait_records(live, agent, now).await?;
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;
@@ -192,7 +171,7 @@ impl<S: Store> Runner<S> {
         };
         if let Some(outcome) = closing {
             let completes = matches!(outcome, Outcome::Complete(_));
-            let concluded = self.conclude(agent, &mut head, outcome, &emitter);
+            let concluded = self.close(agent, &mut head, outcome, &emitter);
             let (mut commit, mut events) =
                 self.checkpointed_commit(head, messages, state_ops, concluded.status, &emitter);
             commit.subsessions = children;
@@ -213,7 +192,7 @@ impl<S: Store> Runner<S> {
         commit.subsessions = children;
         record_waits(&mut commit, waits);
         // The results go out with the next model call (or land before anything else).
-        self.send_ahead(live, commit, post, None);
+        self.pipeline().send_ahead(live, commit, post, None);
         Ok(None)
     }
 

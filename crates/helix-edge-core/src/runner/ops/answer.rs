@@ -1,0 +1,147 @@
+//! Answering a pending call: stored durably in this session (the first answer stands),
+//! or — for a call pending in a child this session waits on — routed below, to the
+//! child that has it ([`Routed::Descendants`]), or beyond this deployment.
+
+use super::{Routed, Submission};
+use crate::runner::{Live, RunError, Runner};
+use crate::store::{Answer, AnswerOutcome, PendingKind, Store, StoreError};
+
+impl<S: Store> Runner<S> {
+    /// Stores an answer to a pending call (the first answer wins). The run resumes on
+    /// the next `drive` once every pending call of the step is answered or expired.
+    /// Answers are submitted to the root session: a call pending in a descendant (a
+    /// sub-agent's child session) is [`Routed::Descendants`], to be passed on.
+    pub async fn submit(
+        &self,
+        session_id: &str,
+        submission: Submission,
+    ) -> Result<Routed, RunError> {
+        let live = self.load(session_id).await?;
+        let call_id = submission.call_id().to_string();
+        let call_id = call_id.as_str();
+        // A child call is never the client's to answer: an id shared with a call pending
+        // in a descendant (models reuse ids like `call_0`) means the descendant's call.
+        let own = |kind_ok: fn(PendingKind) -> bool| {
+            live.head
+                .pending
+                .iter()
+                .find(|p| p.tool_call_id == call_id && kind_ok(p.kind))
+        };
+        let Some(pending) = own(|k| k != PendingKind::Child) else {
+            // An id of this session's own sub-agent call: that call takes no answer.
+            let not_found = match own(|_| true) {
+                Some(_) => RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "no answer: it resolves when its sub-agent ends",
+                },
+                None => RunError::ToolCallNotFound(call_id.into()),
+            };
+            return self.route(&live, &submission, not_found).await;
+        };
+        let answered_at = self.host.now_ms();
+        let answer = match (pending.kind, submission) {
+            (
+                PendingKind::Approval,
+                Submission::Approval {
+                    approved, reason, ..
+                },
+            ) => Answer::Approval {
+                approved,
+                reason,
+                answered_at,
+            },
+            (PendingKind::Client, Submission::ClientResult { outcome, .. }) => match outcome {
+                Ok(result) => {
+                    // Refused here (413) rather than stored as an error: the call stays
+                    // open for an answer that fits.
+                    if let Some(bytes) = crate::message::oversized_result(&result) {
+                        return Err(StoreError::TooLarge {
+                            what: "tool result",
+                            bytes,
+                            limit: crate::message::MAX_TOOL_RESULT_BYTES,
+                        }
+                        .into());
+                    }
+                    // A result that breaks the tool's declared output schema is refused
+                    // (400), and the call stays open for one that matches.
+                    let agent = self.agents.get(&live.head.agent);
+                    let tool = agent.as_ref().and_then(|a| a.tool(&pending.tool_name));
+                    if let Some(Err(e)) = tool.map(|t| t.check_output(&result)) {
+                        return Err(RunError::ResultInvalid(e.to_string()));
+                    }
+                    Answer::ClientResult {
+                        result,
+                        answered_at,
+                    }
+                }
+                Err(error) => Answer::ClientError { error, answered_at },
+            },
+            // Filtered out above; kept total without a panic.
+            (PendingKind::Child, _) => {
+                return Err(RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "no answer: it resolves when its sub-agent ends",
+                });
+            }
+            (PendingKind::Approval, _) => {
+                return Err(RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "an approval-response",
+                });
+            }
+            (PendingKind::Client, _) => {
+                return Err(RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "a client-tool-result",
+                });
+            }
+        };
+        match self
+            .journal
+            .suspension
+            .answer(session_id, call_id, &answer)?
+        {
+            AnswerOutcome::Stored => {
+                self.log_answered(&live, pending, &answer);
+                Ok(Routed::Here)
+            }
+            AnswerOutcome::AlreadyAnswered(_) => Err(RunError::AlreadyResolved(call_id.into())),
+        }
+    }
+
+    /// A call not pending here: answered before (here, or passed on to a descendant),
+    /// possibly pending below, or unknown.
+    async fn route(
+        &self,
+        live: &Live,
+        submission: &Submission,
+        otherwise: RunError,
+    ) -> Result<Routed, RunError> {
+        let call_id = submission.call_id();
+        let suspension = &self.journal.suspension;
+        let answered =
+            |call: &str| matches!(suspension.find_answer(&live.head.id, call), Ok(Some(_)));
+        if suspension.routed(call_id)?.is_some() || answered(call_id) {
+            return Err(RunError::AlreadyResolved(call_id.into()));
+        }
+        // Passed on beyond this deployment (a remote session that has it).
+        if self.route_beyond(&live.head, submission).await? {
+            return Ok(Routed::Here);
+        }
+        let children = self.asked_children(&live.head).await?;
+        if children.is_empty() {
+            return Err(otherwise);
+        }
+        Ok(Routed::Descendants {
+            children,
+            otherwise,
+        })
+    }
+
+    /// Records that the answer to `call_id`, which is not this session's, was taken by
+    /// descendant `owner`: a second answer to it is refused here.
+    pub fn record_route(&self, call_id: &str, owner: &str) -> Result<(), RunError> {
+        self.journal.suspension.route(call_id, owner)?;
+        Ok(())
+    }
+}

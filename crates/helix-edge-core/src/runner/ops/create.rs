@@ -1,0 +1,114 @@
+//! Creating a session: its first run, atomically (of concurrent creators of one id,
+//! exactly one wins), with the first events staged for its commit.
+
+use super::{CreateSession, Created, new_run};
+use crate::chunk::{ChunkBody, ResyncReason};
+use crate::runner::{RunError, Runner};
+use crate::store::{
+    CheckpointRecord, CheckpointStatus, NewSession, SessionHead, SessionStatus, Store,
+};
+use serde_json::Value;
+
+impl<S: Store> Runner<S> {
+    /// Creates a session and its first run. Exactly one of concurrent creators of an id
+    /// wins; the others get `session_exists`.
+    pub async fn create(&self, request: CreateSession) -> Result<Created, RunError> {
+        let agent = self.agent(&request.agent)?;
+        if request.input.is_empty() && request.fork.is_none() {
+            return Err(RunError::Invalid(
+                "input must hold at least one message".into(),
+            ));
+        }
+        let state = match (request.fork.is_some(), request.state) {
+            (true, Some(whole)) => Value::Object(whole),
+            (_, overrides) => {
+                let mut state = agent.initial_state().clone();
+                if let (Some(overrides), Some(obj)) = (overrides, state.as_object_mut()) {
+                    obj.extend(overrides);
+                }
+                state
+            }
+        };
+        if let Some(schema) = agent.state_schema() {
+            crate::schema::validate(schema, &state).map_err(|reason| {
+                RunError::Invalid(format!(
+                    "input.state does not match the agent's state: {reason}"
+                ))
+            })?;
+        }
+        let now = self.host.now_ms();
+        let run_id = self.host.new_id("run");
+        let input_at = request.history.len() as u64;
+        let mut messages = request.history;
+        messages.extend(request.input);
+        let step_count = request.fork.as_ref().map_or(0, |f| f.step_count);
+        let mut head = SessionHead {
+            id: request.session_id.clone(),
+            agent: request.agent,
+            status: SessionStatus::Active,
+            version: 1,
+            commit_id: self.host.new_id("commit"),
+            step_count,
+            message_count: messages.len() as u64,
+            run: new_run(run_id.clone(), 1, now, input_at),
+            pending: vec![],
+            suspended_reason: None,
+            output: None,
+            error: None,
+            checkpoint_id: None,
+            created_at: now,
+            updated_at: now,
+            parent: request.parent,
+            forked_from: request.fork.clone(),
+        };
+        let checkpoint = CheckpointRecord {
+            id: self.host.new_id("ckpt"),
+            step_count,
+            message_count: head.message_count,
+            timestamp: now,
+            status: CheckpointStatus::Active,
+            run_id: run_id.clone(),
+            usage: None,
+            stop_reason: None,
+            waits: Vec::new(),
+        };
+        head.checkpoint_id = Some(checkpoint.id.clone());
+        let emitter = self.emitter(&head, None);
+        let mut events = vec![emitter.event(ChunkBody::RunStarted { turn: 1 })];
+        if let Some(fork) = request.fork {
+            // The session's first events: nothing else can come between them.
+            events.push(emitter.event(ChunkBody::StreamResync {
+                checkpoint_id: fork.checkpoint_id,
+                step_count: fork.step_count,
+                message_count: input_at,
+                from_sequence: self.journal.stream.next_sequence() + 1,
+                reason: ResyncReason::Branch,
+            }));
+        }
+        let commit_id = head.commit_id.clone();
+        self.journal.stream.stage(&commit_id, 1, events);
+        let session = NewSession {
+            head,
+            state,
+            messages,
+            checkpoint,
+        };
+        // A losing creator must leave nothing staged in the winner's journal.
+        self.store
+            .create(session)
+            .await
+            .inspect_err(|_| self.journal.stream.discard(&commit_id))?;
+        self.journal.stream.release(&commit_id);
+        let fields = [
+            ("session", crate::host::LogValue::Str(&request.session_id)),
+            ("run", crate::host::LogValue::Str(&run_id)),
+        ];
+        self.host
+            .log(crate::host::Level::Info, "run_started", &fields);
+        Ok(Created {
+            session_id: request.session_id,
+            run_id,
+            status: SessionStatus::Active,
+        })
+    }
+}

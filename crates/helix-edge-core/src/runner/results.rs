@@ -1,0 +1,155 @@
+//! How a call ends: the tool message the model reads (a result, stored in the state when
+//! the call has an output path; or an error) and the `tool_end` chunk the stream shows,
+//! and the hooks on a step's results. Nothing here runs a tool.
+
+use super::emit::Emitter;
+use crate::agent::Agent;
+use crate::chunk::ChunkBody;
+use crate::error::{Coded, ToolError};
+use crate::message::{Message, ToolCall};
+use crate::state::PatchOp;
+use serde_json::Value;
+
+/// Resolves a call that does not run (denied, unknown, expired, skipped…) as `error`.
+pub(crate) fn end_without_running(
+    call: &ToolCall,
+    error: &ToolError,
+    emitter: &Emitter,
+) -> Message {
+    end_with_error(call, error.code(), &error.to_string(), emitter)
+}
+
+/// Resolves a denied call. The model sees the denial and, when the user gave one,
+/// their reason (`{"error": "Tool call was not approved by the user", "code":
+/// "tool_denied", "reason": "not today"}`); the stream's `tool_end`, sent before the
+/// reason is added, carries the denial's text as for any error.
+pub(crate) fn end_denied(call: &ToolCall, reason: Option<&str>, emitter: &Emitter) -> Message {
+    let mut message = end_without_running(call, &ToolError::Denied, emitter);
+    if let (Some(reason), Message::Tool { content, .. }) = (
+        reason.map(str::trim).filter(|r| !r.is_empty()),
+        &mut message,
+    ) {
+        content["reason"] = Value::from(reason);
+    }
+    message
+}
+
+/// Resolves a call as an error with `code` and `text`.
+pub(crate) fn end_with_error(
+    call: &ToolCall,
+    code: &str,
+    text: &str,
+    emitter: &Emitter,
+) -> Message {
+    let message = Message::tool_error(call, code, text);
+    tool_end(call, &message, emitter);
+    message
+}
+
+/// Resolves a call with a result from elsewhere (a client, a sub-agent), stored at
+/// `output` in `state` when the call has an output path: the message and the write.
+pub(crate) fn end_with_result(
+    call: &ToolCall,
+    result: Value,
+    output: Option<&str>,
+    state: &Value,
+    emitter: &Emitter,
+) -> (Message, Option<PatchOp>) {
+    let result = match crate::message::bounded_result(result) {
+        Ok(result) => result,
+        Err(e) => return (end_without_running(call, &e, emitter), None),
+    };
+    let (message, stored) = result_message(call, result, output, state);
+    tool_end(call, &message, emitter);
+    (message, stored)
+}
+
+/// A successful result as the model reads it and, with an output path, the write that
+/// stores it in the state: the model then reads `{"result": …, "storedAt": path}`, or a
+/// `"storeError"` beside the result when the path's parent is not in `state` (and
+/// nothing is written).
+pub(crate) fn result_message(
+    call: &ToolCall,
+    value: Value,
+    output: Option<&str>,
+    state: &Value,
+) -> (Message, Option<PatchOp>) {
+    let Some(path) = output else {
+        return (Message::tool_result(call, value), None);
+    };
+    // Whether an add applies does not depend on its value.
+    let probe = PatchOp::Add {
+        path: path.to_string(),
+        value: Value::Null,
+    };
+    if !crate::state::applies_to(state, &probe) {
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        let content = serde_json::json!({
+            "result": value,
+            "storeError": format!("not stored: the state has no {parent} to hold {path}"),
+        });
+        return (Message::tool_result(call, content), None);
+    }
+    let content = crate::memory::output::stored(value.clone(), path);
+    let write = PatchOp::Add {
+        path: path.to_string(),
+        value,
+    };
+    (Message::tool_result(call, content), Some(write))
+}
+
+/// Fires the hooks on a step's (or a resumption's) results in the model's call order,
+/// whatever order the calls finished in: per call `on_state_change` (if it wrote),
+/// `on_message` and `after_tool`; then `on_message` for any message after the results
+/// (a nudge). `results` and `writes` are indexed like `calls`.
+pub(crate) fn result_hooks(
+    agent: &Agent,
+    calls: &[ToolCall],
+    results: &[Option<Message>],
+    writes: &[Vec<PatchOp>],
+) {
+    let Some(h) = agent.hooks() else {
+        return;
+    };
+    for (i, message) in results.iter().enumerate() {
+        let Some(message) = message else {
+            continue;
+        };
+        match calls.get(i) {
+            Some(call) => {
+                if let Some(w) = writes.get(i).filter(|w| !w.is_empty()) {
+                    h.on_state_change(call, w);
+                }
+                h.on_message(message);
+                h.after_tool(call, message);
+            }
+            None => h.on_message(message),
+        }
+    }
+}
+
+/// Streams `tool_end` for a call's result message.
+pub(crate) fn tool_end(call: &ToolCall, message: &Message, emitter: &Emitter) {
+    let (success, result, error) = match message {
+        Message::Tool {
+            content,
+            is_error: false,
+            ..
+        } => (true, Some(content.clone()), None),
+        Message::Tool { content, .. } => {
+            let text = content
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("Tool call failed");
+            (false, None, Some(text.to_string()))
+        }
+        _ => (false, None, None),
+    };
+    emitter.chunk(ChunkBody::ToolEnd {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        success,
+        result,
+        error,
+    });
+}
