@@ -122,19 +122,6 @@ impl Attachment {
         Some(format!("data:{};base64,{data}", self.media_type))
     }
 
-    /// The content as text, for an inline `text/*` file.
-    #[cfg(feature = "anthropic")]
-    pub fn text(&self) -> Option<String> {
-        use base64::Engine;
-        if !self.media_type.starts_with("text/") {
-            return None;
-        }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(self.data.as_ref()?)
-            .ok()?;
-        String::from_utf8(bytes).ok()
-    }
-
     /// How the model is told about an attachment its provider cannot take.
     pub fn placeholder(&self) -> String {
         let name = self.name.as_deref().unwrap_or("a file");
@@ -226,8 +213,6 @@ mod tests {
         );
         let text = parse(json!({"type": "file", "mediaType": "text/plain", "data": "aMOpbGxv"}));
         assert_eq!(text.validate(), Ok(()));
-        #[cfg(feature = "anthropic")]
-        assert_eq!(text.text().as_deref(), Some("héllo"));
         assert!(
             serde_json::from_value::<Attachment>(
                 json!({"type": "image", "mediaType": "image/png", "size": 1})

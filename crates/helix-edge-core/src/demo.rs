@@ -13,6 +13,7 @@ use crate::agent::FINISH_TOOL;
 use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
 use crate::model::{Delta, Model, ModelRequest, ModelTurn, StopReason, ToolSpec, Usage};
+use crate::tool::OUTPUT_PATH;
 use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
@@ -71,7 +72,6 @@ fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
         let question = "What would you like me to do next?";
         return has(tools, "ask_user").then(|| ("ask_user", json!({ "question": question })));
     }
-    #[cfg(feature = "persistent-children")]
     if let Some(call) = companion_intent(text, &lower, tools) {
         return Some(call);
     }
@@ -82,7 +82,6 @@ fn intent(clause: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
 }
 
 /// The companion calls of a lead with researcher helpers (the `team` agent).
-#[cfg(feature = "persistent-children")]
 fn companion_intent(text: &str, lower: &str, tools: &[ToolSpec]) -> Option<(&'static str, Value)> {
     if !has(tools, "companion__spawnAgent") {
         return None;
@@ -116,7 +115,11 @@ fn companion_intent(text: &str, lower: &str, tools: &[ToolSpec]) -> Option<(&'st
 /// `process order <id>`: one step laying out fetch → check → store as a plan, each
 /// result stored in the state and passed on by reference (the `orders` agent).
 fn plan_intent(clause: &str, tools: &[ToolSpec]) -> Option<Vec<(&'static str, Value)>> {
-    if !cfg!(feature = "plans") {
+    let stores = |name: &str| {
+        let spec = tools.iter().find(|t| t.name == name);
+        spec.is_some_and(|t| t.input_schema["properties"].get(OUTPUT_PATH).is_some())
+    };
+    if !stores("fetch_order") {
         return None; // no tool could store what the plan passes on
     }
     let id = clause.trim().to_ascii_lowercase();

@@ -6,21 +6,33 @@ use super::{
 };
 use crate::error::DefinitionError;
 use crate::model::{CacheTtl, ModelSettings};
-use crate::tool::{OUTPUT_PATH, OutputPath, RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
+use crate::tool::{RESERVED_TOOL_NAMES, Tool, schema_of, valid_name};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::any::Any;
 use std::rc::Rc;
 use std::time::Duration;
 
 /// Builds an [`Agent`]; [`build`](AgentBuilder::build) validates it.
 pub struct AgentBuilder {
-    agent: Agent,
-    #[cfg(feature = "skills")]
-    skills: Vec<crate::skill::Skill>,
-    #[cfg(feature = "skills")]
-    preload: Vec<String>,
+    pub(crate) agent: Agent,
+    /// What capabilities (skills, persistent children) add when it is built.
+    extensions: Vec<Box<dyn Extension>>,
+}
+
+/// A capability's part of building an agent ([`AgentBuilder::extend`]), applied by
+/// `build` once the agent's own definition is checked.
+#[allow(
+    dead_code,
+    reason = "the capabilities a build has (skills, persistent children) use it"
+)]
+pub(crate) trait Extension: Any {
+    /// Where it applies among the others (lowest first).
+    fn order(&self) -> u8;
+    /// The agent with what it adds, checked.
+    fn apply(self: Box<Self>, agent: Agent) -> Result<Agent, DefinitionError>;
 }
 
 impl AgentBuilder {
@@ -44,11 +56,27 @@ impl AgentBuilder {
                 persistent: Vec::new(),
                 wake_on_children: false,
             },
-            #[cfg(feature = "skills")]
-            skills: Vec::new(),
-            #[cfg(feature = "skills")]
-            preload: Vec::new(),
+            extensions: Vec::new(),
         }
+    }
+
+    /// Changes the extension of type `E` (added at its first use) with `change`.
+    #[allow(
+        dead_code,
+        reason = "the capabilities a build has (skills, persistent children) use it"
+    )]
+    pub(crate) fn extend<E: Extension + Default>(mut self, change: impl FnOnce(&mut E)) -> Self {
+        let at = self
+            .extensions
+            .iter()
+            .position(|e| (&**e as &dyn Any).is::<E>());
+        let mut extension: Box<E> = match at.map(|at| self.extensions.remove(at)) {
+            Some(known) => (known as Box<dyn Any>).downcast().unwrap_or_default(),
+            None => Box::default(),
+        };
+        change(&mut extension);
+        self.extensions.push(extension);
+        self
     }
 
     /// What the agent does (shown in `GET /v1/agents`).
@@ -160,42 +188,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds skills (see [`crate::skill`]): their catalog goes into the system prompt,
-    /// and the `load_skill` and `read_skill_file` tools are added.
-    #[cfg(feature = "skills")]
-    pub fn skills(mut self, skills: impl IntoIterator<Item = crate::skill::Skill>) -> Self {
-        self.skills.extend(skills);
-        self
-    }
-
-    /// Puts these skills' instructions in the system prompt from the start (they must be
-    /// among the agent's [`skills`](Self::skills)).
-    #[cfg(feature = "skills")]
-    pub fn preload_skills<N: Into<String>>(mut self, names: impl IntoIterator<Item = N>) -> Self {
-        self.preload.extend(names.into_iter().map(Into::into));
-        self
-    }
-
-    /// Lets the agent start persistent children of this kind (see
-    /// [`crate::agent::PersistentChild`]); the companion tools are added with the first.
-    #[cfg(feature = "persistent-children")]
-    pub fn persistent_child(mut self, child: crate::agent::PersistentChild) -> Self {
-        self.agent.persistent.push(child);
-        self
-    }
-
-    /// A notice that a non-blocking child's turn ended starts a new run of the parent
-    /// when its run has finished (by default the notice waits for the parent's next run).
-    #[cfg(feature = "persistent-children")]
-    pub fn wake_on_child_results(mut self) -> Self {
-        self.agent.wake_on_children = true;
-        self
-    }
-
     /// Validates and returns the agent.
     pub fn build(self) -> Result<Agent, DefinitionError> {
-        #[cfg(feature = "skills")]
-        let (skills, preload) = (self.skills, self.preload);
         let agent = self.agent;
         if !valid_name(&agent.name) {
             return Err(DefinitionError::InvalidAgentName(agent.name));
@@ -216,90 +210,28 @@ impl AgentBuilder {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }
+        let mut extensions = self.extensions;
+        extensions.sort_by_key(|e| e.order());
         let mut agent = agent;
-        for (i, child) in agent.persistent.iter().enumerate() {
-            if agent.persistent[..i]
-                .iter()
-                .any(|c| c.agent.name == child.agent.name)
-            {
-                return Err(DefinitionError::DuplicateAgent(child.agent.name.clone()));
-            }
+        for extension in extensions {
+            agent = extension.apply(agent)?;
         }
-        let companions = super::persistent::companion_tools(&agent.persistent);
-        agent.tools.extend(companions);
-        #[cfg(feature = "skills")]
-        let agent = with_skills(agent, skills, &preload)?;
         Ok(agent)
     }
-}
-
-/// `agent` with `skills` (checked): the catalog and the `preload`ed skills' instructions
-/// after its system prompt, and the skill tools.
-#[cfg(feature = "skills")]
-fn with_skills(
-    mut agent: Agent,
-    skills: Vec<crate::skill::Skill>,
-    preload: &[String],
-) -> Result<Agent, DefinitionError> {
-    let invalid = |reason: String| DefinitionError::InvalidSkill {
-        agent: agent.name.clone(),
-        reason,
-    };
-    if skills.is_empty() {
-        return match preload.first() {
-            Some(name) => Err(invalid(format!(
-                "preloads skill '{name}' but has no skills"
-            ))),
-            None => Ok(agent),
-        };
-    }
-    for (i, skill) in skills.iter().enumerate() {
-        skill.check().map_err(|e| invalid(e.to_string()))?;
-        if skills[..i].iter().any(|s| s.name() == skill.name()) {
-            return Err(invalid(format!("skill '{}' is given twice", skill.name())));
-        }
-    }
-    if let Some(name) = preload
-        .iter()
-        .find(|n| !skills.iter().any(|s| s.name() == *n))
-    {
-        return Err(invalid(format!(
-            "preloads skill '{name}', which it does not have"
-        )));
-    }
-    let catalog = crate::skill::catalog(&skills, preload);
-    agent.system_prompt = match agent.system_prompt {
-        SystemPrompt::Static(text) => SystemPrompt::Static(text + &catalog),
-        SystemPrompt::Dynamic(f) => {
-            SystemPrompt::Dynamic(Rc::new(move |state| f(state) + &catalog))
-        }
-    };
-    agent.tools.extend(crate::skill::skill_tools(skills.into()));
-    Ok(agent)
 }
 
 /// A prescribed or offered output path must be a place the state has (any pointer
 /// below the root when the state is untyped).
 fn validate_output_paths(agent: &Agent, tool: &Tool) -> Result<(), DefinitionError> {
-    if !cfg!(feature = "plans") {
+    let Some(memory) = crate::memory::memory() else {
         return Ok(()); // the tools cannot set one
-    }
-    let paths: &[String] = match tool.output_path() {
-        OutputPath::Off => &[],
-        OutputPath::Fixed(path) => std::slice::from_ref(path),
-        OutputPath::Choose(list) => list,
     };
-    for path in paths {
-        let mut args = json!({ (OUTPUT_PATH): path });
-        let choose = OutputPath::Choose(Vec::new());
-        if choose.take(&mut args, &[], agent.state_schema()).is_err() {
-            return Err(DefinitionError::UnknownOutputPath {
-                tool: tool.name.clone(),
-                path: path.clone(),
-            });
-        }
-    }
-    Ok(())
+    memory
+        .check_paths(agent.state_schema(), tool)
+        .map_err(|path| DefinitionError::UnknownOutputPath {
+            tool: tool.name.clone(),
+            path,
+        })
 }
 
 fn validate_tool(agent: &Agent, tool: &Tool) -> Result<(), DefinitionError> {

@@ -39,12 +39,16 @@ use std::rc::Rc;
 use std::time::Duration;
 
 mod builder;
+#[cfg(feature = "persistent-children")]
+mod companions;
 mod output;
 mod persistent;
 mod registry;
 mod subagent;
 
 pub use builder::AgentBuilder;
+#[allow(unused_imports, reason = "the capabilities a build has use it")]
+pub(crate) use builder::Extension;
 pub(crate) use output::OutputSpec;
 pub use persistent::{ChildMode, PersistentChild, persistent_child_id};
 pub use registry::Agents;
@@ -168,14 +172,9 @@ impl Agent {
         self.subagents.iter().cloned().chain(persistent).collect()
     }
 
-    /// The kinds of persistent child it may start (none without the feature
-    /// `persistent-children`, which is what lets the runner's code for them go).
+    /// The kinds of persistent child it may start.
     pub fn persistent_children(&self) -> &[PersistentChild] {
-        if cfg!(feature = "persistent-children") {
-            &self.persistent
-        } else {
-            &[]
-        }
+        &self.persistent
     }
 
     /// The kind of persistent child that runs agent `name`.
@@ -239,7 +238,8 @@ impl Agent {
             SystemPrompt::Static(text) => text.clone(),
             SystemPrompt::Dynamic(f) => f(state),
         };
-        if let Some(guidance) = crate::memory::guidance(&self.tools, self.state_schema()) {
+        let memory = crate::memory::memory();
+        if let Some(guidance) = memory.and_then(|m| m.guidance(&self.tools, self.state_schema())) {
             prompt.push_str(&guidance);
         }
         prompt
@@ -247,16 +247,18 @@ impl Agent {
 
     /// The tools as the model sees them, with `__finish__` when an output is required.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        let memory = crate::memory::memory();
+        let input_schema = |t: &Tool| match memory {
+            Some(memory) => memory.input_schema(self.state_schema(), t),
+            None => t.input_schema.clone(),
+        };
         let mut specs: Vec<ToolSpec> = self
             .tools
             .iter()
             .map(|t| ToolSpec {
                 name: t.name.clone(),
                 description: t.description.clone(),
-                input_schema: t.output_path.offer(
-                    &t.input_schema,
-                    &crate::memory::offered_paths(self.state_schema(), t),
-                ),
+                input_schema: input_schema(t),
                 strict: t.strict,
             })
             .collect();

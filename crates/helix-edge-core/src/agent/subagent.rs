@@ -11,7 +11,7 @@ use std::time::Duration;
 /// A tool that runs another agent as a child session; the child's output is the result.
 #[derive(Clone, Debug)]
 pub struct SubAgentTool {
-    tool: ChildTool,
+    pub(crate) tool: ChildTool,
     agent: Rc<Agent>,
 }
 

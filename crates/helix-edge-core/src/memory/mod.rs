@@ -5,18 +5,22 @@
 //! write form a plan ([`graph`]), checked against the state schema ([`paths`]) before
 //! anything runs and run in dependency order.
 //!
-//! The runtime does all this with the `plans` feature; without it arguments pass as
-//! they are, nothing is stored and each step's calls are one round.
+//! The runtime asks for all this through [`Memory`], which a build has with the
+//! feature `plans` ([`StateMemory`], registered in [`MEMORY`]); without it
+//! ([`memory`] is `None`) arguments pass as they are, nothing is stored and each step's
+//! calls are one round.
 
 pub mod graph;
 pub mod output;
 pub mod paths;
 pub mod reference;
+mod state;
 
 pub use graph::{Access, Graph, Problem};
+pub use state::StateMemory;
 
 use crate::error::ToolError;
-use crate::tool::{OUTPUT_PATH, OutputPath, Tool};
+use crate::tool::Tool;
 use serde_json::Value;
 
 /// A call ready to run: references resolved, `_outputPath` taken out.
@@ -28,94 +32,58 @@ pub struct Prepared {
     pub output: Option<String>,
 }
 
-/// The paths `tool` may store to in a state of `schema` (the agent's, if typed): its own
-/// list, else (when the model chooses) every path of the schema.
-pub fn offered_paths(schema: Option<&Value>, tool: &Tool) -> Vec<String> {
-    if !cfg!(feature = "plans") {
-        return Vec::new();
-    }
-    match tool.output_path() {
-        OutputPath::Choose(list) if list.is_empty() => {
-            schema.map(paths::output_paths).unwrap_or_default()
-        }
-        OutputPath::Choose(list) => list.clone(),
-        _ => Vec::new(),
-    }
+/// What the runtime asks of state as memory; `schema` is the agent's state schema, if
+/// its state is typed.
+pub trait Memory {
+    /// `tool`'s input schema as the model sees it: with the `_outputPath` its policy
+    /// offers.
+    fn input_schema(&self, schema: Option<&Value>, tool: &Tool) -> Value;
+    /// Whether the output paths `tool` prescribes or offers are places the state has.
+    fn check_paths(&self, schema: Option<&Value>, tool: &Tool) -> Result<(), String>;
+    /// Prepares the model's `arguments` for a call of `tool` in `state`: takes the
+    /// output path out (checked against the tool's policy) and resolves the references,
+    /// unless the tool does not take them. An error is the `tool_input_invalid` the
+    /// model sees.
+    fn prepare(
+        &self,
+        schema: Option<&Value>,
+        tool: &Tool,
+        arguments: &Value,
+        state: &Value,
+    ) -> Result<Prepared, ToolError>;
+    /// What a call of `tool` with the model's `arguments` reads and writes (for the
+    /// plan; malformed references and refused output paths are left to `prepare`).
+    fn access(&self, schema: Option<&Value>, tool: &Tool, arguments: &Value) -> Access;
+    /// The system prompt's guidance for an agent whose `tools` store results in its
+    /// state: what the state is for, its schema, and how to reference it. `None` when
+    /// no tool does.
+    fn guidance(&self, tools: &[Tool], schema: Option<&Value>) -> Option<String>;
 }
 
-/// Prepares the model's `arguments` for a call of `tool` in `state` (of `schema`, the
-/// agent's): takes the output path out (checked against the tool's policy) and resolves
-/// the references, unless the tool does not take them. An error is the
-/// `tool_input_invalid` the model sees.
+/// The memory this build has: state as memory with the feature `plans`.
+pub const MEMORY: &[&dyn Memory] = &[
+    #[cfg(feature = "plans")]
+    &StateMemory,
+];
+
+/// State as memory, if this build has it.
+pub fn memory() -> Option<&'static dyn Memory> {
+    MEMORY.first().copied()
+}
+
+/// `arguments` ready for a call of `tool` in `state`: prepared by this build's memory,
+/// or as they are without one.
 pub fn prepare(
     schema: Option<&Value>,
     tool: &Tool,
     arguments: &Value,
     state: &Value,
 ) -> Result<Prepared, ToolError> {
-    let invalid = |reason: String| ToolError::InputInvalid {
-        tool: tool.name().to_string(),
-        reason,
-    };
-    let mut arguments = arguments.clone();
-    if !cfg!(feature = "plans") {
-        return Ok(Prepared {
-            arguments,
+    match memory() {
+        Some(memory) => memory.prepare(schema, tool, arguments, state),
+        None => Ok(Prepared {
+            arguments: arguments.clone(),
             output: None,
-        });
+        }),
     }
-    let offered = offered_paths(schema, tool);
-    let output = tool
-        .output_path()
-        .take(&mut arguments, &offered, schema)
-        .map_err(invalid)?;
-    if tool.takes_state_refs() {
-        reference::resolve_in(&mut arguments, state).map_err(invalid)?;
-    }
-    Ok(Prepared { arguments, output })
-}
-
-/// What a call of `tool` with the model's `arguments` reads and writes (for the plan;
-/// malformed references and refused output paths are left to [`prepare`]).
-pub fn access(schema: Option<&Value>, tool: &Tool, arguments: &Value) -> Access {
-    if !cfg!(feature = "plans") {
-        return Access::default();
-    }
-    let reads = if tool.takes_state_refs() {
-        reference::references(arguments)
-            .into_iter()
-            .flatten()
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mut arguments = arguments.clone();
-    let offered = offered_paths(schema, tool);
-    let write = tool
-        .output_path()
-        .take(&mut arguments, &offered, schema)
-        .ok()
-        .flatten();
-    Access { reads, write }
-}
-
-/// The system prompt's guidance for an agent whose `tools` store results in its state
-/// (of `schema`, if typed): what the state is for, its schema, and how to reference it.
-/// `None` when no tool does.
-pub fn guidance(tools: &[Tool], schema: Option<&Value>) -> Option<String> {
-    if !cfg!(feature = "plans") || tools.iter().all(|t| *t.output_path() == OutputPath::Off) {
-        return None;
-    }
-    let schema = schema
-        .map(|s| format!(" Its JSON Schema:\n{s}\n"))
-        .unwrap_or_default();
-    Some(format!(
-        "\n\n# State\nThe session has a state: memory your tool calls share.{schema}\
-         A tool that offers `{OUTPUT_PATH}` stores its result there, at the path you give. \
-         An argument may instead be a reference to a value in the state, written as the \
-         whole string \"†state.path.to.value\" (or \"$state.path.to.value\"; array items \
-         as .0 or [0]); it is replaced by that value just before the call runs. Calls of \
-         one step may reference what other calls of the same step store: they then run in \
-         order, so you can lay out a whole chain of calls at once."
-    ))
 }

@@ -6,7 +6,7 @@
 //! The stream is complete only after `message_stop`; anything less is *truncated*.
 
 use super::strict::strict_schema;
-use super::{DecodeStep, Decoder, Frame};
+use super::{DecodeStep, Decoder, Frame, Protocol, ProviderConfig, ProviderKind};
 use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
@@ -23,6 +23,65 @@ pub const STRICT_TOOLS_BETA: &str = "structured-outputs-2025-11-13";
 
 /// Output cap sent when the agent sets none (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The Messages protocol.
+pub struct Anthropic;
+
+impl Protocol for Anthropic {
+    fn speaks(&self, kind: ProviderKind) -> bool {
+        kind == ProviderKind::Anthropic
+    }
+
+    fn base_url(&self) -> &'static str {
+        "https://api.anthropic.com/v1"
+    }
+
+    fn model(&self) -> &'static str {
+        "claude-sonnet-4-5"
+    }
+
+    fn request(
+        &self,
+        config: &ProviderConfig,
+        model: &str,
+        request: &ModelRequest<'_>,
+        headers: &mut Vec<(String, String)>,
+    ) -> (&'static str, Value) {
+        headers.push(("anthropic-version".into(), API_VERSION.into()));
+        let strict = request.tools.iter().any(|t| t.strict);
+        let hour = request.settings.prompt_cache == Some(CacheTtl::OneHour);
+        let betas: Vec<&str> = [
+            strict.then_some(STRICT_TOOLS_BETA),
+            hour.then_some(CACHE_TTL_BETA),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !betas.is_empty() {
+            headers.push(("anthropic-beta".into(), betas.join(",")));
+        }
+        if let Some(key) = &config.api_key {
+            headers.push(("x-api-key".into(), key.clone()));
+        }
+        ("/messages", request_body(model, request))
+    }
+
+    fn decoder(&self) -> Box<dyn Decoder> {
+        Box::new(AnthropicDecoder::new())
+    }
+}
+
+/// The content of an inline `text/*` file, for a text document block.
+fn attachment_text(a: &Attachment) -> Option<String> {
+    use base64::Engine;
+    if !a.media_type.starts_with("text/") {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(a.data.as_ref()?)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
 
 fn text_of(content: &Value) -> String {
     match content {
@@ -57,7 +116,7 @@ fn content_block(a: &Attachment) -> Value {
         AttachmentKind::File if a.media_type == "application/pdf" => {
             json!({ "type": "document", "source": source })
         }
-        AttachmentKind::File => match a.text() {
+        AttachmentKind::File => match attachment_text(a) {
             Some(text) => json!({
                 "type": "document",
                 "source": { "type": "text", "media_type": "text/plain", "data": text }
@@ -504,5 +563,22 @@ impl Decoder for AnthropicDecoder {
             stop_detail: self.stop_detail,
             usage: self.usage,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inline_text_file_is_read_as_text_and_other_files_are_not() {
+        let file = |media: &str, data: &str| -> Attachment {
+            serde_json::from_value(json!({"type": "file", "mediaType": media, "data": data}))
+                .unwrap()
+        };
+        let text = file("text/plain", "aMOpbGxv");
+        assert_eq!(attachment_text(&text).as_deref(), Some("héllo"));
+        assert_eq!(attachment_text(&file("application/pdf", "aMOpbGxv")), None);
+        assert_eq!(attachment_text(&file("text/plain", "not base64!")), None);
     }
 }

@@ -12,6 +12,7 @@
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 pub mod openai;
+mod protocol;
 mod retry;
 pub mod sse;
 pub mod strict;
@@ -21,6 +22,7 @@ use crate::abort::AbortSignal;
 use crate::error::ProviderError;
 use crate::model::{Delta, Model, ModelRequest, ModelTurn};
 use futures::future::LocalBoxFuture;
+pub use protocol::Protocol;
 use retry::error_message;
 pub use retry::{MAX_RETRY_AFTER_MS, backoff_ms, classify, retry_after_ms};
 use sse::{SseEvent, SseFramer};
@@ -64,7 +66,6 @@ pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions.
     OpenAi,
     /// Anthropic Messages (feature `anthropic`).
-    #[cfg(feature = "anthropic")]
     Anthropic,
     /// Cloudflare Workers AI, through its OpenAI-compatible endpoint.
     WorkersAi,
@@ -150,16 +151,7 @@ impl ProviderConfig {
             None if api_key.is_some() => ProviderKind::OpenAi,
             None | Some("demo") => ProviderKind::Demo,
             Some("openai") => ProviderKind::OpenAi,
-            #[cfg(feature = "anthropic")]
             Some("anthropic") => ProviderKind::Anthropic,
-            #[cfg(not(feature = "anthropic"))]
-            Some("anthropic") => {
-                return Err(ProviderError::NotConfigured(
-                    "LLM_PROVIDER 'anthropic' needs helix-edge's `anthropic` feature, which this worker was \
-                     built without"
-                        .into(),
-                ));
-            }
             Some("workers-ai") => ProviderKind::WorkersAi,
             Some(other) => {
                 return Err(ProviderError::NotConfigured(format!(
@@ -167,11 +159,16 @@ impl ProviderConfig {
                 )));
             }
         };
+        let protocol = protocol::of(kind);
+        if kind != ProviderKind::Demo && protocol.is_none() {
+            return Err(ProviderError::NotConfigured(
+                "LLM_PROVIDER 'anthropic' needs helix-edge's `anthropic` feature, which this worker was \
+                 built without"
+                    .into(),
+            ));
+        }
         let base_url = match (var("LLM_BASE_URL"), kind) {
             (Some(url), _) => url,
-            (None, ProviderKind::OpenAi) => "https://api.openai.com/v1".into(),
-            #[cfg(feature = "anthropic")]
-            (None, ProviderKind::Anthropic) => "https://api.anthropic.com/v1".into(),
             (None, ProviderKind::WorkersAi) => match var("CF_ACCOUNT_ID") {
                 Some(account) => {
                     format!("https://api.cloudflare.com/client/v4/accounts/{account}/ai/v1")
@@ -182,7 +179,7 @@ impl ProviderConfig {
                     ));
                 }
             },
-            (None, ProviderKind::Demo) => String::new(),
+            (None, _) => protocol.map_or(String::new(), |p| p.base_url().into()),
         };
         let http = base_url.starts_with("https://") || base_url.starts_with("http://");
         if kind != ProviderKind::Demo && !http {
@@ -192,11 +189,9 @@ impl ProviderConfig {
         }
         let model = var("LLM_MODEL").unwrap_or_else(|| {
             match kind {
-                ProviderKind::OpenAi => "gpt-4o-mini",
-                #[cfg(feature = "anthropic")]
-                ProviderKind::Anthropic => "claude-sonnet-4-5",
                 ProviderKind::WorkersAi => "@cf/meta/llama-3.3-70b-instruct-fp8-fast",
                 ProviderKind::Demo => "demo",
+                _ => protocol.map_or("", |p| p.model()),
             }
             .into()
         });
@@ -220,6 +215,12 @@ impl ProviderConfig {
         })
     }
 
+    /// The protocol it speaks (OpenAI's Chat Completions for the demo, which makes no
+    /// request).
+    fn protocol(&self) -> &'static dyn Protocol {
+        protocol::of(self.kind).unwrap_or(&openai::OpenAi)
+    }
+
     /// The HTTP request for one streaming call.
     pub fn request(&self, request: &ModelRequest<'_>) -> HttpRequest {
         let model = request.settings.model.as_deref().unwrap_or(&self.model);
@@ -227,49 +228,9 @@ impl ProviderConfig {
             ("content-type".to_string(), "application/json".to_string()),
             ("accept".to_string(), "text/event-stream".to_string()),
         ];
-        let (url, body) = match self.kind {
-            #[cfg(feature = "anthropic")]
-            ProviderKind::Anthropic => {
-                headers.push(("anthropic-version".into(), anthropic::API_VERSION.into()));
-                let strict = request.tools.iter().any(|t| t.strict);
-                let hour = request.settings.prompt_cache == Some(crate::model::CacheTtl::OneHour);
-                let betas: Vec<&str> = [
-                    strict.then_some(anthropic::STRICT_TOOLS_BETA),
-                    hour.then_some(anthropic::CACHE_TTL_BETA),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                if !betas.is_empty() {
-                    headers.push(("anthropic-beta".into(), betas.join(",")));
-                }
-                if let Some(key) = &self.api_key {
-                    headers.push(("x-api-key".into(), key.clone()));
-                }
-                (
-                    format!("{}/messages", self.base_url),
-                    anthropic::request_body(model, request),
-                )
-            }
-            _ => {
-                if let Some(key) = &self.api_key {
-                    headers.push(("authorization".into(), format!("Bearer {key}")));
-                }
-                let official = self.base_url.contains("api.openai.com");
-                let field = if official {
-                    openai::MaxTokensField::MaxCompletionTokens
-                } else {
-                    openai::MaxTokensField::MaxTokens
-                };
-                let include_usage = self.kind == ProviderKind::OpenAi;
-                (
-                    format!("{}/chat/completions", self.base_url),
-                    openai::request_body(model, request, field, include_usage),
-                )
-            }
-        };
+        let (path, body) = self.protocol().request(self, model, request, &mut headers);
         HttpRequest {
-            url,
+            url: format!("{}{path}", self.base_url),
             headers,
             body: body.to_string(),
         }
@@ -277,11 +238,7 @@ impl ProviderConfig {
 
     /// A decoder for this provider's stream.
     pub fn decoder(&self) -> Box<dyn Decoder> {
-        match self.kind {
-            #[cfg(feature = "anthropic")]
-            ProviderKind::Anthropic => Box::new(anthropic::AnthropicDecoder::new()),
-            _ => Box::new(openai::OpenAiDecoder::new()),
-        }
+        self.protocol().decoder()
     }
 
     /// Removes the key from text that came from outside (provider error messages).

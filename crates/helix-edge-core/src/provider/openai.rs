@@ -12,13 +12,53 @@
 //!   either is *truncated*.
 
 use super::strict::strict_schema;
-use super::{DecodeStep, Decoder, Frame};
+use super::{DecodeStep, Decoder, Frame, Protocol, ProviderConfig, ProviderKind};
 use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
 use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, Usage};
 use crate::provider::sse::SseEvent;
 use serde_json::{Map, Value, json};
+
+/// The Chat Completions protocol.
+pub struct OpenAi;
+
+impl Protocol for OpenAi {
+    fn speaks(&self, kind: ProviderKind) -> bool {
+        matches!(kind, ProviderKind::OpenAi | ProviderKind::WorkersAi)
+    }
+
+    fn base_url(&self) -> &'static str {
+        "https://api.openai.com/v1"
+    }
+
+    fn model(&self) -> &'static str {
+        "gpt-4o-mini"
+    }
+
+    fn request(
+        &self,
+        config: &ProviderConfig,
+        model: &str,
+        request: &ModelRequest<'_>,
+        headers: &mut Vec<(String, String)>,
+    ) -> (&'static str, Value) {
+        if let Some(key) = &config.api_key {
+            headers.push(("authorization".into(), format!("Bearer {key}")));
+        }
+        let field = match config.base_url.contains("api.openai.com") {
+            true => MaxTokensField::MaxCompletionTokens,
+            false => MaxTokensField::MaxTokens,
+        };
+        let include_usage = config.kind == ProviderKind::OpenAi;
+        let body = request_body(model, request, field, include_usage);
+        ("/chat/completions", body)
+    }
+
+    fn decoder(&self) -> Box<dyn Decoder> {
+        Box::new(OpenAiDecoder::new())
+    }
+}
 
 /// How to spell the output-token cap: OpenAI's own API wants `max_completion_tokens`
 /// (reasoning models reject `max_tokens`); compatible servers want `max_tokens`.

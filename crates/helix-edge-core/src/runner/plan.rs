@@ -62,16 +62,16 @@ impl<'a> StepCalls<'a> {
         calls: &'a [ToolCall],
         planned: &[bool],
     ) -> Result<Self, ToolError> {
-        if !cfg!(feature = "plans") {
+        // Without state as memory no call depends on another: one round.
+        let Some(memory) = memory::memory() else {
             return Ok(Self::of(calls, Graph::new(&[])));
-        }
+        };
+        let schema = agent.state_schema();
         let access: Vec<Access> = calls
             .iter()
             .zip(planned)
             .map(|(call, &planned)| match agent.tool(&call.name) {
-                Some(tool) if planned => {
-                    memory::access(agent.state_schema(), tool, &call.arguments)
-                }
+                Some(tool) if planned => memory.access(schema, tool, &call.arguments),
                 _ => Access::default(),
             })
             .collect();
@@ -115,11 +115,7 @@ impl<S: Store> Runner<S> {
     ) -> Result<(), RunError> {
         let mut open = todo.to_vec();
         loop {
-            let ready = if cfg!(feature = "plans") {
-                self.next_round(step, &mut open, ran, emitter)
-            } else {
-                std::mem::take(&mut open) // no call depends on another: one round
-            };
+            let ready = self.next_round(step, &mut open, ran, emitter);
             if ready.is_empty() {
                 return Ok(());
             }
@@ -263,7 +259,7 @@ impl<S: Store> Runner<S> {
         step: &StepCalls<'_>,
         call: &ToolCall,
     ) -> Result<bool, RunError> {
-        if !cfg!(feature = "plans") || !step.claim {
+        if !step.claim {
             return Ok(true);
         }
         let (head, instance) = (&live.head, self.config.instance.as_str());
@@ -286,7 +282,7 @@ impl<S: Store> Runner<S> {
         state_ops: &mut Vec<PatchOp>,
         emitter: &Emitter,
     ) -> Result<Vec<PendingCall>, RunError> {
-        if !cfg!(feature = "plans") {
+        if memory::memory().is_none() {
             return Ok(Vec::new()); // no call is ever deferred
         }
         let Some(at) = live

@@ -19,6 +19,7 @@
 //! [`AgentBuilder::skills`]: crate::agent::AgentBuilder::skills
 //! [`AgentBuilder::preload_skills`]: crate::agent::AgentBuilder::preload_skills
 
+mod builder;
 mod tools;
 
 #[doc(hidden)]

@@ -33,8 +33,6 @@
 //! Tool::new("rm", "Delete", run).deadline(Duration::from_secs(1)); // deadlines are the client's
 //! ```
 
-#[cfg(feature = "plans")]
-use super::OutputPath;
 use super::{
     Approval, ApprovalDecision, ChildTool, ExecuteFn, Execution, Tool, ToolContext, schema_of,
 };
@@ -49,20 +47,20 @@ use std::time::Duration;
 
 /// A server tool: runs in the worker, without approval unless asked for.
 #[derive(Clone, Debug)]
-pub struct ServerTool(Tool);
+pub struct ServerTool(pub(crate) Tool);
 
 /// A server tool that needs a human's approval (always, or when a predicate says so).
 #[derive(Clone, Debug)]
-pub struct ApprovalTool(Tool);
+pub struct ApprovalTool(pub(crate) Tool);
 
 /// A server tool that runs after the step's other tools, seeing their writes; when it
 /// succeeds its result is the run's output and the run completes.
 #[derive(Clone, Debug)]
-pub struct FinishTool(Tool);
+pub struct FinishTool(pub(crate) Tool);
 
 /// A tool the client executes: the run suspends until its result is submitted.
 #[derive(Clone, Debug)]
-pub struct ClientTool(Tool);
+pub struct ClientTool(pub(crate) Tool);
 
 macro_rules! into_tool {
     ($($builder:ident),*) => {$(
@@ -76,32 +74,6 @@ macro_rules! into_tool {
             /// Replaces the description the model sees.
             pub fn with_description(mut self, description: impl Into<String>) -> Self {
                 self.0.description = description.into();
-                self
-            }
-
-            #[cfg(feature = "plans")]
-            /// Stores every result in the state at `path` (a JSON Pointer; a last
-            /// segment `-` appends to an array), as if the model had given it as
-            /// `_outputPath`. See [`crate::memory`].
-            pub fn output_to(mut self, path: impl Into<String>) -> Self {
-                self.0.output_path = OutputPath::Fixed(path.into());
-                self
-            }
-
-            #[cfg(feature = "plans")]
-            /// Lets the model choose where to store a result (`_outputPath`), from
-            /// `paths`, or from every path of the agent's state schema when `paths` is
-            /// empty. See [`crate::memory`].
-            pub fn output_paths<P: Into<String>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
-                self.0.output_path = OutputPath::Choose(paths.into_iter().map(Into::into).collect());
-                self
-            }
-
-            #[cfg(feature = "plans")]
-            /// Passes arguments that look like state references (`"$state.x"`) as
-            /// they are, instead of resolving them. See [`crate::memory::reference`].
-            pub fn no_state_refs(mut self) -> Self {
-                self.0.state_refs = false;
                 self
             }
         }

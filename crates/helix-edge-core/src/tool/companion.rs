@@ -5,9 +5,6 @@
 //! out ([`crate::runner`]): each call is recorded
 //! durably before it reaches a child, like a sub-agent call.
 
-use super::{ChildCall, Tool};
-use serde_json::Value;
-
 /// The prefix of companion tool names; no other tool may use it.
 pub const COMPANION_PREFIX: &str = "companion__";
 
@@ -42,17 +39,4 @@ pub fn valid_child_name(name: &str) -> bool {
         && name.len() <= 40
         && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.contains("-agent-")
-}
-
-impl Tool {
-    /// The companion tool `companion__{name}` doing `op`.
-    pub(crate) fn companion(
-        op: CompanionOp,
-        name: &str,
-        description: String,
-        schema: Value,
-    ) -> Self {
-        let name = format!("{COMPANION_PREFIX}{name}");
-        Tool::child(name, description, schema, ChildCall::Companion(op))
-    }
 }

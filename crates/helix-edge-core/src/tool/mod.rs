@@ -23,6 +23,8 @@ mod context;
 mod output_path;
 #[cfg(feature = "remote-subagents")]
 mod remote;
+#[cfg(feature = "plans")]
+mod stored;
 
 pub use crate::abort::AbortSignal;
 pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool};

@@ -1,0 +1,109 @@
+//! [`StateMemory`]: the session's state as the workflow's memory — `_outputPath`,
+//! state references and plans — as the feature `plans` gives it to the runtime.
+
+use super::{Access, Memory, Prepared, paths, reference};
+use crate::error::ToolError;
+use crate::tool::{OUTPUT_PATH, OutputPath, Tool};
+use serde_json::{Value, json};
+
+/// State as memory: results stored with `_outputPath`, arguments that reference the
+/// state, and a step's calls run as a plan in dependency order.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StateMemory;
+
+/// The paths `tool` may store to in a state of `schema`: its own list, else (when the
+/// model chooses) every path of the schema.
+fn offered_paths(schema: Option<&Value>, tool: &Tool) -> Vec<String> {
+    match tool.output_path() {
+        OutputPath::Choose(list) if list.is_empty() => {
+            schema.map(paths::output_paths).unwrap_or_default()
+        }
+        OutputPath::Choose(list) => list.clone(),
+        _ => Vec::new(),
+    }
+}
+
+impl Memory for StateMemory {
+    fn input_schema(&self, schema: Option<&Value>, tool: &Tool) -> Value {
+        let offered = offered_paths(schema, tool);
+        tool.output_path().offer(tool.input_schema(), &offered)
+    }
+
+    /// A prescribed or offered output path must be a place the state has (any pointer
+    /// below the root when the state is untyped).
+    fn check_paths(&self, schema: Option<&Value>, tool: &Tool) -> Result<(), String> {
+        let paths: &[String] = match tool.output_path() {
+            OutputPath::Off => &[],
+            OutputPath::Fixed(path) => std::slice::from_ref(path),
+            OutputPath::Choose(list) => list,
+        };
+        for path in paths {
+            let mut args = json!({ (OUTPUT_PATH): path });
+            let choose = OutputPath::Choose(Vec::new());
+            if choose.take(&mut args, &[], schema).is_err() {
+                return Err(path.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare(
+        &self,
+        schema: Option<&Value>,
+        tool: &Tool,
+        arguments: &Value,
+        state: &Value,
+    ) -> Result<Prepared, ToolError> {
+        let invalid = |reason: String| ToolError::InputInvalid {
+            tool: tool.name().to_string(),
+            reason,
+        };
+        let mut arguments = arguments.clone();
+        let offered = offered_paths(schema, tool);
+        let output = tool
+            .output_path()
+            .take(&mut arguments, &offered, schema)
+            .map_err(invalid)?;
+        if tool.takes_state_refs() {
+            reference::resolve_in(&mut arguments, state).map_err(invalid)?;
+        }
+        Ok(Prepared { arguments, output })
+    }
+
+    fn access(&self, schema: Option<&Value>, tool: &Tool, arguments: &Value) -> Access {
+        let reads = if tool.takes_state_refs() {
+            reference::references(arguments)
+                .into_iter()
+                .flatten()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut arguments = arguments.clone();
+        let offered = offered_paths(schema, tool);
+        let write = tool
+            .output_path()
+            .take(&mut arguments, &offered, schema)
+            .ok()
+            .flatten();
+        Access { reads, write }
+    }
+
+    fn guidance(&self, tools: &[Tool], schema: Option<&Value>) -> Option<String> {
+        if tools.iter().all(|t| *t.output_path() == OutputPath::Off) {
+            return None;
+        }
+        let schema = schema
+            .map(|s| format!(" Its JSON Schema:\n{s}\n"))
+            .unwrap_or_default();
+        Some(format!(
+            "\n\n# State\nThe session has a state: memory your tool calls share.{schema}\
+             A tool that offers `{OUTPUT_PATH}` stores its result there, at the path you give. \
+             An argument may instead be a reference to a value in the state, written as the \
+             whole string \"†state.path.to.value\" (or \"$state.path.to.value\"; array items \
+             as .0 or [0]); it is replaced by that value just before the call runs. Calls of \
+             one step may reference what other calls of the same step store: they then run in \
+             order, so you can lay out a whole chain of calls at once."
+        ))
+    }
+}
