@@ -53,7 +53,7 @@ cargo test --workspace --locked
 
 step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --features console
+  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --tests --features console
 
 step "TypeScript client (clients/js): typecheck, build, unit tests; the console's typecheck"
 npm --workspace clients/js test

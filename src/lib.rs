@@ -31,27 +31,32 @@ mod hosted {
             .filter(|v| !v.is_empty())
     }
 
-    /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline), the
-    /// demo agents with `dev-agents` and, in the test build, the test agents.
+    /// Adds agents of a build's feature.
+    type Extra = fn(Agents, &Env) -> Result<Agents, DefinitionError>;
+
+    /// The agents of this build beyond the reference ones: the demo agents with
+    /// `dev-agents`, the test agents in the test build.
+    const EXTRAS: &[Extra] = &[
+        #[cfg(feature = "dev-agents")]
+        |agents, _| {
+            let agents = agents.with(reference_agents::orders()?)?;
+            agents
+                .with(reference_agents::team()?)?
+                .with(reference_agents::dispatcher()?)
+        },
+        #[cfg(feature = "test-routes")]
+        |agents, env| crate::test_agents::add(agents, var(env, "LEDGER_URL")),
+    ];
+
+    /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline) and the
+    /// build's extras.
     fn agents(env: &Env) -> Result<Agents, DefinitionError> {
         let deadline = var(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
         let deadline = deadline.map_or(ASK_USER_DEADLINE, std::time::Duration::from_millis);
         let agents = reference_agents(deadline)?;
-        #[cfg(feature = "dev-agents")]
-        let agents = agents
-            .with(reference_agents::orders()?)?
-            .with(reference_agents::team()?)?
-            .with(reference_agents::dispatcher()?)?;
-        #[cfg(feature = "test-routes")]
-        let agents = match var(env, "LEDGER_URL") {
-            Some(url) => agents.with(crate::test_agents::ledger(url)?)?,
-            None => agents,
-        };
-        #[cfg(feature = "test-routes")]
-        let agents = agents
-            .with(crate::test_agents::typed()?)?
-            .with(crate::test_agents::lister()?)?;
-        Ok(agents)
+        EXTRAS
+            .iter()
+            .try_fold(agents, |agents, add| add(agents, env))
     }
 
     helix_edge::worker!(agents);

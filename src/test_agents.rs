@@ -141,3 +141,16 @@ pub fn lister() -> Result<Agent, DefinitionError> {
         .output::<Vec<String>>()
         .build()
 }
+
+/// `agents` with the test agents: `typed`, `lister`, and `ledger` when the suite gives
+/// it its `LEDGER_URL`.
+pub fn add(
+    agents: helix_edge::agent::Agents,
+    ledger_url: Option<String>,
+) -> Result<helix_edge::agent::Agents, DefinitionError> {
+    let agents = match ledger_url {
+        Some(url) => agents.with(ledger(url)?)?,
+        None => agents,
+    };
+    agents.with(typed()?)?.with(lister()?)
+}

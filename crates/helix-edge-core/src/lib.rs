@@ -47,6 +47,7 @@ pub mod schema;
 pub mod scripted;
 #[cfg(feature = "skills")]
 pub mod skill;
+pub mod sqlite;
 pub mod state;
 pub mod store;
 pub mod tool;

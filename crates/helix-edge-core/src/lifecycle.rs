@@ -54,6 +54,28 @@ pub fn next_alarm(progress: &Result<Progress, RunError>, now_ms: u64, reported: 
     }
 }
 
+/// Whether the commits of a slice that ended with `progress` go to D1 at once (the run
+/// ended: nothing will join them) or a little later, so that the commits right behind
+/// them (an answer's, the next step's) join the batch.
+pub fn replicate_at_once(progress: &Result<Progress, RunError>) -> bool {
+    matches!(progress, Ok(Progress::Idle(_)))
+}
+
+/// The alarm after a slice (see [`next_alarm`]) when commits still wait for D1
+/// (`waiting`) after its replication, and the time of the alarm set only so that the
+/// replication is retried, if that is why it is set: the replication clears it once D1
+/// has everything.
+pub fn slice_alarm(
+    progress: &Result<Progress, RunError>,
+    now_ms: u64,
+    reported: bool,
+    waiting: bool,
+) -> (Alarm, Option<u64>) {
+    let alarm = next_alarm(progress, now_ms, reported && !waiting);
+    let fallback = waiting && next_alarm(progress, now_ms, reported) == Alarm::Clear;
+    (alarm, fallback.then(|| now_ms + RETRY.as_millis() as u64))
+}
+
 /// Whether a read that finds `head` at `now_ms` should continue the session: a client
 /// call is past its deadline, or — after a restart, before the alarm comes back — the
 /// run waits for nobody (no pending call, or every one answered) and nothing is
@@ -154,6 +176,38 @@ mod tests {
         assert_eq!(
             next_alarm(&sooner, 0, false),
             Alarm::In(Duration::from_millis(100))
+        );
+    }
+
+    #[test]
+    fn a_slice_that_leaves_commits_for_d1_sets_the_alarm_to_retry_them() {
+        let idle = Ok(Progress::Idle(SessionStatus::Completed));
+        assert!(replicate_at_once(&idle));
+        let waiting = Ok(Progress::Suspended {
+            next_deadline: None,
+        });
+        assert!(
+            !replicate_at_once(&waiting),
+            "the answer's commits join later"
+        );
+        assert_eq!(slice_alarm(&idle, 0, true, false), (Alarm::Clear, None));
+        assert_eq!(
+            slice_alarm(&idle, 1_000, true, true),
+            (Alarm::In(RETRY), Some(1_000 + RETRY.as_millis() as u64)),
+            "only replication is left: a fallback the replication clears"
+        );
+        let due = Ok(Progress::Suspended {
+            next_deadline: Some(1_500),
+        });
+        assert_eq!(
+            slice_alarm(&due, 1_000, true, true),
+            (Alarm::In(Duration::from_millis(500)), None),
+            "the run's own alarm comes first and is no fallback"
+        );
+        assert_eq!(
+            slice_alarm(&idle, 0, false, false),
+            (Alarm::In(RETRY), None),
+            "an undelivered report is retried, not a fallback"
         );
     }
 

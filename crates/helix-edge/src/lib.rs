@@ -44,7 +44,7 @@
 pub use helix_edge_core::demo;
 pub use helix_edge_core::{
     agent, api, attachment, auth, chat, chunk, error, host, journal, lifecycle, memory, message,
-    model, provider, runner, schema, scripted, state, store, tool,
+    model, provider, runner, schema, scripted, sqlite, state, store, tool,
 };
 #[cfg(feature = "skills")]
 pub use helix_edge_core::{skill, skills_dir};
@@ -69,8 +69,6 @@ mod object;
 #[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]
 mod remote;
 #[cfg(target_arch = "wasm32")]
-mod replica;
-#[cfg(target_arch = "wasm32")]
 mod setup;
 #[cfg(target_arch = "wasm32")]
 mod storage;
@@ -87,6 +85,15 @@ pub use entry::fetch;
 pub use http::request;
 #[cfg(target_arch = "wasm32")]
 pub use object::SessionHost;
+
+/// Forgets what this isolate read from its environment (its agents, auth and model
+/// configuration), for tests that call [`fetch`] with several environments in one
+/// isolate.
+#[doc(hidden)]
+#[cfg(target_arch = "wasm32")]
+pub fn forget_environment() {
+    setup::Setup::forget();
+}
 
 /// Expands, in a worker crate, to its `fetch` entry and its `SessionObject` Durable
 /// Object class, both serving `app`: an [`App`], or the function that builds the

@@ -1,21 +1,19 @@
 //! The model providers on the Workers runtime: a [`Transport`] over `fetch` with
-//! streamed body reads, timeouts (headers and every silence between chunks) and abort,
-//! and the choice of model from the deployment's vars.
+//! streamed body reads, timeouts (headers and every silence between chunks) and abort;
+//! the choice of model is the core's ([`ConfiguredModels`]), from the deployment's vars.
 
-use crate::error::ProviderError;
-use crate::model::{Model, ModelSettings, Models};
 use crate::provider::{
-    BodyStream, HttpModel, HttpRequest, HttpResponse, ProviderConfig, ProviderKind, Transport,
+    BodyStream, ConfiguredModels, HttpRequest, HttpResponse, ProviderConfig, Transport,
     TransportError,
 };
 use futures::future::{Either, LocalBoxFuture, select};
 use futures::{StreamExt, pin_mut};
-use std::rc::Rc;
 use std::time::Duration;
 use worker::wasm_bindgen::JsValue;
 use worker::{AbortController, ByteStream, Delay, Fetch, Headers, Request};
 
 /// HTTP through the Workers `fetch`.
+#[derive(Clone, Copy)]
 pub struct FetchTransport;
 
 /// A body being read, with the controller that cancels the fetch behind it.
@@ -134,45 +132,13 @@ impl Transport for FetchTransport {
     }
 }
 
-/// Picks each agent's model from the deployment's provider configuration.
-pub struct PlatformModels {
-    config: Result<ProviderConfig, ProviderError>,
-}
-
-impl PlatformModels {
-    /// Reads the SPEC §6 vars and secrets from `env`.
-    pub fn from_env(env: &worker::Env) -> Self {
-        let config = ProviderConfig::from_vars(|name| {
-            env.secret(name)
-                .map(|s| s.to_string())
-                .or_else(|_| env.var(name).map(|v| v.to_string()))
-                .ok()
-        });
-        Self { config }
-    }
-}
-
-impl Models for PlatformModels {
-    fn model_for(&self, settings: &ModelSettings) -> Result<Rc<dyn Model>, ProviderError> {
-        let config = self.config.clone()?;
-        if config.kind == ProviderKind::Demo || settings.provider.as_deref() == Some("demo") {
-            return demo_model();
-        }
-        Ok(Rc::new(HttpModel::new(config, FetchTransport)))
-    }
-}
-
-/// The built-in `demo` model.
-#[cfg(feature = "demo")]
-fn demo_model() -> Result<Rc<dyn Model>, ProviderError> {
-    Ok(Rc::new(crate::demo::DemoModel))
-}
-
-/// Without the `demo` feature there is no demo model: a deployment with
-/// `LLM_PROVIDER=demo` (or no `LLM_API_KEY`) is not configured.
-#[cfg(not(feature = "demo"))]
-fn demo_model() -> Result<Rc<dyn Model>, ProviderError> {
-    Err(ProviderError::NotConfigured(
-        "no model provider: set LLM_API_KEY (and LLM_PROVIDER), or build with helix-edge's `demo` feature".into(),
-    ))
+/// Each agent's model, from the provider configuration in `env`'s vars and secrets.
+pub fn models(env: &worker::Env) -> ConfiguredModels<FetchTransport> {
+    let config = ProviderConfig::from_vars(|name| {
+        env.secret(name)
+            .map(|s| s.to_string())
+            .or_else(|_| env.var(name).map(|v| v.to_string()))
+            .ok()
+    });
+    ConfiguredModels::new(config, FetchTransport)
 }

@@ -9,11 +9,10 @@ use crate::app::App;
 use crate::auth::AuthConfig;
 use crate::error::DefinitionError;
 use crate::http::internal;
-use crate::llm::PlatformModels;
-use crate::storage::DEFAULT_BACKLOG_COMMITS;
+use crate::llm::FetchTransport;
+use crate::provider::ConfiguredModels;
+use crate::sqlite::DEFAULT_BACKLOG_COMMITS;
 use crate::worker_host::config_value;
-#[cfg(feature = "openapi")]
-use std::cell::OnceCell;
 use std::cell::RefCell;
 use std::rc::Rc;
 use worker::Env;
@@ -28,14 +27,11 @@ pub struct Setup {
     /// How requests are authenticated.
     pub auth: AuthConfig,
     /// The model providers.
-    pub models: Rc<PlatformModels>,
+    pub models: Rc<ConfiguredModels<FetchTransport>>,
     /// How many commits may wait for D1 before a session refuses more (`D1_BACKLOG_COMMITS`).
     pub backlog_commits: u64,
     /// The SSE heartbeat interval (`SSE_PING_MS`).
     pub ping_ms: u64,
-    /// The OpenAPI document with the agents filled in, once asked for.
-    #[cfg(feature = "openapi")]
-    openapi: OnceCell<String>,
 }
 
 thread_local! {
@@ -63,38 +59,28 @@ impl Setup {
                 config_value(env, "API_TOKEN"),
                 config_value(env, "ALLOW_UNAUTHENTICATED"),
             ),
-            models: Rc::new(PlatformModels::from_env(env)),
+            models: Rc::new(crate::llm::models(env)),
             backlog_commits: number("D1_BACKLOG_COMMITS", DEFAULT_BACKLOG_COMMITS),
             ping_ms: number("SSE_PING_MS", PING_EVERY_MS),
-            #[cfg(feature = "openapi")]
-            openapi: OnceCell::new(),
         });
         SETUP.set(Some(setup.clone()));
         Ok(setup)
     }
 
-    /// The OpenAPI document this worker serves: its agents' names and state schemas
-    /// filled in ([`crate::api::document`]).
-    #[cfg(feature = "openapi")]
-    pub fn openapi(&self) -> &str {
-        self.openapi
-            .get_or_init(|| crate::api::document(&self.agents))
-    }
-
     /// Forgets this isolate's configuration: tests that call the entry with different
     /// environments share one isolate.
-    #[cfg(test)]
     pub fn forget() {
         SETUP.set(None);
     }
 }
 
+/// Whether this build runs child sessions (helix-edge's feature `subagents`).
+const CHILDREN_BUILT: bool = cfg!(feature = "subagents");
+
 /// `agents`, unless one of their tools is a sub-agent tool and this worker was built
 /// without the `subagents` feature (its calls could never run).
 fn without_subagents(agents: Agents) -> Result<Agents, DefinitionError> {
-    if !cfg!(feature = "subagents")
-        && let Some(tool) = agents.subagent_tool()
-    {
+    if !CHILDREN_BUILT && let Some(tool) = agents.subagent_tool() {
         return Err(DefinitionError::SubAgentsNotBuilt(tool.to_string()));
     }
     Ok(agents)

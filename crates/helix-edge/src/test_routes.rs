@@ -1,5 +1,5 @@
 //! Test-only routes (feature `test-routes`, never in a production bundle), authenticated
-//! like the API:
+//! like the API (the session object's side is `object::testing`):
 //! - `POST /__test/conformance`: the store conformance suite against a session object's
 //!   SQLite, and the journal suites there;
 //! - `POST /__test/floor/{id}`: the benchmark's floor, the least a session request can
@@ -10,10 +10,8 @@
 
 use crate::api::ApiError;
 use crate::app::App;
-use crate::http::{ObjectRequest, RawRequest, call_object, internal, json_response};
-use crate::storage::Sql;
+use crate::http::{ObjectRequest, RawRequest, call_object};
 use crate::worker_host::random_hex;
-use serde_json::json;
 use worker::{Env, Response};
 
 /// The object's floor route.
@@ -28,14 +26,9 @@ pub const FORGET_PATH: &str = "/__test/forget";
 type Answer = Result<Response, ApiError>;
 
 /// The worker's test routes; `None` for every other request.
-pub async fn route(
-    req: &RawRequest,
-    method: &str,
-    path: &str,
-    env: &Env,
-    app: &App,
-) -> Option<Answer> {
+pub async fn route(req: &RawRequest, path: &str, env: &Env, app: &App) -> Option<Answer> {
     let rest = path.strip_prefix("/__test/")?;
+    let method = req.method();
     let config = crate::auth::AuthConfig::new(
         crate::worker_host::config_value(env, "API_TOKEN"),
         crate::worker_host::config_value(env, "ALLOW_UNAUTHENTICATED"),
@@ -46,7 +39,7 @@ pub async fn route(
     if let Err(e) = crate::auth::authorize(&config, token.as_deref(), None, now) {
         return Some(Err(e.into()));
     }
-    let target = match (method, rest.split_once('/')) {
+    let target = match (method.as_str(), rest.split_once('/')) {
         ("POST", None) if rest == "conformance" => {
             Some((format!("conformance-{}", random_hex(6)), CONFORMANCE_PATH))
         }
@@ -63,61 +56,4 @@ pub async fn route(
     };
     let request = ObjectRequest::post(object_path, Vec::new());
     Some(call_object(env, app.sessions(), &id, request).await)
-}
-
-/// The object's side of the floor: one D1 write.
-pub async fn floor(env: &Env, app: &App) -> Answer {
-    let db = env
-        .d1(app.database())
-        .map_err(|e| internal("d1 binding", e))?;
-    db.prepare("INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (2, 1)")
-        .run()
-        .await
-        .map_err(|e| internal("floor", e))?;
-    json_response(200, &json!({ "ok": true }))
-}
-
-/// Names each check result `{part}: {check}`.
-fn results(
-    part: &str,
-    checks: Vec<crate::store::conformance::CheckResult>,
-) -> Vec<serde_json::Value> {
-    let result = |r: crate::store::conformance::CheckResult| {
-        let name = format!("{part}: {}", r.name);
-        json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
-    };
-    checks.into_iter().map(result).collect()
-}
-
-/// The object's side of the conformance route: the store suite against a store in this
-/// (fresh) object's SQLite, replicating nowhere, and the journal suites on the same
-/// SQLite.
-pub async fn object_conformance(sql: &Sql) -> Answer {
-    use crate::journal::conformance;
-    use crate::replica::Replica;
-    use crate::storage::{ObjectStore, SqlAttempts, SqlStreamLog, SqlSuspension};
-    use std::rc::Rc;
-    let replica = Rc::new(Replica::new(sql.clone(), None));
-    let store = ObjectStore::new(sql.clone(), replica, u64::MAX);
-    let prefix = format!("conformance-{}", random_hex(6));
-    let mut all = results(
-        "store",
-        crate::store::conformance::run(&store, &prefix).await,
-    );
-    let stream = SqlStreamLog::open(sql.clone()).map_err(|e| internal("stream", e))?;
-    all.extend(results(
-        "journal stream log",
-        conformance::stream_log(&stream),
-    ));
-    let attempts = SqlAttempts(sql.clone());
-    all.extend(results(
-        "journal step attempts",
-        conformance::step_attempts(&attempts),
-    ));
-    let suspension = SqlSuspension::new(sql.clone());
-    all.extend(results(
-        "journal suspension",
-        conformance::suspension(&suspension),
-    ));
-    json_response(200, &json!({ "results": all }))
 }

@@ -60,6 +60,22 @@ impl ApiError {
         Self::client(404, "not_found", format!("No route for {path}."))
     }
 
+    /// The route of `operation` exists in the API but this worker was built without the
+    /// feature that serves it (404, naming the feature).
+    pub fn not_served(operation: super::Operation) -> Self {
+        use super::Operation;
+        let message = match operation {
+            Operation::OpenApi => {
+                "This worker does not serve its OpenAPI document (helix-edge's `openapi` feature)."
+            }
+            Operation::Chat | Operation::ChatStream => {
+                "This worker does not serve the AI SDK's chat routes (helix-edge's `chat` feature)."
+            }
+            _ => "This worker does not serve this route.",
+        };
+        Self::client(404, "not_found", message)
+    }
+
     /// The route exists but not for this method; `allow` lists the methods it has.
     pub fn method_not_allowed(method: &str, path: &str, allow: String) -> Self {
         let message = format!("{method} is not allowed on {path}; use {allow}.");

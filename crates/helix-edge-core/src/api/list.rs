@@ -4,7 +4,9 @@
 //! second behind the sessions' objects).
 
 use super::ApiError;
-use crate::store::SessionStatus;
+use crate::sqlite::{Row, int, text};
+use crate::store::rows::Arg;
+use crate::store::{SessionStatus, StoreError};
 use serde::Serialize;
 
 /// Default page size.
@@ -114,6 +116,31 @@ impl ListQuery {
     }
 }
 
+/// One page of sessions: optional filters are `NULL` parameters.
+const SELECT_PAGE: &str = "SELECT id, agent, status, version, created_at, updated_at FROM sessions \
+     WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR status = ?2) AND updated_at >= ?3 \
+     AND (?4 IS NULL OR updated_at < ?4 OR (updated_at = ?4 AND id < ?5)) \
+     ORDER BY updated_at DESC, id DESC LIMIT ?6";
+
+impl ListQuery {
+    /// The D1 query that reads the page (one row more than the page, to know whether
+    /// another follows), with its parameters.
+    pub fn statement(&self) -> (&'static str, Vec<Arg>) {
+        let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
+        let status = self.status.map(SessionStatus::as_str);
+        let cursor = self.cursor.as_ref();
+        let args = vec![
+            text_or_null(self.agent.as_deref()),
+            text_or_null(status),
+            Arg::Int(self.updated_since.unwrap_or(0)),
+            cursor.map_or(Arg::Null, |c| Arg::Int(c.updated_at)),
+            text_or_null(cursor.map(|c| c.session_id.as_str())),
+            Arg::Int(u64::from(self.limit) + 1),
+        ];
+        (SELECT_PAGE, args)
+    }
+}
+
 /// One session of the list.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -130,6 +157,30 @@ pub struct SessionSummary {
     pub created_at: u64,
     /// Last commit time (ms).
     pub updated_at: u64,
+}
+
+impl SessionSummary {
+    /// A row of [`ListQuery::statement`]'s query.
+    pub fn from_row(row: &Row) -> Result<Self, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("a listed session has no {what}"));
+        let text = |i, what| text(row, i).ok_or_else(|| corrupt(what));
+        let count = |i, what| {
+            let n = int(row, i)
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| corrupt(what))?;
+            Ok::<u64, StoreError>(n as u64)
+        };
+        let status = serde_json::from_value(serde_json::Value::String(text(2, "status")?))
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(Self {
+            session_id: text(0, "id")?,
+            agent: text(1, "agent")?,
+            status,
+            version: count(3, "version")?,
+            created_at: count(4, "creation time")?,
+            updated_at: count(5, "update time")?,
+        })
+    }
 }
 
 /// Body of `GET /v1/sessions`.

@@ -8,6 +8,7 @@ mod document;
 mod error;
 mod input;
 mod list;
+mod plan;
 mod routes;
 mod url;
 mod views;
@@ -21,10 +22,12 @@ pub use input::{
     Input, InputObject, MAX_INPUT_MESSAGES, NOT_BLANK, UserInput, check_history, is_blank,
 };
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
+pub use plan::{Plan, Target, chat_session, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
-pub use url::{MessagesQuery, page, path_and_query, query_pairs};
+pub use url::{MessagesQuery, StreamQuery, page, path_and_query, query_pairs};
 pub use views::{
-    AgentsView, CheckpointView, PendingView, ResumeReason, RunView, SessionView, pending_calls,
+    AgentsView, CheckpointView, CreatedView, PendingView, ResumeReason, RunView, SessionView,
+    pending_calls,
 };
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),

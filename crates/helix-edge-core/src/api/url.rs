@@ -22,6 +22,39 @@ pub fn query_pairs(url: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Where a client's stream starts and whether it follows the session live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamQuery {
+    /// The last sequence the client has (`Last-Event-ID`, else `?after=`; 0: none).
+    pub after: u64,
+    /// `false` (`?follow=false`): the buffered events only, then the end of the answer.
+    pub follow: bool,
+}
+
+impl StreamQuery {
+    /// Reads `Last-Event-ID` (`last_event_id`) and the query `pairs` of
+    /// `GET …/stream`.
+    pub fn parse(
+        last_event_id: Option<&str>,
+        pairs: &[(String, String)],
+    ) -> Result<Self, ApiError> {
+        let param = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let after = match last_event_id.or(param("after")) {
+            None => 0,
+            Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                ApiError::validation("Last-Event-ID / after must be a sequence number.")
+            })?,
+        };
+        let follow = param("follow") != Some("false");
+        Ok(Self { after, follow })
+    }
+}
+
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -97,6 +130,23 @@ pub struct MessagesQuery {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_stream_starts_after_the_last_event_id_then_the_after_parameter() {
+        let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let q = StreamQuery::parse(None, &[]).unwrap();
+        assert_eq!((q.after, q.follow), (0, true));
+        let q = StreamQuery::parse(Some(" 7 "), &pairs(&[("after", "3")])).unwrap();
+        assert_eq!(q.after, 7, "the header wins");
+        let q = StreamQuery::parse(None, &pairs(&[("after", "3"), ("follow", "false")])).unwrap();
+        assert_eq!((q.after, q.follow), (3, false));
+        let bad = StreamQuery::parse(Some("x"), &[]).unwrap_err();
+        assert_eq!(bad.status, 400);
+    }
+
     use super::*;
 
     #[test]

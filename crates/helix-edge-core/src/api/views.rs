@@ -61,6 +61,48 @@ pub fn pending_calls(listed: &Value) -> Result<Vec<PendingCall>, &'static str> {
     }
 }
 
+/// Body of the 201 that answers a create (or a fork): the session, its first run, where
+/// its stream is, and — with an API token configured — a session token for it (also in
+/// the stream's URL, since `EventSource` cannot set headers).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedView {
+    session_id: String,
+    run_id: String,
+    status: SessionStatus,
+    stream_url: String,
+    session_token: Option<String>,
+}
+
+impl CreatedView {
+    /// The view of `created`, with a session token minted with `auth` at `now_secs`.
+    pub fn new(
+        created: crate::runner::Created,
+        auth: &crate::auth::AuthConfig,
+        now_secs: u64,
+    ) -> Self {
+        let id = created.session_id;
+        let token = match auth {
+            crate::auth::AuthConfig::Token(key) => {
+                let expiry = now_secs + crate::auth::SESSION_TOKEN_TTL_SECS;
+                crate::auth::session_token(key, &id, expiry)
+            }
+            _ => None,
+        };
+        let stream_url = match &token {
+            Some(t) => format!("/v1/sessions/{id}/stream?token={t}"),
+            None => format!("/v1/sessions/{id}/stream"),
+        };
+        Self {
+            session_id: id,
+            run_id: created.run_id,
+            status: created.status,
+            stream_url,
+            session_token: token,
+        }
+    }
+}
+
 /// Body of `GET /v1/sessions/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -324,5 +366,42 @@ impl From<&Agents> for AgentsView {
         Self {
             agents: agents.iter().map(agent).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::{AuthConfig, verify_session_token};
+    use crate::runner::Created;
+
+    fn created() -> Created {
+        Created {
+            session_id: "s1".into(),
+            run_id: "run-1".into(),
+            status: SessionStatus::Active,
+        }
+    }
+
+    #[test]
+    fn a_created_session_gets_a_token_for_itself_only_with_an_api_token() {
+        let view = CreatedView::new(created(), &AuthConfig::Token("k".into()), 1_000);
+        let body = serde_json::to_value(&view).unwrap();
+        let token = body["sessionToken"].as_str().unwrap();
+        assert_eq!(
+            verify_session_token("k", token, 1_001).as_deref(),
+            Some("s1")
+        );
+        assert_eq!(
+            body["streamUrl"],
+            format!("/v1/sessions/s1/stream?token={token}")
+        );
+        assert_eq!(
+            (body["runId"].as_str(), body["status"].as_str()),
+            (Some("run-1"), Some("active"))
+        );
+        let open = serde_json::to_value(CreatedView::new(created(), &AuthConfig::Open, 0)).unwrap();
+        assert_eq!(open["sessionToken"], serde_json::Value::Null);
+        assert_eq!(open["streamUrl"], "/v1/sessions/s1/stream");
     }
 }

@@ -7,5 +7,5 @@ mod parts;
 mod request;
 mod ui;
 
-pub use request::{ChatAnswer, ChatRequest};
+pub use request::{ChatAnswer, ChatRequest, ChatTurn};
 pub use ui::{UI_DONE, UiStream};

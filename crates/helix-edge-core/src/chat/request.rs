@@ -9,6 +9,7 @@
 
 use crate::api::{ApiError, is_blank};
 use crate::auth::valid_session_id;
+use crate::store::{PendingCall, PendingKind};
 use serde_json::{Map, Value};
 
 /// What a chat request asks for.
@@ -253,6 +254,68 @@ impl ChatRequest {
     }
 }
 
+/// What a chat request does to a session that exists.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatTurn<'a> {
+    /// Answers calls the session waits on (submitted as `POST …/tool-results`).
+    Answers(Vec<&'a ChatAnswer>),
+    /// Starts a new run with the user's message.
+    Message(&'a str),
+}
+
+impl ChatRequest {
+    /// What this request does to a session whose calls `pending` wait (its own and its
+    /// descendants'): an approval must be for a call awaiting one (else 409
+    /// `approval_not_pending`: it was answered already, or never asked); outputs of
+    /// calls that are not pending client calls are history, not answers; with nothing
+    /// to answer, the newest user message starts a run (else 409 `nothing_to_answer`).
+    pub fn turn(&self, pending: &[PendingCall]) -> Result<ChatTurn<'_>, ApiError> {
+        let kind_of = |call: &str| {
+            pending
+                .iter()
+                .find(|p| p.tool_call_id == call)
+                .map(|p| p.kind)
+        };
+        let forged = self
+            .answers
+            .iter()
+            .find(|a| a.is_approval() && kind_of(a.call_id()) != Some(PendingKind::Approval));
+        if let Some(forged) = forged {
+            return Err(ApiError::client(
+                409,
+                "approval_not_pending",
+                format!(
+                    "No approval is pending for tool call {}: it was answered already, or never requested.",
+                    forged.call_id()
+                ),
+            ));
+        }
+        let answers: Vec<&ChatAnswer> = self
+            .answers
+            .iter()
+            .filter(|a| a.is_approval() || kind_of(a.call_id()) == Some(PendingKind::Client))
+            .collect();
+        match (answers.is_empty(), self.user_text.as_deref()) {
+            (false, _) => Ok(ChatTurn::Answers(answers)),
+            (true, Some(text)) => Ok(ChatTurn::Message(text)),
+            (true, None) => Err(ApiError::client(
+                409,
+                "nothing_to_answer",
+                "The messages answer nothing the session waits on, and end with no new user message.",
+            )),
+        }
+    }
+
+    /// The id of the assistant message the answer streams into: the one the answers
+    /// continue (the client appends to it), else the run's.
+    pub fn message_id(&self, answered: bool, run_id: &str) -> String {
+        match (&self.continues, answered) {
+            (Some(continued), true) => continued.clone(),
+            _ => run_id.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{ChatAnswer, ChatRequest};
@@ -364,5 +427,58 @@ mod tests {
             let error = parse(body.clone()).expect_err("refused");
             assert!(error.contains(says), "{body}: {error}");
         }
+    }
+
+    #[test]
+    fn a_turn_answers_pending_calls_refuses_forged_approvals_and_otherwise_runs_the_message() {
+        use super::ChatTurn;
+        use crate::store::{PendingCall, PendingKind};
+        let pending = |id: &str, kind| PendingCall {
+            tool_call_id: id.into(),
+            tool_name: "t".into(),
+            arguments: json!({}),
+            kind,
+            deadline: None,
+            since: 0,
+            output_path: None,
+        };
+        let request = |answers: Vec<ChatAnswer>, user_text: Option<&str>| ChatRequest {
+            id: "c".into(),
+            agent: None,
+            user_text: user_text.map(str::to_string),
+            answers,
+            continues: Some("m1".into()),
+        };
+        let approve = |id: &str| ChatAnswer::Approval {
+            call_id: id.into(),
+            approved: true,
+            reason: None,
+        };
+        let output = |id: &str| ChatAnswer::Output {
+            call_id: id.into(),
+            output: json!(1),
+        };
+        let waiting = [
+            pending("a", PendingKind::Approval),
+            pending("c", PendingKind::Client),
+        ];
+        let both = request(vec![approve("a"), output("c"), output("old")], None);
+        match both.turn(&waiting).unwrap() {
+            ChatTurn::Answers(answers) => {
+                let ids: Vec<&str> = answers.iter().map(|a| a.call_id()).collect();
+                assert_eq!(ids, ["a", "c"], "an old output is history");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(both.message_id(true, "run-1"), "m1");
+        let forged = request(vec![approve("c")], None)
+            .turn(&waiting)
+            .unwrap_err();
+        assert_eq!((forged.status, forged.code), (409, "approval_not_pending"));
+        let message = request(vec![output("old")], Some("hi"));
+        assert_eq!(message.turn(&waiting).unwrap(), ChatTurn::Message("hi"));
+        assert_eq!(message.message_id(false, "run-2"), "run-2");
+        let nothing = request(vec![], None).turn(&waiting).unwrap_err();
+        assert_eq!((nothing.status, nothing.code), (409, "nothing_to_answer"));
     }
 }

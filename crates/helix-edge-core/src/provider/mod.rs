@@ -11,6 +11,7 @@
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
+mod models;
 pub mod openai;
 mod protocol;
 mod retry;
@@ -22,6 +23,7 @@ use crate::abort::AbortSignal;
 use crate::error::ProviderError;
 use crate::model::{Delta, Model, ModelRequest, ModelTurn};
 use futures::future::LocalBoxFuture;
+pub use models::ConfiguredModels;
 pub use protocol::Protocol;
 use retry::error_message;
 pub use retry::{MAX_RETRY_AFTER_MS, backoff_ms, classify, retry_after_ms};

@@ -14,6 +14,7 @@
 mod answers;
 pub mod conformance;
 mod memory;
+pub mod migrations;
 mod planned;
 pub mod rows;
 

@@ -4,18 +4,32 @@
 //! until it ends or waits for a human; `GET /v1/chat/{id}/stream` replays the active
 //! run's message and goes on live.
 
+use super::capability::{Capability, NOTHING};
 use super::{Inner, Parts, Reply};
-use crate::api::ApiError;
-use crate::chat::{ChatAnswer, ChatRequest, UI_DONE, UiStream};
+use crate::api::Operation;
+use crate::chat::{ChatRequest, ChatTurn, UI_DONE, UiStream};
 use crate::http::internal;
 use crate::runner::{CreateSession, RunError};
-use crate::storage::CLIENT_QUEUE;
-use crate::store::{PendingKind, SessionStatus, Store, StoreError};
+use crate::sqlite::CLIENT_QUEUE;
+use crate::store::{SessionStatus, Store, StoreError};
 use futures::StreamExt;
 use futures::channel::mpsc;
 use serde_json::Value;
 use std::rc::Rc;
 use worker::Response;
+
+/// The AI SDK's chat routes.
+pub(super) const CHAT: Capability = Capability {
+    operations: &[
+        (Operation::Chat, |inner, id, body| {
+            Box::pin(inner.chat(id, body))
+        }),
+        (Operation::ChatStream, |inner, id, _| {
+            Box::pin(inner.chat_stream(id))
+        }),
+    ],
+    ..NOTHING
+};
 
 /// One stored event of an SSE frame the stream log sent: `(event, data)`; `None` for
 /// comments (pings).
@@ -35,7 +49,8 @@ fn parse_frame(frame: &[u8]) -> Option<(String, Value)> {
 
 impl Inner {
     /// `POST /v1/chat` for this session.
-    pub(super) async fn chat(self: &Rc<Self>, parts: &Parts, id: &str, body: &[u8]) -> Reply {
+    async fn chat(self: &Rc<Self>, id: &str, body: &[u8]) -> Reply {
+        let parts = self.attach(id)?;
         let request = ChatRequest::parse(body)?;
         let runner = &parts.runner;
         let from = parts.stream.last_seq();
@@ -64,68 +79,37 @@ impl Inner {
                 let head = loaded.head;
                 let mut pending = head.pending.clone();
                 pending.extend(runner.descendant_calls(&head).await?);
-                let kind_of = |call: &str| {
-                    pending
-                        .iter()
-                        .find(|p| p.tool_call_id == call)
-                        .map(|p| p.kind)
-                };
-                // An approval must be for a call awaiting one; outputs of calls that
-                // are not pending client calls are history, not answers.
-                if let Some(forged) = request.answers.iter().find(|a| {
-                    a.is_approval() && kind_of(a.call_id()) != Some(PendingKind::Approval)
-                }) {
-                    return Err(ApiError::client(
-                        409,
-                        "approval_not_pending",
-                        format!(
-                            "No approval is pending for tool call {}: it was answered already, or never requested.",
-                            forged.call_id()
-                        ),
-                    ));
-                }
-                let answers: Vec<&ChatAnswer> = request
-                    .answers
-                    .iter()
-                    .filter(|a| {
-                        a.is_approval() || kind_of(a.call_id()) == Some(PendingKind::Client)
-                    })
-                    .collect();
                 let mut known: Vec<String> = Vec::new();
-                for answer in &answers {
-                    let body = answer.tool_result_body().to_string().into_bytes();
-                    self.submit(runner, id, body).await?;
-                    known.push(answer.call_id().to_string());
-                }
-                let run_id = if !answers.is_empty() {
-                    head.run.run_id.clone()
-                } else if let Some(text) = request.user_text {
-                    let message = crate::message::Message::user(text);
-                    let run_id = runner.send_messages(id, vec![message]).await?;
-                    self.schedule(id);
-                    run_id
-                } else {
-                    return Err(ApiError::client(
-                        409,
-                        "nothing_to_answer",
-                        "The messages answer nothing the session waits on, and end with no new user message.",
-                    ));
+                let (answered, run_id) = match request.turn(&pending)? {
+                    ChatTurn::Answers(answers) => {
+                        for answer in answers {
+                            let body = answer.tool_result_body().to_string().into_bytes();
+                            self.submit(runner, id, body).await?;
+                            known.push(answer.call_id().to_string());
+                        }
+                        (true, head.run.run_id.clone())
+                    }
+                    ChatTurn::Message(text) => {
+                        let message = crate::message::Message::user(text);
+                        let run_id = runner.send_messages(id, vec![message]).await?;
+                        self.schedule(id);
+                        (false, run_id)
+                    }
                 };
                 // The client appends this answer to the assistant message it continues.
-                let message_id = match (&request.continues, answers.is_empty()) {
-                    (Some(continued), false) => continued.clone(),
-                    _ => run_id,
-                };
+                let message_id = request.message_id(answered, &run_id);
                 known.extend(head.pending.iter().map(|p| p.tool_call_id.clone()));
                 (message_id, known)
             }
         };
-        self.ui_stream(parts, from, UiStream::new(id, &message_id, known))
+        self.ui_stream(&parts, from, UiStream::new(id, &message_id, known))
     }
 
     /// `GET /v1/chat/{id}/stream`: the active run's message from its start, then live;
     /// 204 when no run is active.
-    pub(super) async fn chat_stream(self: &Rc<Self>, parts: &Parts, id: &str) -> Reply {
+    async fn chat_stream(self: &Rc<Self>, id: &str) -> Reply {
+        let parts = self.attach(id)?;
+        let parts = &parts;
         let head = parts.runner.head_for_stream(id).await?;
         let start = parts.stream.run_start(id);
         match (head.status, start) {

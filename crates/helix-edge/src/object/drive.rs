@@ -3,9 +3,9 @@
 //! and when the alarm fires next is decided by [`crate::lifecycle`]; this executes it.
 
 use super::Inner;
+use super::capability::CAPABILITIES;
 use crate::host::Level;
-use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, next_alarm};
-use crate::runner::Progress;
+use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, replicate_at_once, slice_alarm};
 use crate::worker_host::log;
 use futures::future::LocalBoxFuture;
 use serde_json::json;
@@ -39,25 +39,21 @@ impl Inner {
             let fields = json!({ "session": id, "error": e.to_string(), "ms": ms });
             log(Level::Warn, "drive_failed", fields);
         }
-        // A child session relays its stream and reports its end to its parent.
-        #[cfg(feature = "subagents")]
-        let reported = self.report_to_parent(&parts, id).await;
-        #[cfg(not(feature = "subagents"))]
-        let reported = true;
+        // What the session owes others (a child's relay and report to its parent).
+        let mut reported = true;
+        for after in CAPABILITIES.iter().filter_map(|c| c.after_slice) {
+            reported &= after(self, id).await;
+        }
         // What the slice committed goes to D1: at once when the run ended; when it waits
         // for a human, a little later, so that the answer's commits can join the batch.
-        if matches!(progress, Ok(Progress::Idle(_))) {
+        if replicate_at_once(&progress) {
             self.replicate_now(id).await;
         } else {
             self.replicate_soon();
         }
-        let pending = parts.replica.backlog().0 > 0;
-        let alarm = next_alarm(&progress, now, reported && !pending);
-        // An alarm set only so that a lost replication is retried: the replication
-        // clears it once D1 has everything.
-        let fallback = pending && next_alarm(&progress, now, reported) == Alarm::Clear;
-        self.replication_fallback
-            .set(fallback.then(|| now + crate::lifecycle::RETRY.as_millis() as u64));
+        let waiting = parts.replica.backlog().0 > 0;
+        let (alarm, fallback) = slice_alarm(&progress, now, reported, waiting);
+        self.replication_fallback.set(fallback);
         let rearmed = match alarm {
             Alarm::In(wait) => storage.set_alarm(wait).await,
             Alarm::Clear => storage.delete_alarm().await,

@@ -1,17 +1,21 @@
 //! The `SessionObject` Durable Object: one session (SPEC §1). It drives the core runner
-//! against the store, keeps the session's journal (stream, step attempts, suspension
-//! context) in its own SQLite and fans the stream out to connected SSE clients. Nothing
-//! that matters lives only in memory: work runs after the HTTP answer (`wait_until`) in
+//! against the session's store, journal and replica in the object's own SQLite
+//! ([`crate::sqlite`]), and fans the stream out to connected SSE clients. Nothing that
+//! matters lives only in memory: work runs after the HTTP answer (`wait_until`) in
 //! slices, with an alarm as the durable trigger around each ([`crate::lifecycle`]).
 //!
+//! - `capability`: what optional capabilities add (one table, one line per feature).
 //! - `ops`: the API's session operations, and the internal create.
 //! - `stream`: `GET …/stream`, replay then live, with heartbeats.
 //! - `drive`: scheduling work, the alarm, and continuing a stalled session on a read.
-//! - `tree`: the messages of the session tree (starting and steering children, a
-//!   child's relay of its stream and its report when it ends).
 //! - `replicate`: sending the commit log to D1 in the background.
 //! - `delete`: deleting the session, its children and the object's storage.
+//! - `tree` (feature `subagents`): the session tree's messages — starting and steering
+//!   children, a child's relay of its stream and its report when it ends.
+//! - `chat` (feature `chat`): the AI SDK's chat routes.
+//! - `testing` (feature `test-routes`): the test build's routes.
 
+mod capability;
 #[cfg(feature = "chat")]
 mod chat;
 mod delete;
@@ -19,6 +23,8 @@ mod drive;
 mod ops;
 mod replicate;
 mod stream;
+#[cfg(feature = "test-routes")]
+mod testing;
 #[cfg(feature = "subagents")]
 mod tree;
 
@@ -28,27 +34,16 @@ use crate::d1::D1;
 use crate::host::Level;
 use crate::http::{SESSION_HEADER, error, internal, json_response};
 use crate::journal::Journal;
-use crate::replica::Replica;
 use crate::runner::{Runner, RunnerConfig};
 use crate::setup::Setup;
-use crate::storage::{ObjectStore, Sql, SqlAttempts, SqlStreamLog, SqlSuspension};
+use crate::sqlite::{self, SqliteAttempts, SqliteStreamLog, SqliteSuspension};
+use crate::storage::{ObjectReplica, ObjectStore, Sql};
 use crate::worker_host::{WorkerHost, log};
+use capability::CAPABILITIES;
 use serde_json::json;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use worker::{Env, Method, Request, Response, Result, State};
-
-/// Internal path: create this object's session (a root's, from the worker's router, or
-/// a child's, from its parent); the body is the runner's `CreateSession`.
-pub const CREATE_PATH: &str = "/__internal/create";
-/// Internal path: a child reports that it ended (`ChildEnded`).
-#[cfg(feature = "subagents")]
-pub const ENDED_PATH: &str = "/__internal/ended";
-/// Internal path: chunks of a child's stream for the parent's (`{from, chunks}`).
-#[cfg(feature = "subagents")]
-pub const RELAY_PATH: &str = "/__internal/relay";
-/// Internal path: the parent is being deleted; delete this child session.
-pub const DELETE_PATH: &str = "/__internal/delete";
 
 /// What the `SessionObject` Durable Object of a worker does (the class itself is
 /// declared in the worker's crate by [`session_object!`](crate::session_object)): one
@@ -77,37 +72,13 @@ struct Inner {
 
 /// What the object opens on its first request.
 struct Parts {
-    sql: Sql,
-    stream: Rc<SqlStreamLog>,
-    replica: Rc<Replica>,
+    sql: Rc<Sql>,
+    stream: Rc<SqliteStreamLog>,
+    replica: Rc<ObjectReplica>,
     runner: Rc<Runner<ObjectStore>>,
 }
 
 type Reply = std::result::Result<Response, ApiError>;
-
-/// What a kind of outside work needs of the object to reach the other side (a build
-/// that registers no kind reads none of it).
-#[allow(dead_code)]
-pub(crate) struct Wiring<'a> {
-    pub env: &'a Env,
-    /// The Durable Object binding of the session objects.
-    pub sessions: &'static str,
-    /// The session's stream (remote sessions' chunks are relayed into it).
-    pub stream: &'a Rc<SqlStreamLog>,
-}
-
-/// Adds a kind of outside work to a session's runner.
-type Register = fn(Runner<ObjectStore>, &Wiring<'_>) -> Runner<ObjectStore>;
-
-/// The kinds of work this build's sessions wait on outside them, each with its feature.
-const WAITS: &[Register] = &[
-    #[cfg(feature = "subagents")]
-    tree::register,
-    #[cfg(feature = "persistent-children")]
-    |runner, _| runner.with_waits([crate::runner::WaitKind::persistent_children()]),
-    #[cfg(feature = "remote-subagents")]
-    crate::remote::register,
-];
 
 impl SessionHost {
     /// The object for `state`, serving `app`.
@@ -161,10 +132,14 @@ impl Inner {
         if let Some(parts) = self.parts.borrow().as_ref() {
             return Ok(parts.clone());
         }
-        let sql = Sql::open(&self.state).map_err(|e| internal("storage", e))?;
-        let stream = Rc::new(SqlStreamLog::open(sql.clone()).map_err(|e| internal("stream", e))?);
-        let d1 = D1::new(&self.env, self.app.database()).ok();
-        let replica = Rc::new(Replica::new(sql.clone(), d1));
+        let sql = Rc::new(Sql::open(&self.state).map_err(|e| internal("storage", e))?);
+        let host: Rc<dyn crate::host::Host> = Rc::new(WorkerHost);
+        let stream = SqliteStreamLog::open(sql.clone(), host.clone());
+        let stream = Rc::new(stream.map_err(|e| internal("stream", e))?);
+        let fault = CAPABILITIES.iter().find_map(|c| c.d1_fault);
+        let fault = fault.and_then(|read| read(&self.env));
+        let d1 = D1::new(&self.env, self.app.database(), fault).ok();
+        let replica = Rc::new(ObjectReplica::new(sql.clone(), d1, host.clone()));
         let setup = Setup::get(&self.env, &self.app)?;
         let store = ObjectStore::new(sql.clone(), replica.clone(), setup.backlog_commits);
         store.with_stream(stream.clone());
@@ -176,25 +151,24 @@ impl Inner {
         }));
         let journal = Journal {
             stream: stream.clone(),
-            attempts: Rc::new(SqlAttempts(sql.clone())),
-            suspension: Rc::new(SqlSuspension::new(sql.clone())),
+            attempts: Rc::new(SqliteAttempts::new(sql.clone(), host.clone())),
+            suspension: Rc::new(SqliteSuspension::new(sql.clone())),
         };
         let runner = Runner::new(
             store,
             setup.agents.clone(),
             setup.models.clone(),
             journal,
-            Rc::new(WorkerHost),
+            host,
             RunnerConfig::new(self.instance.clone()),
         );
-        let wiring = Wiring {
+        let wiring = capability::Wiring {
             env: &self.env,
             sessions: self.app.sessions(),
             stream: &stream,
         };
-        let runner = WAITS
-            .iter()
-            .fold(runner, |runner, register| register(runner, &wiring));
+        let waits = CAPABILITIES.iter().filter_map(|c| c.waits);
+        let runner = waits.fold(runner, |runner, add| add(runner, &wiring));
         let parts = Rc::new(Parts {
             sql,
             stream,
@@ -205,22 +179,33 @@ impl Inner {
         Ok(parts)
     }
 
+    /// The object's parts, for a request about session `id`: on the first, commits a
+    /// previous process left for D1 go first.
+    fn attach(&self, id: &str) -> std::result::Result<Rc<Parts>, ApiError> {
+        let parts = self.parts()?;
+        if self.id.borrow().is_none() {
+            *self.id.borrow_mut() = Some(id.to_string());
+            if parts.replica.backlog().0 > 0 {
+                self.replicate_soon();
+            }
+        }
+        Ok(parts)
+    }
+
     /// The session this object serves (remembered from the first request).
     fn session_id(&self) -> Option<String> {
         if let Some(id) = self.id.borrow().clone() {
             return Some(id);
         }
-        let id = self.parts().ok()?.sql.mark("session_id")?;
+        let id = sqlite::mark(&*self.parts().ok()?.sql, "session_id")?;
         *self.id.borrow_mut() = Some(id.clone());
         Some(id)
     }
 
     fn remember(&self, id: &str) -> std::result::Result<(), ApiError> {
         // An object serves one session id: the one it was reached by.
-        match self.parts()?.sql.set_mark("session_id", Some(id)) {
-            true => Ok(()),
-            false => Err(internal("remember", "not stored")),
-        }
+        sqlite::set_mark(&*self.parts()?.sql, "session_id", Some(id))
+            .map_err(|e| internal("remember", e))
     }
 
     async fn handle(self: Rc<Self>, mut req: Request) -> Reply {
@@ -236,38 +221,10 @@ impl Inner {
             Method::Post => req.bytes().await.map_err(|e| internal("body", e))?,
             _ => Vec::new(),
         };
-        // The floor is the least a request can do: it opens nothing of the session.
-        #[cfg(feature = "test-routes")]
-        if path == crate::test_routes::FLOOR_PATH {
-            return crate::test_routes::floor(&self.env, &self.app).await;
+        if let Some(handler) = capability::route(&path) {
+            return handler(&self, &id, &body).await;
         }
-        let parts = self.parts()?;
-        if self.id.borrow().is_none() {
-            *self.id.borrow_mut() = Some(id.clone());
-            // Commits a previous process left for D1 go first.
-            if parts.replica.backlog().0 > 0 {
-                self.replicate_soon();
-            }
-        }
-        match path.as_str() {
-            CREATE_PATH => return self.create(&parts, &id, &body).await,
-            #[cfg(feature = "subagents")]
-            ENDED_PATH => return self.child_ended(&parts, &id, &body).await,
-            #[cfg(feature = "subagents")]
-            RELAY_PATH => return self.take_relay(&parts, &id, &body).await,
-            #[cfg(feature = "subagents")]
-            tree::MESSAGE_PATH => return self.parent_message(&parts, &id, &body).await,
-            DELETE_PATH => return self.delete(&parts, &id, true).await,
-            #[cfg(feature = "test-routes")]
-            crate::test_routes::CONFORMANCE_PATH => {
-                return crate::test_routes::object_conformance(&parts.sql).await;
-            }
-            #[cfg(feature = "test-routes")]
-            crate::test_routes::REPLICA_PATH => return self.replica_report(&parts, &id).await,
-            #[cfg(feature = "test-routes")]
-            crate::test_routes::FORGET_PATH => return self.forget().await,
-            _ => {}
-        }
+        let parts = self.attach(&id)?;
         let route = crate::api::route(method.as_ref(), &path)?;
         let runner = &parts.runner;
         match route.operation {
@@ -284,12 +241,11 @@ impl Inner {
             Operation::Fork => self.fork(runner, &id, &body).await,
             Operation::ListRuns => self.runs(runner, &id).await,
             Operation::ListCheckpoints => self.checkpoints(runner, &id).await,
-            #[cfg(feature = "chat")]
-            Operation::Chat => self.chat(&parts, &id, &body).await,
-            #[cfg(feature = "chat")]
-            Operation::ChatStream => self.chat_stream(&parts, &id).await,
-            // The worker answers the rest itself.
-            other => Err(internal("object route", format!("{other:?}"))),
+            other => match capability::operation(other) {
+                Some(handler) => handler(&self, &id, &body).await,
+                // The worker answers the rest itself.
+                None => Err(internal("object route", format!("{other:?}"))),
+            },
         }
     }
 }

@@ -3,10 +3,9 @@
 
 use super::{Inner, Reply, accepted};
 use crate::api::{
-    CheckpointView, ForkBody, MessageBody, ReasonBody, RetryBody, RunView, SessionView,
-    ToolResultBody, page, parse_body,
+    CheckpointView, CreatedView, ForkBody, MessageBody, ReasonBody, RetryBody, RunView,
+    SessionView, ToolResultBody, page, parse_body,
 };
-use crate::auth::{AuthConfig, SESSION_TOKEN_TTL_SECS, session_token};
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
 use crate::lifecycle::needs_drive;
@@ -48,27 +47,8 @@ impl Inner {
         let created = parts.runner.create(request).await?;
         self.schedule(id);
         let setup = crate::setup::Setup::get(&self.env, &self.app)?;
-        let token = match &setup.auth {
-            AuthConfig::Token(key) => {
-                let expiry = Date::now().as_millis() / 1000 + SESSION_TOKEN_TTL_SECS;
-                session_token(key, id, expiry)
-            }
-            _ => None,
-        };
-        let stream_url = match &token {
-            Some(t) => format!("/v1/sessions/{id}/stream?token={t}"),
-            None => format!("/v1/sessions/{id}/stream"),
-        };
-        json_response(
-            201,
-            &json!({
-                "sessionId": id,
-                "runId": created.run_id,
-                "status": created.status,
-                "streamUrl": stream_url,
-                "sessionToken": token,
-            }),
-        )
+        let now_secs = Date::now().as_millis() / 1000;
+        json_response(201, &CreatedView::new(created, &setup.auth, now_secs))
     }
 
     /// `GET /v1/sessions/{id}`, with the calls pending below it. A read continues a
@@ -205,7 +185,7 @@ impl Inner {
             .fork_request(id, checkpoint.as_deref(), new_id.clone(), message)
             .await?;
         let body = serde_json::to_vec(&request).map_err(|e| internal("fork", e))?;
-        let create = ObjectRequest::post(super::CREATE_PATH, body);
+        let create = ObjectRequest::post(crate::runner::waits::CREATE_PATH, body);
         let resp = call_object(&self.env, self.app.sessions(), &new_id, create).await?;
         log(
             Level::Info,

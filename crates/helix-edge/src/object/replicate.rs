@@ -1,10 +1,11 @@
-//! Sending the session's commit log to D1 in the background ([`crate::replica`]): soon
+//! Sending the session's commit log to D1 in the background ([`crate::sqlite::Replica`]): soon
 //! after a commit (a short delay lets the commits right behind it join the batch), at
 //! the end of every slice of work, and from the alarm while D1 fails.
 
 use super::Inner;
+use super::capability::CAPABILITIES;
 use crate::host::Level;
-use crate::replica::{COALESCE_MS, Replicated};
+use crate::sqlite::{COALESCE_MS, Replicated};
 use crate::worker_host::log;
 use serde_json::json;
 use std::time::Duration;
@@ -32,7 +33,10 @@ impl Inner {
             return Replicated::Busy;
         };
         let outcome = parts.replica.replicate().await;
-        if matches!(outcome, Replicated::Caught { .. }) {
+        if let Replicated::Caught { lags, .. } = &outcome {
+            for record in CAPABILITIES.iter().filter_map(|c| c.on_replicated) {
+                record(&parts.sql, lags);
+            }
             self.clear_fallback().await;
         }
         if let Replicated::Failed { retry_ms, error } = &outcome {
@@ -70,55 +74,5 @@ impl Inner {
         if armed.is_some_and(|t| (t - at as i64).abs() < 1_000) {
             let _ = storage.delete_alarm().await;
         }
-    }
-}
-
-#[cfg(feature = "test-routes")]
-impl Inner {
-    /// Test builds: replicates until D1 has everything, then compares every row of the
-    /// session in the object's storage with D1's.
-    pub(super) async fn replica_report(&self, parts: &super::Parts, id: &str) -> super::Reply {
-        // A replication under way (D1 may be slow) finishes first: at most 30 s.
-        let mut outcome = Replicated::Busy;
-        for _ in 0..600 {
-            outcome = self.replicate_now(id).await;
-            if outcome != Replicated::Busy {
-                break;
-            }
-            Delay::from(Duration::from_millis(50)).await;
-        }
-        let caught = matches!(outcome, Replicated::Caught { .. });
-        let (waiting, bytes) = parts.replica.backlog();
-        let mut report = json!({
-            "caughtUp": caught,
-            "waiting": waiting,
-            "waitingBytes": bytes,
-            "lags": parts.replica.lags(),
-        });
-        if caught {
-            let dumped = parts.replica.dump(id).await;
-            let (local, remote) = dumped.map_err(crate::runner::RunError::from)?;
-            let rows = |dump: &serde_json::Value| -> usize {
-                let tables = dump.as_object().into_iter().flat_map(|t| t.values());
-                tables
-                    .filter_map(|rows| rows.as_array())
-                    .map(Vec::len)
-                    .sum()
-            };
-            report["rows"] = json!({ "local": rows(&local), "remote": rows(&remote) });
-            report["equal"] = json!(local == remote);
-            if local != remote {
-                report["local"] = local;
-                report["remote"] = remote;
-            }
-        }
-        crate::http::json_response(200, &report)
-    }
-
-    /// Test builds: deletes everything the object stored, as a lost namespace would;
-    /// the next request finds the session only in D1.
-    pub(super) async fn forget(&self) -> super::Reply {
-        self.erase().await?;
-        crate::http::json_response(202, &json!({ "accepted": true }))
     }
 }

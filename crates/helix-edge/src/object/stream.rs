@@ -3,9 +3,9 @@
 //! connection open.
 
 use super::{Inner, Parts, Reply};
-use crate::api::ApiError;
+use crate::api::StreamQuery;
 use crate::http::internal;
-use crate::storage::CLIENT_QUEUE;
+use crate::sqlite::CLIENT_QUEUE;
 use crate::store::SessionStatus;
 use futures::StreamExt;
 use futures::channel::mpsc;
@@ -19,23 +19,9 @@ const FRAMES_PER_CHUNK: usize = 64;
 impl Inner {
     pub(super) async fn stream(self: &Rc<Self>, parts: &Parts, id: &str, req: &Request) -> Reply {
         let head = parts.runner.head_for_stream(id).await?;
-        let after_header = req.headers().get("last-event-id").ok().flatten();
+        let last_event_id = req.headers().get("last-event-id").ok().flatten();
         let query = crate::api::query_pairs(&req.inner().url());
-        let param = |name: &str| {
-            query
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
-        let after_query = param("after");
-        // `follow=false`: the buffered events only, then the end of the response.
-        let follow = param("follow").as_deref() != Some("false");
-        let after = match after_header.or(after_query) {
-            None => 0,
-            Some(v) => v.trim().parse::<u64>().map_err(|_| {
-                ApiError::validation("Last-Event-ID / after must be a sequence number.")
-            })?,
-        };
+        let StreamQuery { after, follow } = StreamQuery::parse(last_event_id.as_deref(), &query)?;
         let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
         let ended =
             head.status != SessionStatus::Active && head.status != SessionStatus::Interrupted;

@@ -1,18 +1,15 @@
-//! The session object's own SQLite storage: the session's store and commit log
-//! ([`ObjectStore`]), the three parts of its journal ([`SqlStreamLog`], [`SqlAttempts`],
-//! [`SqlSuspension`]), the SSE clients the stream fans out to, and the marks the object
-//! keeps (its session id, a child's relay and report cursors).
+//! The session object's own SQLite storage on the Workers runtime: [`Sql`], the core's
+//! [`Db`](crate::sqlite::Db) over `SqlStorage`. The store, the journal, the replica
+//! and the SSE fan-out over it are the core's ([`crate::sqlite`]); here they are named
+//! for the object.
 
-mod attempts;
-mod clients;
-pub mod sql;
-mod store;
-mod stream;
-mod suspension;
+mod sql;
 
-pub use attempts::SqlAttempts;
-pub use clients::CLIENT_QUEUE;
 pub use sql::Sql;
-pub use store::{DEFAULT_BACKLOG_COMMITS, ObjectStore};
-pub use stream::SqlStreamLog;
-pub use suspension::SqlSuspension;
+
+use crate::d1::D1;
+
+/// The session's store in its object, replicating to D1.
+pub type ObjectStore = crate::sqlite::SqliteStore<D1>;
+/// The session's replication to D1.
+pub type ObjectReplica = crate::sqlite::Replica<D1>;

@@ -15,7 +15,7 @@ use crate::store::{
 };
 use futures::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 /// What a parent asks of one of its child sessions.
@@ -52,6 +52,92 @@ pub enum ChildOrder {
     },
     /// Delete it and everything of it, for good (its parent is being deleted).
     Delete,
+}
+
+/// Internal path of a session's object: create its session (a root's, from the
+/// worker's router, or a child's, from its parent); the body is a `CreateSession`.
+pub const CREATE_PATH: &str = "/__internal/create";
+/// Internal path: a child reports that it ended ([`ChildEnded`]).
+pub const ENDED_PATH: &str = "/__internal/ended";
+/// Internal path: chunks of a child's stream for the parent's ([`Relay`]).
+pub const RELAY_PATH: &str = "/__internal/relay";
+/// Internal path: a persistent child's parent starts its next turn
+/// (`{message, toolCallId}`).
+pub const MESSAGE_PATH: &str = "/__internal/message";
+/// Internal path: the parent is being deleted; delete this child session.
+pub const DELETE_PATH: &str = "/__internal/delete";
+
+/// An order as the request to the child's object that carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderRequest {
+    /// The path (an internal one, or the API's route of the operation).
+    pub path: String,
+    /// The JSON body.
+    pub body: Value,
+    /// Statuses besides 2xx that mean the order needs no doing.
+    pub accept: &'static [u16],
+}
+
+impl ChildOrder {
+    /// The request to child `child_id`'s object that carries this order.
+    pub fn request(&self, child_id: &str) -> Result<OrderRequest, String> {
+        let op = |name: &str| format!("/v1/sessions/{child_id}/{name}");
+        let (path, body, accept): (String, Value, &'static [u16]) = match self {
+            Self::Start {
+                agent,
+                message,
+                parent,
+            } => {
+                let request = crate::runner::CreateSession {
+                    parent: Some(parent.clone()),
+                    ..crate::runner::CreateSession::new(child_id, agent.clone(), message.clone())
+                };
+                let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
+                // 409: created before (a retried start finds the same child).
+                (CREATE_PATH.into(), body, &[409])
+            }
+            // 404: never started; 409: ended already.
+            Self::Abort { reason } => (op("abort"), json!({ "reason": reason }), &[404, 409]),
+            // 409: the child is not running (already ended or interrupted).
+            Self::Interrupt { reason } => (op("interrupt"), json!({ "reason": reason }), &[409]),
+            Self::Resume => (op("resume"), json!({}), &[409]),
+            Self::Message {
+                message,
+                tool_call_id,
+            } => {
+                let body = json!({ "message": message, "toolCallId": tool_call_id });
+                (MESSAGE_PATH.into(), body, &[])
+            }
+            // 404: never started, or deleted before.
+            Self::Delete => (DELETE_PATH.into(), json!({}), &[404]),
+        };
+        Ok(OrderRequest { path, body, accept })
+    }
+}
+
+/// A persistent child's next message from its parent, as its object takes it.
+pub fn parse_message(body: &[u8]) -> Option<(String, String)> {
+    let body: Value = serde_json::from_slice(body).ok()?;
+    let message = body["message"].as_str()?.to_string();
+    let call = body["toolCallId"].as_str()?.to_string();
+    Some((message, call))
+}
+
+/// Chunks of a child's stream sent to its parent's: `(sequence, data)` from `from`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relay {
+    /// The child session.
+    pub from: String,
+    /// Its confirmed chunks, by sequence.
+    pub chunks: Vec<(u64, String)>,
+}
+
+impl Relay {
+    /// Reads a relay body; `None` when it is not one.
+    pub fn parse(body: &[u8]) -> Option<Self> {
+        let relay: Self = serde_json::from_slice(body).ok()?;
+        (!relay.from.is_empty()).then_some(relay)
+    }
 }
 
 /// How a runner reaches its child sessions (on the platform: their Durable Objects).
@@ -242,6 +328,64 @@ pub(crate) fn failed(code: &str, error: &str) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orders_travel_as_requests_with_the_statuses_that_mean_done_already() {
+        let parent = ParentRef {
+            session_id: "p".into(),
+            tool_call_id: "c1".into(),
+            root_id: "p".into(),
+        };
+        let start = ChildOrder::Start {
+            agent: "researcher".into(),
+            message: "{}".into(),
+            parent,
+        };
+        let r = start.request("p.sub-1").unwrap();
+        assert_eq!((r.path.as_str(), r.accept), (CREATE_PATH, &[409][..]));
+        assert_eq!(r.body["sessionId"], "p.sub-1");
+        assert_eq!(r.body["parent"]["toolCallId"], "c1");
+        let abort = ChildOrder::Abort { reason: "x".into() };
+        let r = abort.request("k").unwrap();
+        assert_eq!(r.path, "/v1/sessions/k/abort");
+        assert_eq!(
+            (r.body.clone(), r.accept),
+            (json!({"reason": "x"}), &[404, 409][..])
+        );
+        let r = ChildOrder::Interrupt { reason: None }.request("k").unwrap();
+        assert_eq!(
+            (r.path.as_str(), r.accept),
+            ("/v1/sessions/k/interrupt", &[409][..])
+        );
+        let r = ChildOrder::Resume.request("k").unwrap();
+        assert_eq!(
+            (r.path.as_str(), r.accept),
+            ("/v1/sessions/k/resume", &[409][..])
+        );
+        let message = ChildOrder::Message {
+            message: "hi".into(),
+            tool_call_id: "c2".into(),
+        };
+        let r = message.request("k").unwrap();
+        assert_eq!(r.path, MESSAGE_PATH);
+        let body = serde_json::to_vec(&r.body).unwrap();
+        assert_eq!(parse_message(&body), Some(("hi".into(), "c2".into())));
+        let r = ChildOrder::Delete.request("k").unwrap();
+        assert_eq!((r.path.as_str(), r.accept), (DELETE_PATH, &[404][..]));
+    }
+
+    #[test]
+    fn relays_and_messages_that_are_malformed_are_refused() {
+        let relay = Relay {
+            from: "k".into(),
+            chunks: vec![(3, "{}".into())],
+        };
+        let body = serde_json::to_vec(&relay).unwrap();
+        assert_eq!(Relay::parse(&body), Some(relay));
+        assert_eq!(Relay::parse(br#"{"from":"","chunks":[]}"#), None);
+        assert_eq!(Relay::parse(b"[]"), None);
+        assert_eq!(parse_message(br#"{"message":"hi"}"#), None);
+    }
 
     #[test]
     fn child_ids_are_deterministic_valid_and_distinct() {

@@ -21,13 +21,15 @@ mod remote;
 mod subagents;
 
 pub use child::{
-    ChildEnded, ChildOrder, Children, NoChildren, child_outcome, child_session_id, ended_report,
+    CREATE_PATH, ChildEnded, ChildOrder, Children, DELETE_PATH, ENDED_PATH, MESSAGE_PATH,
+    NoChildren, OrderRequest, RELAY_PATH, Relay, child_outcome, child_session_id, ended_report,
+    parse_message,
 };
 pub(crate) use child::{end_child_call, failed, subsession};
 #[cfg(feature = "remote-subagents")]
 pub use remote::{
-    MAX_FAILURES, MAX_POLL_MS, MIN_POLL_MS, NoRemotes, RemoteAnswer, RemoteError, RemoteOrder,
-    RemoteView, Remotes, submission_body,
+    ApiRemotes, MAX_FAILURES, MAX_POLL_MS, MIN_POLL_MS, NoRemotes, RemoteAnswer, RemoteError,
+    RemoteHttp, RemoteOrder, RemoteView, Remotes, relayed_chunks, submission_body,
 };
 
 use super::emit::Emitter;

@@ -23,10 +23,12 @@
 //!   `_invalid`, `subagent_timeout`): the model sees it and the parent goes on.
 
 mod api;
+mod client;
 
 pub use api::{
     NoRemotes, RemoteAnswer, RemoteError, RemoteOrder, RemoteView, Remotes, submission_body,
 };
+pub use client::{ApiRemotes, RemoteHttp, relayed_chunks};
 
 use super::{ChildOrder, Fut, WaitKind, Waits, child_session_id};
 use crate::agent::Agent;

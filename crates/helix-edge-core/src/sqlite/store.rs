@@ -2,22 +2,20 @@
 //! or a step commit is one transaction there — the rows the D1 layout plans
 //! ([`crate::store::rows`]: a version-guarded update of the session row, its guard, the
 //! messages, the state log row, the run, the checkpoint, the child records) and, in the
-//! same transaction, the same statements queued in the replica outbox for D1
-//! ([`crate::replica`]). A lost race is [`StoreError::Stale`], never a partial write; the
-//! output gate holds every answer until the transaction is on disk. Nothing here waits
-//! on D1.
+//! same transaction, the same statements queued in the replica outbox
+//! ([`super::Replica`]) and the stream events staged for the commit. A lost race is
+//! [`StoreError::Stale`], never a partial write; the platform's output gate holds every
+//! answer until the transaction is on disk. Nothing here waits on D1.
 //!
 //! Reads are served from a write-through [`Image`] of the session (the object is its
 //! only writer) and, for what the image does not hold, from the local tables. When the
 //! object's storage has no session but D1 does (the storage was lost), the first read
 //! rebuilds it from D1.
 
-use super::SqlStreamLog;
-use super::sql::{Owned, Sql, int, owned, text};
+use super::{Db, Owned, Record, Replica, Row, SqliteStreamLog, backend, int, owned, text};
 use crate::message::Message;
-use crate::replica::Replica;
 use crate::store::rows::{
-    self, Image, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, SELECT_SUBSESSIONS, SqlFailure,
+    self, Arg, Image, SELECT_HEAD, SELECT_STATE, SELECT_STATE_AT, SELECT_SUBSESSIONS, SqlFailure,
     StateRow, Statement, from_json, plan_commit, plan_create,
 };
 use crate::store::{
@@ -27,39 +25,38 @@ use crate::store::{
 use serde_json::Value;
 use std::cell::RefCell;
 use std::rc::Rc;
-use worker::SqlStorageValue;
 
 /// How many commits may wait for D1 before the session refuses new ones.
 pub const DEFAULT_BACKLOG_COMMITS: u64 = 1_000;
 /// How many bytes of commits may wait for D1 before the session refuses new ones.
 pub const BACKLOG_BYTES: u64 = 32 << 20;
 
+/// The refusal of a write while `commits` commits of `bytes` bytes wait for D1, past
+/// `max_commits` or [`BACKLOG_BYTES`]: the session answers 503 `storage_backlog`
+/// (retryable) instead of growing without bound.
+pub fn backlog_refused(commits: u64, bytes: u64, max_commits: u64) -> Option<StoreError> {
+    (commits >= max_commits || bytes >= BACKLOG_BYTES)
+        .then_some(StoreError::Backlog { commits, bytes })
+}
+
 /// The session's store in its object.
-pub struct ObjectStore {
-    sql: Sql,
+pub struct SqliteStore<R: Record> {
+    db: Rc<dyn Db>,
     /// The session's image, once read or written (by session id: the conformance suite
     /// keeps several sessions in one object).
     image: RefCell<Option<(String, Image)>>,
     /// Called after every commit that lands (the object replicates it soon).
     on_commit: RefCell<Option<Rc<dyn Fn()>>>,
     /// The session's stream: each commit's staged events are written in its transaction.
-    stream: RefCell<Option<Rc<SqlStreamLog>>>,
+    stream: RefCell<Option<Rc<SqliteStreamLog>>>,
     /// D1: where commits are replicated to, and where a lost session is rebuilt from.
-    replica: Rc<Replica>,
+    replica: Rc<Replica<R>>,
     /// How many commits may wait for D1 (past it, commits are refused).
     backlog_commits: u64,
 }
 
-fn arg_text(s: &str) -> SqlStorageValue {
-    SqlStorageValue::from(s)
-}
-
-fn arg_int(n: u64) -> SqlStorageValue {
-    SqlStorageValue::from(n as i64)
-}
-
 /// `(kind, body)` rows of the state log.
-fn state_log(rows: &[Vec<SqlStorageValue>]) -> Result<Vec<(String, String)>, StoreError> {
+fn state_log(rows: &[Row]) -> Result<Vec<(String, String)>, StoreError> {
     rows.iter()
         .map(|r| Ok((cell(text(r, 0))?, cell(text(r, 1))?)))
         .collect()
@@ -73,16 +70,16 @@ fn cell<T>(value: Option<T>) -> Result<T, StoreError> {
     value.ok_or_else(|| StoreError::Corrupt("a stored row is missing a column".into()))
 }
 
-fn local(what: &str, e: worker::Error) -> StoreError {
-    super::sql::backend(what, e)
+fn id_arg(id: &str) -> Arg {
+    Arg::Text(id.into())
 }
 
-impl ObjectStore {
-    /// The store of the object's session, replicating to `replica`; at most
+impl<R: Record> SqliteStore<R> {
+    /// The store of the object's session in `db`, replicating to `replica`; at most
     /// `backlog_commits` commits may wait for D1.
-    pub fn new(sql: Sql, replica: Rc<Replica>, backlog_commits: u64) -> Self {
+    pub fn new(db: Rc<dyn Db>, replica: Rc<Replica<R>>, backlog_commits: u64) -> Self {
         Self {
-            sql,
+            db,
             image: RefCell::new(None),
             on_commit: RefCell::new(None),
             stream: RefCell::new(None),
@@ -92,7 +89,7 @@ impl ObjectStore {
     }
 
     /// Writes each commit's staged events (from `stream`) in the commit's transaction.
-    pub fn with_stream(&self, stream: Rc<SqlStreamLog>) {
+    pub fn with_stream(&self, stream: Rc<SqliteStreamLog>) {
         *self.stream.borrow_mut() = Some(stream);
     }
 
@@ -112,24 +109,10 @@ impl ObjectStore {
         *self.image.borrow_mut() = Some((id.to_string(), image));
     }
 
-    fn query(
-        &self,
-        q: &str,
-        args: Vec<SqlStorageValue>,
-    ) -> Result<Vec<Vec<SqlStorageValue>>, StoreError> {
-        self.sql
+    fn query(&self, q: &str, args: &[Arg]) -> Result<Vec<Row>, StoreError> {
+        self.db
             .query(q, args)
-            .map_err(|e| local("reading the session", e))
-    }
-
-    /// Refuses a write while too much waits for D1: the session answers 503
-    /// `storage_backlog` (retryable) instead of growing without bound.
-    fn check_backlog(&self) -> Result<(), StoreError> {
-        let (commits, bytes) = self.replica.backlog();
-        if commits >= self.backlog_commits || bytes >= BACKLOG_BYTES {
-            return Err(StoreError::Backlog { commits, bytes });
-        }
-        Ok(())
+            .map_err(|e| backend("reading the session", e))
     }
 
     /// Runs `batch` locally, queues it for D1 as `version` of `id`, and writes the
@@ -150,7 +133,7 @@ impl ObjectStore {
         let events = stream.as_ref().and_then(|s| s.commit_statements(commit_id));
         let with_events = events.is_some();
         statements.extend(events.into_iter().flatten());
-        let written = self.sql.atomically(statements);
+        let written = self.db.atomically(&statements).map_err(StoreError::Backend);
         match &written {
             Ok(()) => {
                 if let (Some(stream), true) = (stream, with_events) {
@@ -165,11 +148,11 @@ impl ObjectStore {
 
     /// The session's image from the local tables; `None` if there is no session.
     fn read_image(&self, id: &str) -> Result<Option<Image>, StoreError> {
-        let head = self.query(SELECT_HEAD, vec![arg_text(id)])?;
+        let head = self.query(SELECT_HEAD, &[id_arg(id)])?;
         let Some(head) = head.first() else {
             return Ok(None);
         };
-        let state = self.query(SELECT_STATE, vec![arg_text(id)])?;
+        let state = self.query(SELECT_STATE, &[id_arg(id)])?;
         let log = state_log(&state)?;
         let snapshot = cell(int(head, 2))? as u64;
         let interrupt = text(head, 1);
@@ -185,18 +168,18 @@ impl ObjectStore {
     /// Runs `f` on the session's image: kept, read from the local tables, or — when the
     /// object's storage has lost the session — rebuilt from D1. `None` if there is no
     /// such session anywhere.
-    async fn with_image<R>(
+    async fn with_image<T>(
         &self,
         id: &str,
-        f: impl FnOnce(&mut Image) -> R,
-    ) -> Result<Option<R>, StoreError> {
+        f: impl FnOnce(&mut Image) -> T,
+    ) -> Result<Option<T>, StoreError> {
         if let Some((_, image)) = self.image.borrow_mut().as_mut().filter(|(k, _)| k == id) {
             return Ok(Some(f(image)));
         }
         let mut image = match self.read_image(id)? {
             Some(image) => image,
             None => {
-                if !self.replica.rebuild(id, &self.sql).await? {
+                if !self.replica.rebuild(id).await? {
                     return Ok(None);
                 }
                 self.read_image(id)?
@@ -210,7 +193,7 @@ impl ObjectStore {
 
     /// The state at session `version`: the newest snapshot at or before it, plus patches.
     fn state_at(&self, id: &str, version: u64) -> Result<Value, StoreError> {
-        let rows = self.query(SELECT_STATE_AT, vec![arg_text(id), arg_int(version)])?;
+        let rows = self.query(SELECT_STATE_AT, &[id_arg(id), Arg::Int(version)])?;
         let log = state_log(&rows)?;
         Ok(rows::fold_state(state_rows(&log))?.0)
     }
@@ -221,12 +204,12 @@ impl ObjectStore {
         q: &str,
         id: &str,
     ) -> Result<Vec<T>, StoreError> {
-        let rows = self.query(q, vec![arg_text(id)])?;
+        let rows = self.query(q, &[id_arg(id)])?;
         rows.iter().map(|r| from_json(&cell(text(r, 0))?)).collect()
     }
 }
 
-impl Store for ObjectStore {
+impl<R: Record> Store for SqliteStore<R> {
     async fn create(&self, session: NewSession) -> Result<(), StoreError> {
         let id = session.head.id.clone();
         let commit_id = session.head.commit_id.clone();
@@ -268,7 +251,7 @@ impl Store for ObjectStore {
         };
         let rows = self.query(
             "SELECT body FROM messages WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3 ORDER BY seq",
-            vec![arg_text(id), arg_int(offset), arg_int(offset.saturating_add(limit))],
+            &[id_arg(id), Arg::Int(offset), Arg::Int(offset.saturating_add(limit))],
         )?;
         let messages = rows
             .iter()
@@ -290,7 +273,10 @@ impl Store for ObjectStore {
         expected_version: u64,
         commit: Commit,
     ) -> Result<u64, StoreError> {
-        self.check_backlog()?;
+        let (commits, bytes) = self.replica.backlog();
+        if let Some(refused) = backlog_refused(commits, bytes, self.backlog_commits) {
+            return Err(refused);
+        }
         self.with_image(id, |_| ())
             .await?
             .ok_or_else(|| StoreError::NotFound(id.into()))?;
@@ -301,13 +287,9 @@ impl Store for ObjectStore {
         let commit_id = commit.head.commit_id.clone();
         let batch = plan_commit(&mut image, expected_version, commit)?;
         let version = image.head.version;
-        match self.write(id, version, &commit_id, &batch) {
-            Ok(()) => {
-                self.keep(id, image);
-                Ok(version)
-            }
-            Err(e) => Err(e),
-        }
+        self.write(id, version, &commit_id, &batch)?;
+        self.keep(id, image);
+        Ok(version)
     }
 
     async fn request_interrupt(
@@ -318,7 +300,7 @@ impl Store for ObjectStore {
         let body = rows::to_json(&request)?;
         let updated = self.query(
             "UPDATE sessions SET interrupt = ?1 WHERE id = ?2 RETURNING id",
-            vec![arg_text(&body), arg_text(id)],
+            &[Arg::Text(body), id_arg(id)],
         )?;
         if updated.is_empty() {
             return Err(StoreError::NotFound(id.into()));
@@ -348,7 +330,7 @@ impl Store for ObjectStore {
     ) -> Result<Option<(CheckpointRecord, Value)>, StoreError> {
         let rows = self.query(
             "SELECT version, body FROM checkpoints WHERE session_id = ?1 AND id = ?2",
-            vec![arg_text(id), arg_text(checkpoint_id)],
+            &[id_arg(id), Arg::Text(checkpoint_id.into())],
         )?;
         let Some(row) = rows.first() else {
             return Ok(None);
@@ -359,7 +341,7 @@ impl Store for ObjectStore {
     }
 
     async fn subsessions(&self, parent_id: &str) -> Result<Vec<SubSession>, StoreError> {
-        let rows = self.query(SELECT_SUBSESSIONS, vec![arg_text(parent_id)])?;
+        let rows = self.query(SELECT_SUBSESSIONS, &[id_arg(parent_id)])?;
         rows.iter()
             .map(|r| {
                 Ok(SubSession {
@@ -369,15 +351,9 @@ impl Store for ObjectStore {
                     status: rows::child_status(&cell(text(r, 3))?)?,
                     created_at: cell(int(r, 4))? as u64,
                     updated_at: cell(int(r, 5))? as u64,
-                    #[cfg(feature = "persistent-children")]
-                    name: text(r, 6),
-                    #[cfg(feature = "persistent-children")]
-                    mode: text(r, 7).map(|m| rows::child_mode(&m)).transpose()?,
                     // Only persistent children have them.
-                    #[cfg(not(feature = "persistent-children"))]
-                    name: None,
-                    #[cfg(not(feature = "persistent-children"))]
-                    mode: None,
+                    name: text(r, 6),
+                    mode: text(r, 7).map(|m| rows::child_mode(&m)).transpose()?,
                 })
             })
             .collect()
@@ -388,11 +364,32 @@ impl Store for ObjectStore {
             .erase(id, || {
                 let mut statements: Vec<Owned> = rows::plan_delete(id).iter().map(owned).collect();
                 let outbox = "DELETE FROM replica_outbox WHERE session_id = ?";
-                statements.push((outbox.into(), vec![arg_text(id)]));
-                self.sql.atomically(statements)?;
+                statements.push((outbox.into(), vec![id_arg(id)]));
+                self.db
+                    .atomically(&statements)
+                    .map_err(StoreError::Backend)?;
                 self.image.borrow_mut().take_if(|(kept, _)| kept == id);
                 Ok(())
             })
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backlog_past_either_bound_refuses_writes() {
+        assert_eq!(backlog_refused(999, 0, 1_000), None);
+        assert_eq!(
+            backlog_refused(1_000, 10, 1_000),
+            Some(StoreError::Backlog {
+                commits: 1_000,
+                bytes: 10
+            })
+        );
+        assert!(backlog_refused(1, BACKLOG_BYTES, 1_000).is_some());
+        assert_eq!(backlog_refused(1, BACKLOG_BYTES - 1, 1_000), None);
     }
 }

@@ -1,33 +1,86 @@
-//! The stream log in the session object's SQLite ([`StreamLog`]), which also fans its
-//! events out to the connected SSE clients, and a child session's relay of its stream
+//! The stream log in the object's SQLite ([`StreamLog`]), which also fans its events out
+//! to the connected SSE clients ([`Clients`]), and a child session's relay of its stream
 //! to its parent's.
 //!
 //! Storage: `events` (sequence, event name, data) and marks in `journal_meta` — the
 //! confirmed sequence and the relay cursors. Retention: the newest [`RETAINED_EVENTS`]
-//! events; a client asking to resume from before them gets a `truncated` event first,
-//! then what is retained.
+//! events ([`retention_cutoff`]); a client asking to resume from before them gets a
+//! `truncated` event first, then what is retained.
 //!
-//! A commit's staged events are written by the commit's own transaction in the
-//! object's store ([`commit_statements`](SqlStreamLog::commit_statements)): the commit
-//! and its events are durable together or not at all, so a crash between them leaves
-//! nothing to reconcile, and staging costs no write. `release` then only sends them to
-//! the clients. A batch released without such a transaction is written then.
+//! A commit's staged events are written by the commit's own transaction in the object's
+//! store ([`commit_statements`](SqliteStreamLog::commit_statements)): the commit and its
+//! events are durable together or not at all, so a crash between them leaves nothing to
+//! reconcile, and staging costs no write. `release` then only sends them to the
+//! clients. A batch released without such a transaction is written then.
 
-use super::clients::{ClientSender, Clients, frame};
-use super::sql::{Owned, Sql, first_int, int, log_error, text};
+use super::{Db, Owned, Row, counter, first_int, int, set_mark, text};
 use crate::chunk::StreamEvent;
+use crate::host::{Host, Level, LogValue};
 use crate::journal::{Frame, Recovery, StreamLog};
+use crate::store::rows::Arg;
+use futures::channel::mpsc;
 use std::cell::{Cell, RefCell};
-use worker::SqlStorageValue;
+use std::rc::Rc;
 
 /// How many events a session keeps for replay.
 pub const RETAINED_EVENTS: u64 = 10_000;
 /// Events written by one statement of a commit's transaction.
-const EVENTS_PER_INSERT: usize = 32;
+pub const EVENTS_PER_INSERT: usize = 32;
+/// Frames a slow client may have queued before it is disconnected.
+pub const CLIENT_QUEUE: usize = 1_024;
+
+/// The frames queued for one connected client; an empty frame means "close".
+pub type ClientSender = mpsc::Sender<Vec<u8>>;
+
+/// One SSE frame.
+pub fn frame(seq: u64, event: &str, data: &str) -> Vec<u8> {
+    format!("id: {seq}\nevent: {event}\ndata: {data}\n\n").into_bytes()
+}
+
+/// The events to drop after appending sequences `from..=to`: those up to the returned
+/// sequence, once every 1,000 events, when more than [`RETAINED_EVENTS`] were written.
+pub fn retention_cutoff(from: u64, to: u64) -> Option<u64> {
+    let crossed = (from..=to).any(|seq| seq.is_multiple_of(1_000));
+    (crossed && to > RETAINED_EVENTS).then(|| to - RETAINED_EVENTS)
+}
+
+/// The connected clients of one session: each has a bounded queue of frames; a client
+/// that is gone or too far behind is dropped (it resumes with `Last-Event-ID`, losing
+/// nothing).
+#[derive(Default)]
+pub struct Clients(RefCell<Vec<ClientSender>>);
+
+impl Clients {
+    /// Adds a client.
+    pub fn add(&self, tx: ClientSender) {
+        self.0.borrow_mut().push(tx);
+    }
+
+    /// Sends a frame to every client, dropping those that are gone or too far behind.
+    pub fn broadcast(&self, frame: Vec<u8>) {
+        self.0
+            .borrow_mut()
+            .retain_mut(|tx| tx.try_send(frame.clone()).is_ok());
+    }
+
+    /// Ends every connected stream (after `end` or `fail`).
+    pub fn close(&self) {
+        for mut tx in self.0.borrow_mut().drain(..) {
+            let _ = tx.try_send(Vec::new());
+        }
+    }
+
+    /// Sends `: ping` to every client; returns how many are connected.
+    pub fn ping(&self) -> usize {
+        self.broadcast(b": ping\n\n".to_vec());
+        self.0.borrow().len()
+    }
+}
 
 /// The stream of one session.
-pub struct SqlStreamLog {
-    sql: Sql,
+pub struct SqliteStreamLog {
+    db: Rc<dyn Db>,
+    host: Rc<dyn Host>,
     last_seq: Cell<u64>,
     clients: Clients,
     /// Batches held back until their commit lands (in memory: see the module's doc).
@@ -43,22 +96,34 @@ struct Staged {
     written_from: Option<u64>,
 }
 
-impl SqlStreamLog {
-    /// The stream in `sql`.
-    pub fn open(sql: Sql) -> worker::Result<Self> {
-        let rows = sql.query("SELECT MAX(seq) FROM events", Vec::new())?;
+impl SqliteStreamLog {
+    /// The stream in `db`; failed writes are logged through `host`.
+    pub fn open(db: Rc<dyn Db>, host: Rc<dyn Host>) -> Result<Self, String> {
+        let rows = db.query("SELECT MAX(seq) FROM events", &[])?;
         let last = first_int(&rows).unwrap_or(0) as u64;
         Ok(Self {
-            sql,
+            db,
+            host,
             last_seq: Cell::new(last),
             clients: Clients::default(),
             staged: RefCell::new(Vec::new()),
         })
     }
 
+    fn failed(&self, what: &str, e: String) {
+        let fields = [("what", LogValue::Str(what)), ("error", LogValue::Str(&e))];
+        self.host.log(Level::Error, "journal_error", &fields);
+    }
+
+    fn query(&self, sql: &str, args: &[Arg]) -> Vec<Row> {
+        self.db.query(sql, args).unwrap_or_default()
+    }
+
     fn set_confirmed(&self) {
-        self.sql
-            .set_mark("confirmed", Some(&self.last_seq.get().to_string()));
+        let seq = self.last_seq.get().to_string();
+        if let Err(e) = set_mark(&*self.db, "confirmed", Some(&seq)) {
+            self.failed("confirm", e);
+        }
     }
 
     /// The statements that write the batch staged for commit `commit_id`, to run in the
@@ -74,9 +139,9 @@ impl SqlStreamLog {
             let first = from + (n * EVENTS_PER_INSERT) as u64;
             let mut args = Vec::with_capacity(chunk.len() * 3);
             for (i, (name, data)) in chunk.iter().enumerate() {
-                args.push(SqlStorageValue::from((first + i as u64) as i64));
-                args.push(name.as_str().into());
-                args.push(data.as_str().into());
+                args.push(Arg::Int(first + i as u64));
+                args.push(Arg::Text(name.clone()));
+                args.push(Arg::Text(data.clone()));
             }
             let rows = vec!["(?, ?, ?)"; chunk.len()].join(", ");
             statements.push((
@@ -88,7 +153,7 @@ impl SqlStreamLog {
         statements.push((
             "INSERT INTO journal_meta (k, v) VALUES ('confirmed', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
                 .to_string(),
-            vec![confirmed.into()],
+            vec![Arg::Text(confirmed)],
         ));
         Some(statements)
     }
@@ -113,16 +178,14 @@ impl SqlStreamLog {
         }
     }
 
-    /// Drops the oldest events past [`RETAINED_EVENTS`] (checked every 1,000 events).
+    /// Drops the oldest events past [`RETAINED_EVENTS`] once `from..=to` were appended.
     fn retain(&self, from: u64, to: u64) {
-        let crossed = (from..=to).any(|seq| seq.is_multiple_of(1_000));
-        if crossed && to > RETAINED_EVENTS {
-            let cutoff = (to - RETAINED_EVENTS) as i64;
+        if let Some(cutoff) = retention_cutoff(from, to) {
             let dropped = self
-                .sql
-                .run("DELETE FROM events WHERE seq <= ?", vec![cutoff.into()]);
+                .db
+                .query("DELETE FROM events WHERE seq <= ?", &[Arg::Int(cutoff)]);
             if let Err(e) = dropped {
-                log_error("retention", e);
+                self.failed("retention", e);
             }
         }
     }
@@ -130,12 +193,16 @@ impl SqlStreamLog {
     /// Appends an event durably and sends it to every connected client.
     fn append(&self, name: &str, data: &str) -> u64 {
         let seq = self.last_seq.get() + 1;
-        let inserted = self.sql.run(
+        let inserted = self.db.query(
             "INSERT INTO events (seq, event, data) VALUES (?, ?, ?)",
-            vec![SqlStorageValue::from(seq as i64), name.into(), data.into()],
+            &[
+                Arg::Int(seq),
+                Arg::Text(name.into()),
+                Arg::Text(data.into()),
+            ],
         );
         if let Err(e) = inserted {
-            log_error("append", e);
+            self.failed("append", e);
             return self.last_seq.get();
         }
         self.last_seq.set(seq);
@@ -151,16 +218,12 @@ impl SqlStreamLog {
 
     /// The sequence number of the newest retained `run_started` of session `id` (not
     /// of a child's, relayed here), if any.
-    #[cfg(feature = "chat")]
     pub fn run_start(&self, id: &str) -> Option<u64> {
         let prefix = format!("{{\"sessionId\":{}", serde_json::Value::from(id));
-        let rows = self
-            .sql
-            .query(
-                "SELECT MAX(seq) FROM events WHERE event = 'chunk' AND instr(data, ?) = 1 AND instr(data, '\"type\":\"run_started\"') > 0",
-                vec![prefix.into()],
-            )
-            .ok()?;
+        let rows = self.query(
+            "SELECT MAX(seq) FROM events WHERE event = 'chunk' AND instr(data, ?) = 1 AND instr(data, '\"type\":\"run_started\"') > 0",
+            &[Arg::Text(prefix)],
+        );
         first_int(&rows).map(|s| s as u64)
     }
 
@@ -176,9 +239,8 @@ impl SqlStreamLog {
     /// some are gone).
     pub fn backlog(&self, after: u64) -> Vec<Vec<u8>> {
         let mut frames = Vec::new();
-        let oldest = self.sql.query("SELECT MIN(seq) FROM events", Vec::new());
-        let oldest =
-            first_int(&oldest.unwrap_or_default()).map_or(self.last_seq.get() + 1, |s| s as u64);
+        let oldest = self.query("SELECT MIN(seq) FROM events", &[]);
+        let oldest = first_int(&oldest).map_or(self.last_seq.get() + 1, |s| s as u64);
         // Before what is retained, or past the end (the stream was lost with the object's
         // storage and started over): the client must refetch the session first.
         if after + 1 < oldest || after > self.last_seq.get() {
@@ -203,31 +265,21 @@ impl SqlStreamLog {
     pub fn ping(&self) -> usize {
         self.clients.ping()
     }
-}
 
-/// Relaying a child session's stream to its parent's.
-#[cfg(feature = "subagents")]
-impl SqlStreamLog {
     /// The confirmed chunks not yet relayed to the parent session (a child's stream is
     /// also shown on its parent's), at most `limit` events from the cursor on: the last
     /// sequence looked at and the chunks' `(sequence, data)`. Unconfirmed chunks (a
     /// step that has not committed) wait: they may yet be torn.
     pub fn unrelayed(&self, limit: u64) -> (u64, Vec<(u64, String)>) {
         let after = self.relayed();
-        let upto = self.sql.counter("confirmed").min(after + limit);
+        let upto = counter(&*self.db, "confirmed").min(after + limit);
         if upto <= after {
             return (after, Vec::new());
         }
-        let rows = self
-            .sql
-            .query(
-                "SELECT seq, data FROM events WHERE seq > ? AND seq <= ? AND event = 'chunk' ORDER BY seq",
-                vec![
-                    SqlStorageValue::from(after as i64),
-                    SqlStorageValue::from(upto as i64),
-                ],
-            )
-            .unwrap_or_default();
+        let rows = self.query(
+            "SELECT seq, data FROM events WHERE seq > ? AND seq <= ? AND event = 'chunk' ORDER BY seq",
+            &[Arg::Int(after), Arg::Int(upto)],
+        );
         let chunks = rows
             .iter()
             .filter_map(|r| Some((int(r, 0)? as u64, text(r, 1)?)))
@@ -237,18 +289,19 @@ impl SqlStreamLog {
 
     /// How far the parent acknowledged this stream.
     pub fn relayed(&self) -> u64 {
-        self.sql.counter("relayed")
+        counter(&*self.db, "relayed")
     }
 
     /// The parent acknowledged everything up to `seq`.
     pub fn mark_relayed(&self, seq: u64) {
-        self.sql.set_mark("relayed", Some(&seq.to_string()));
+        if let Err(e) = set_mark(&*self.db, "relayed", Some(&seq.to_string())) {
+            self.failed("relay", e);
+        }
     }
 
     /// How far the chunks relayed from child session `from` go (its sequence).
-    #[cfg(feature = "remote-subagents")]
     pub fn relayed_from(&self, from: &str) -> u64 {
-        self.sql.counter(&format!("relay:{from}"))
+        counter(&*self.db, &format!("relay:{from}"))
     }
 
     /// Appends chunks relayed from child session `from`, skipping those already
@@ -256,22 +309,24 @@ impl SqlStreamLog {
     /// in the child, so they count as confirmed when nothing unconfirmed precedes them.
     pub fn append_relayed(&self, from: &str, chunks: &[(u64, String)]) {
         let key = format!("relay:{from}");
-        let mut cursor = self.sql.counter(&key);
-        let settled = self.sql.counter("confirmed") == self.last_seq.get();
+        let mut cursor = counter(&*self.db, &key);
+        let settled = counter(&*self.db, "confirmed") == self.last_seq.get();
         for (seq, data) in chunks {
             if *seq > cursor {
                 self.append("chunk", data);
                 cursor = *seq;
             }
         }
-        self.sql.set_mark(&key, Some(&cursor.to_string()));
+        if let Err(e) = set_mark(&*self.db, &key, Some(&cursor.to_string())) {
+            self.failed("relay", e);
+        }
         if settled {
             self.set_confirmed();
         }
     }
 }
 
-impl StreamLog for SqlStreamLog {
+impl StreamLog for SqliteStreamLog {
     fn emit(&self, event: StreamEvent) -> u64 {
         self.append(event.name(), &event.data_json())
     }
@@ -339,7 +394,7 @@ impl StreamLog for SqlStreamLog {
         }
         // Whatever else is staged lost the compare-and-set (or died with its process).
         self.staged.borrow_mut().clear();
-        let confirmed = self.sql.counter("confirmed");
+        let confirmed = counter(&*self.db, "confirmed");
         Recovery {
             torn_from: (self.last_seq.get() > confirmed).then_some(confirmed + 1),
         }
@@ -350,14 +405,11 @@ impl StreamLog for SqlStreamLog {
     }
 
     fn replay(&self, after: u64) -> Vec<Frame> {
-        let rows = self
-            .sql
-            .query(
-                "SELECT seq, event, data FROM events WHERE seq > ? ORDER BY seq",
-                vec![SqlStorageValue::from(after as i64)],
-            )
-            .unwrap_or_default();
-        let frame = |r: &Vec<SqlStorageValue>| {
+        let rows = self.query(
+            "SELECT seq, event, data FROM events WHERE seq > ? ORDER BY seq",
+            &[Arg::Int(after)],
+        );
+        let frame = |r: &Row| {
             Some(Frame {
                 seq: int(r, 0)? as u64,
                 event: text(r, 1)?,
@@ -365,5 +417,31 @@ impl StreamLog for SqlStreamLog {
             })
         };
         rows.iter().filter_map(frame).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_drops_the_oldest_every_thousand_events_past_the_limit() {
+        assert_eq!(retention_cutoff(1, 999), None);
+        assert_eq!(retention_cutoff(1_000, 1_000), None, "nothing to drop yet");
+        assert_eq!(
+            retention_cutoff(10_001, 10_999),
+            None,
+            "no thousand crossed"
+        );
+        assert_eq!(retention_cutoff(10_990, 11_005), Some(1_005));
+        assert_eq!(retention_cutoff(12_000, 12_000), Some(2_000));
+    }
+
+    #[test]
+    fn frames_are_server_sent_events() {
+        assert_eq!(
+            frame(7, "chunk", "{}"),
+            b"id: 7\nevent: chunk\ndata: {}\n\n".to_vec()
+        );
     }
 }

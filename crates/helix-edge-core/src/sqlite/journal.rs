@@ -1,29 +1,34 @@
-//! The suspension context in the session object's SQLite ([`Suspension`]): answers,
-//! claims and routes, as keys of `journal_meta` (`answer:{session}:{call}`,
-//! `claim:{run}:{step}:{call}`, `route:{call}`: ids before the last part never contain
-//! `:`). Each check-then-insert is one statement, or synchronous, so no other request of
-//! the object runs in between; the output gate holds every answer until it is durable.
-//! Answers read once are kept in memory: the object is their only writer.
+//! Two parts of the journal in the object's SQLite, as keys of `journal_meta`:
+//! - [`SqliteSuspension`]: answers, claims and routes (`answer:{session}:{call}`,
+//!   `claim:{run}:{step}:{call}`, `route:{call}`: ids before the last part never contain
+//!   `:`). Each check-then-insert is one statement, or synchronous, so no other request
+//!   of the object runs in between; the platform's output gate holds every answer until
+//!   it is durable. Answers read once are kept in memory: the object is their only
+//!   writer.
+//! - [`SqliteAttempts`]: one counter per run and step, `attempt:{run}:{step}`.
 
-use super::sql::{Sql, backend, text};
-use crate::journal::Suspension;
-use crate::store::{Answer, AnswerOutcome, StoreError, rows};
+use super::{Db, backend, first_int, mark, text};
+use crate::host::{Host, Level, LogValue};
+use crate::journal::{StepAttempts, Suspension};
+use crate::store::rows::{self, Arg};
+use crate::store::{Answer, AnswerOutcome, StoreError};
 use std::cell::RefCell;
+use std::rc::Rc;
 
 /// The answers known, by `(session, call)`: `None` is "read, and there is none".
 type Known = Vec<((String, String), Option<Answer>)>;
 
 /// The suspension context of the object's session.
-pub struct SqlSuspension {
-    sql: Sql,
+pub struct SqliteSuspension {
+    db: Rc<dyn Db>,
     known: RefCell<Known>,
 }
 
-impl SqlSuspension {
-    /// The suspension context in `sql`.
-    pub fn new(sql: Sql) -> Self {
+impl SqliteSuspension {
+    /// The suspension context in `db`.
+    pub fn new(db: Rc<dyn Db>) -> Self {
         Self {
-            sql,
+            db,
             known: RefCell::new(Vec::new()),
         }
     }
@@ -42,7 +47,7 @@ impl SqlSuspension {
 const INSERT_FIRST: &str = "INSERT INTO journal_meta (k, v) VALUES (?, ?) \
      ON CONFLICT (k) DO UPDATE SET v = v RETURNING v";
 
-impl Suspension for SqlSuspension {
+impl Suspension for SqliteSuspension {
     fn answer(
         &self,
         session_id: &str,
@@ -54,10 +59,10 @@ impl Suspension for SqlSuspension {
         }
         let key = format!("answer:{session_id}:{tool_call_id}");
         let body = rows::to_json(answer)?;
-        self.sql
-            .run(
+        self.db
+            .query(
                 "INSERT INTO journal_meta (k, v) VALUES (?, ?)",
-                vec![key.into(), body.into()],
+                &[Arg::Text(key), Arg::Text(body)],
             )
             .map_err(|e| backend("storing the answer", e))?;
         self.remember(session_id, tool_call_id, Some(answer.clone()));
@@ -79,8 +84,8 @@ impl Suspension for SqlSuspension {
         }
         let key = format!("answer:{session_id}:{tool_call_id}");
         let rows = self
-            .sql
-            .query("SELECT v FROM journal_meta WHERE k = ?", vec![key.into()])
+            .db
+            .query("SELECT v FROM journal_meta WHERE k = ?", &[Arg::Text(key)])
             .map_err(|e| backend("reading the answer", e))?;
         let answer = match rows.first().and_then(|r| text(r, 0)) {
             Some(body) => Some(rows::from_json(&body)?),
@@ -100,8 +105,8 @@ impl Suspension for SqlSuspension {
         // The output gate holds the tool's requests until the claim is durable.
         let key = format!("claim:{run_id}:{step}:{tool_call_id}");
         let rows = self
-            .sql
-            .query(INSERT_FIRST, vec![key.into(), instance.into()])
+            .db
+            .query(INSERT_FIRST, &[Arg::Text(key), Arg::Text(instance.into())])
             .map_err(|e| backend("storing the claim", e))?;
         rows.first()
             .and_then(|r| text(r, 0))
@@ -111,16 +116,51 @@ impl Suspension for SqlSuspension {
     fn route(&self, tool_call_id: &str, owner: &str) -> Result<bool, StoreError> {
         let key = format!("route:{tool_call_id}");
         let rows = self
-            .sql
+            .db
             .query(
                 "INSERT INTO journal_meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING RETURNING v",
-                vec![key.into(), owner.into()],
+                &[Arg::Text(key), Arg::Text(owner.into())],
             )
             .map_err(|e| backend("storing the route", e))?;
         Ok(!rows.is_empty())
     }
 
     fn routed(&self, tool_call_id: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.sql.mark(&format!("route:{tool_call_id}")))
+        Ok(mark(&*self.db, &format!("route:{tool_call_id}")))
+    }
+}
+
+/// The step attempt counter of the object's session.
+pub struct SqliteAttempts {
+    db: Rc<dyn Db>,
+    host: Rc<dyn Host>,
+}
+
+impl SqliteAttempts {
+    /// The counter in `db`; a failed write is logged through `host`.
+    pub fn new(db: Rc<dyn Db>, host: Rc<dyn Host>) -> Self {
+        Self { db, host }
+    }
+}
+
+impl StepAttempts for SqliteAttempts {
+    fn begin_step(&self, run_id: &str, step: u32) -> u32 {
+        let key = format!("attempt:{run_id}:{step}");
+        let rows = self.db.query(
+            "INSERT INTO journal_meta (k, v) VALUES (?, '1') \
+             ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + 1 RETURNING CAST(v AS INTEGER)",
+            &[Arg::Text(key)],
+        );
+        match rows {
+            Ok(rows) => first_int(&rows).map_or(1, |n| n as u32),
+            Err(e) => {
+                let fields = [
+                    ("what", LogValue::Str("begin_step")),
+                    ("error", LogValue::Str(&e)),
+                ];
+                self.host.log(Level::Error, "journal_error", &fields);
+                1
+            }
+        }
     }
 }

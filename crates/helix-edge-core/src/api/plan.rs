@@ -1,0 +1,212 @@
+//! What the worker does with a request, decided from its method and path — and, for a
+//! chat, its body — before anything is sent on ([`plan`]): which session the credential
+//! must reach, whether the body is read, and who answers. The worker only carries it
+//! out.
+//!
+//! The order is part of the contract (SPEC §2, fail-closed): `GET /healthz` needs no
+//! credentials; a bad session id is 400 at once; any other unknown path or method is
+//! answered only after the credentials are checked (a caller without them learns
+//! nothing about what exists); a chat names its session in its body, so its body is
+//! read before the credentials are checked against that session.
+
+use super::{ApiError, Operation, route};
+use crate::chat::ChatRequest;
+
+/// Who answers a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The worker itself (`GET /v1/agents`, `GET /v1/openapi.json`, `GET /v1/sessions`).
+    Worker,
+    /// The worker parses and validates the body, then the new session's object creates
+    /// it (`POST /v1/sessions`).
+    Create,
+    /// The object of the session the request names.
+    Object,
+}
+
+/// A request's plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan<'a> {
+    /// `GET /healthz`: answered at once, without credentials.
+    Healthz,
+    /// Refused once the credentials are checked (with no session to reach): an unknown
+    /// path or method.
+    Refuse(ApiError),
+    /// An operation.
+    Serve {
+        /// What it asks for.
+        operation: Operation,
+        /// The session it is about (from the path; a chat's comes from its body).
+        session: Option<&'a str>,
+        /// Whether its body is read (and passed on).
+        body: bool,
+        /// Who answers it.
+        target: Target,
+    },
+}
+
+impl Operation {
+    /// Whether the request carries a body the operation reads.
+    pub fn reads_body(self) -> bool {
+        matches!(
+            self,
+            Self::CreateSession
+                | Self::SendMessage
+                | Self::SubmitToolResult
+                | Self::Interrupt
+                | Self::Resume
+                | Self::Abort
+                | Self::Retry
+                | Self::Fork
+                | Self::Chat
+        )
+    }
+
+    /// Whether a worker serves it only with a feature (`chat`, `openapi`).
+    pub fn is_optional(self) -> bool {
+        matches!(self, Self::Chat | Self::ChatStream | Self::OpenApi)
+    }
+
+    /// Who answers it.
+    pub fn target(self) -> Target {
+        match self {
+            Self::Healthz | Self::OpenApi | Self::ListAgents | Self::ListSessions => Target::Worker,
+            Self::CreateSession => Target::Create,
+            _ => Target::Object,
+        }
+    }
+}
+
+/// The plan for `method` and `path` (without the query); `Err` is refused before the
+/// credentials are checked (a malformed session id).
+pub fn plan<'a>(method: &str, path: &'a str) -> Result<Plan<'a>, ApiError> {
+    match route(method, path) {
+        Ok(route) if route.operation == Operation::Healthz => Ok(Plan::Healthz),
+        Ok(route) => Ok(Plan::Serve {
+            operation: route.operation,
+            session: route.session,
+            body: route.operation.reads_body(),
+            target: route.operation.target(),
+        }),
+        // Fail closed: a caller without credentials learns nothing about other paths.
+        Err(e) if e.status != 400 && path != "/healthz" => Ok(Plan::Refuse(e)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The session a chat request is about: the chat id of its body. A body that is not a
+/// chat request is refused with its reason, after the credentials are checked.
+pub fn chat_session(body: &[u8]) -> Result<ChatRequest, ApiError> {
+    ChatRequest::parse(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(method: &str, path: &str) -> (Operation, Option<String>, bool, Target) {
+        match plan(method, path) {
+            Ok(Plan::Serve {
+                operation,
+                session,
+                body,
+                target,
+            }) => (operation, session.map(str::to_string), body, target),
+            other => panic!("{method} {path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn healthz_needs_no_credentials_and_its_other_methods_are_refused_before_them() {
+        assert_eq!(plan("GET", "/healthz"), Ok(Plan::Healthz));
+        let wrong = plan("POST", "/healthz").unwrap_err();
+        assert_eq!((wrong.status, wrong.code), (405, "method_not_allowed"));
+    }
+
+    #[test]
+    fn unknown_paths_and_methods_are_refused_only_after_the_credentials() {
+        for (method, path, status) in [
+            ("GET", "/nope", 404),
+            ("GET", "/v1/sessions/s/nope", 404),
+            ("PUT", "/v1/sessions/s/messages", 405),
+        ] {
+            match plan(method, path) {
+                Ok(Plan::Refuse(e)) => assert_eq!(e.status, status, "{method} {path}"),
+                other => panic!("{method} {path}: {other:?}"),
+            }
+        }
+        let bad = plan("GET", "/v1/sessions/bad%20id").unwrap_err();
+        assert_eq!((bad.status, bad.code), (400, "invalid_session_id"));
+    }
+
+    #[test]
+    fn session_routes_go_to_their_object_and_read_a_body_only_when_they_take_one() {
+        assert_eq!(
+            served("GET", "/v1/sessions/s1"),
+            (
+                Operation::GetSession,
+                Some("s1".into()),
+                false,
+                Target::Object
+            )
+        );
+        assert_eq!(
+            served("POST", "/v1/sessions/s1/tool-results"),
+            (
+                Operation::SubmitToolResult,
+                Some("s1".into()),
+                true,
+                Target::Object
+            )
+        );
+        for op in ["messages", "interrupt", "resume", "abort", "retry", "fork"] {
+            let (_, _, body, target) = served("POST", &format!("/v1/sessions/s1/{op}"));
+            assert!(body && target == Target::Object, "{op}");
+        }
+        for op in ["messages", "stream", "runs", "checkpoints"] {
+            let (_, _, body, _) = served("GET", &format!("/v1/sessions/s1/{op}"));
+            assert!(!body, "{op}");
+        }
+        assert_eq!(
+            served("DELETE", "/v1/sessions/s1"),
+            (
+                Operation::DeleteSession,
+                Some("s1".into()),
+                false,
+                Target::Object
+            )
+        );
+    }
+
+    #[test]
+    fn the_worker_answers_its_own_routes_and_parses_a_create() {
+        assert_eq!(served("GET", "/v1/agents").3, Target::Worker);
+        assert_eq!(served("GET", "/v1/sessions").3, Target::Worker);
+        assert_eq!(served("GET", "/v1/openapi.json").3, Target::Worker);
+        assert_eq!(
+            served("POST", "/v1/sessions"),
+            (Operation::CreateSession, None, true, Target::Create)
+        );
+    }
+
+    #[test]
+    fn a_chat_names_its_session_in_its_body() {
+        assert_eq!(
+            served("POST", "/v1/chat"),
+            (Operation::Chat, None, true, Target::Object)
+        );
+        let body = br#"{"id":"chat-1","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}]}"#;
+        assert_eq!(chat_session(body).unwrap().id, "chat-1");
+        let refused = chat_session(b"{}").unwrap_err();
+        assert_eq!(refused.status, 400);
+        assert_eq!(
+            served("GET", "/v1/chat/c1/stream"),
+            (
+                Operation::ChatStream,
+                Some("c1".into()),
+                false,
+                Target::Object
+            )
+        );
+    }
+}

@@ -1,0 +1,445 @@
+//! The session object's storage (`helix_edge_core::sqlite`) on a real SQLite, natively:
+//! the store and journal conformance suites, and the replication to a second SQLite
+//! with the D1 schema the library ships (`crates/helix-edge/migrations`) — batches,
+//! a batch sent twice, an outage, a session rebuilt from the record, an erasure.
+
+#![cfg(not(target_arch = "wasm32"))]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+use futures::executor::block_on;
+use futures::future::LocalBoxFuture;
+use helix_edge_core::host::ManualHost;
+use helix_edge_core::journal::conformance;
+use helix_edge_core::sqlite::{
+    Cell, Db, Owned, Record, Replica, Replicated, Row, SCHEMA, SqliteAttempts, SqliteStore,
+    SqliteStreamLog, SqliteSuspension, UPGRADE, UPGRADE_PROBE,
+};
+use helix_edge_core::store::rows::{Arg, Statement};
+use helix_edge_core::store::{Store, StoreError, conformance as store_conformance};
+use rusqlite::types::{ToSqlOutput, Value as Sqlite, ValueRef};
+use serde_json::{Value, json};
+use std::cell::Cell as Flag;
+use std::rc::Rc;
+
+/// One SQLite database, as the platform's `Db` and as D1.
+struct Lite(rusqlite::Connection);
+
+impl Lite {
+    fn memory(script: &str) -> Rc<Self> {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(script).unwrap();
+        Rc::new(Self(conn))
+    }
+
+    /// An object's storage, its tables created as the platform creates them.
+    fn object() -> Rc<Self> {
+        let lite = Self::memory(SCHEMA);
+        if lite.0.execute_batch(UPGRADE_PROBE).is_err() {
+            lite.0.execute_batch(UPGRADE).unwrap();
+        }
+        lite
+    }
+
+    /// A database with the library's D1 migrations applied.
+    fn d1() -> Rc<Self> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../helix-edge/migrations");
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let script: String = files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).unwrap())
+            .collect();
+        Self::memory(&script)
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        self.0.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+}
+
+fn bind(arg: &Arg) -> ToSqlOutput<'_> {
+    ToSqlOutput::Owned(match arg {
+        Arg::Text(t) => Sqlite::Text(t.clone()),
+        Arg::Int(n) => Sqlite::Integer(*n as i64),
+        Arg::Null => Sqlite::Null,
+    })
+}
+
+fn cell(v: ValueRef<'_>) -> Cell {
+    match v {
+        ValueRef::Null => Cell::Null,
+        ValueRef::Integer(n) => Cell::Int(n),
+        ValueRef::Real(f) => Cell::Real(f),
+        ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(_) => Cell::Null,
+    }
+}
+
+impl Db for Lite {
+    fn query(&self, sql: &str, args: &[Arg]) -> Result<Vec<Row>, String> {
+        let mut stmt = self.0.prepare(sql).map_err(|e| e.to_string())?;
+        let columns = stmt.column_count();
+        let params: Vec<ToSqlOutput<'_>> = args.iter().map(bind).collect();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params))
+            .map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+            out.push(
+                (0..columns)
+                    .map(|i| cell(row.get_ref(i).unwrap()))
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    fn atomically(&self, statements: &[Owned]) -> Result<(), String> {
+        self.0.execute_batch("BEGIN").map_err(|e| e.to_string())?;
+        for (sql, args) in statements {
+            if let Err(e) = self.query(sql, args) {
+                self.0.execute_batch("ROLLBACK").unwrap();
+                return Err(e);
+            }
+        }
+        self.0.execute_batch("COMMIT").map_err(|e| e.to_string())
+    }
+}
+
+/// D1 played by a SQLite with its schema; `down` makes every call fail.
+struct LiteRecord {
+    db: Rc<Lite>,
+    down: Rc<Flag<bool>>,
+}
+
+fn arg_json(a: &Arg) -> Value {
+    match a {
+        Arg::Text(t) => json!(t),
+        Arg::Int(n) => json!(n),
+        Arg::Null => Value::Null,
+    }
+}
+
+impl Record for LiteRecord {
+    fn encode(batch: &[Statement]) -> Option<String> {
+        let all: Vec<Value> = batch
+            .iter()
+            .map(|s| json!([s.sql, s.args.iter().map(arg_json).collect::<Vec<_>>()]))
+            .collect();
+        serde_json::to_string(&all).ok()
+    }
+
+    fn send<'a>(&'a self, encoded: Vec<String>) -> LocalBoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            if self.down.get() {
+                return Err(StoreError::Backend("D1 is down".into()));
+            }
+            let mut statements: Vec<Owned> = Vec::new();
+            for batch in encoded {
+                let all: Vec<(String, Vec<Value>)> = serde_json::from_str(&batch).unwrap();
+                for (sql, args) in all {
+                    let args = args
+                        .iter()
+                        .map(|a| match a {
+                            Value::String(s) => Arg::Text(s.clone()),
+                            Value::Number(n) => Arg::Int(n.as_u64().unwrap()),
+                            _ => Arg::Null,
+                        })
+                        .collect();
+                    statements.push((sql, args));
+                }
+            }
+            self.db.atomically(&statements).map_err(StoreError::Backend)
+        })
+    }
+
+    fn read<'a>(
+        &'a self,
+        sql: &'a str,
+        args: Vec<Arg>,
+    ) -> LocalBoxFuture<'a, Result<Vec<Row>, StoreError>> {
+        Box::pin(async move {
+            if self.down.get() {
+                return Err(StoreError::Backend("D1 is down".into()));
+            }
+            self.db.query(sql, &args).map_err(StoreError::Backend)
+        })
+    }
+}
+
+/// One session object over its own SQLite, replicating to `d1`.
+struct Object {
+    local: Rc<Lite>,
+    replica: Rc<Replica<LiteRecord>>,
+    store: SqliteStore<LiteRecord>,
+    stream: Rc<SqliteStreamLog>,
+}
+
+impl Object {
+    fn new(local: Rc<Lite>, d1: &Rc<Lite>, down: &Rc<Flag<bool>>) -> Self {
+        let host = Rc::new(ManualHost::new(1_000, "t"));
+        let record = LiteRecord {
+            db: d1.clone(),
+            down: down.clone(),
+        };
+        let replica = Rc::new(Replica::new(local.clone(), Some(record), host.clone()));
+        let store = SqliteStore::new(local.clone(), replica.clone(), 1_000);
+        let stream = Rc::new(SqliteStreamLog::open(local.clone(), host).unwrap());
+        store.with_stream(stream.clone());
+        Self {
+            local,
+            replica,
+            store,
+            stream,
+        }
+    }
+}
+
+fn world() -> (Object, Rc<Lite>, Rc<Flag<bool>>) {
+    let d1 = Lite::d1();
+    let down = Rc::new(Flag::new(false));
+    (Object::new(Lite::object(), &d1, &down), d1, down)
+}
+
+fn failures(results: &[store_conformance::CheckResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().err().map(|e| format!("{}: {e}", r.name)))
+        .collect()
+}
+
+#[test]
+fn the_object_store_passes_the_store_conformance_suite_and_d1_ends_equal() {
+    let (object, _d1, _) = world();
+    let results = block_on(store_conformance::run(&object.store, "t"));
+    assert_eq!(results.len(), 12);
+    assert!(failures(&results).is_empty(), "{:#?}", failures(&results));
+    let replicated = block_on(object.replica.replicate());
+    assert!(matches!(replicated, Replicated::Caught { commits, .. } if commits > 10));
+    assert_eq!(object.replica.backlog(), (0, 0));
+    for id in ["t-commit", "t-restore", "t-children", "t-pending"] {
+        let (local, remote) = block_on(object.replica.dump(id)).unwrap();
+        assert_eq!(local, remote, "{id}");
+        assert!(local["sessions"].as_array().unwrap().len() == 1, "{id}");
+    }
+}
+
+#[test]
+fn the_journal_parts_pass_their_conformance_suites() {
+    let host = Rc::new(ManualHost::new(1_000, "t"));
+    let stream = SqliteStreamLog::open(Lite::object(), host.clone()).unwrap();
+    let attempts = SqliteAttempts::new(Lite::object(), host);
+    let suspension = SqliteSuspension::new(Lite::object());
+    let all = [
+        conformance::stream_log(&stream),
+        conformance::step_attempts(&attempts),
+        conformance::suspension(&suspension),
+    ]
+    .concat();
+    assert!(failures(&all).is_empty(), "{:#?}", failures(&all));
+    assert_eq!(all.len(), 11);
+}
+
+#[test]
+fn a_batch_sent_again_after_a_crash_is_dropped_by_its_guard_and_nothing_is_written_twice() {
+    let (object, d1, _) = world();
+    let results = block_on(store_conformance::run(&object.store, "t"));
+    assert!(failures(&results).is_empty());
+    // The outbox as it was before the replication: the process dies before dropping it.
+    let outbox: Vec<(String, i64, String, i64, i64)> = {
+        let mut stmt = object
+            .local
+            .0
+            .prepare("SELECT session_id, version, batch, bytes, committed_at FROM replica_outbox ORDER BY seq")
+            .unwrap();
+        stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    assert!(block_on(object.replica.replicate()) != Replicated::Busy);
+    let messages = d1.count("SELECT COUNT(*) FROM messages");
+    for (session, version, batch, bytes, at) in &outbox {
+        object
+            .local
+            .0
+            .execute(
+                "INSERT INTO replica_outbox (session_id, version, batch, bytes, committed_at) VALUES (?, ?, ?, ?, ?)",
+                rusqlite::params![session, version, batch, bytes, at],
+            )
+            .unwrap();
+    }
+    object.replica.recount();
+    assert_eq!(object.replica.backlog().0, outbox.len() as u64);
+    let again = block_on(object.replica.replicate());
+    assert!(
+        matches!(again, Replicated::Caught { commits: 0, .. }),
+        "{again:?}"
+    );
+    assert_eq!(object.replica.backlog(), (0, 0));
+    assert_eq!(d1.count("SELECT COUNT(*) FROM messages"), messages);
+}
+
+#[test]
+fn an_outage_backs_off_never_blocks_a_commit_and_catches_up() {
+    let (object, d1, down) = world();
+    let results = block_on(store_conformance::run(&object.store, "t"));
+    assert!(failures(&results).is_empty());
+    down.set(true);
+    let retries: Vec<u64> = (0..3)
+        .map(|_| match block_on(object.replica.replicate()) {
+            Replicated::Failed { retry_ms, .. } => retry_ms,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(retries, [1_000, 2_000, 4_000]);
+    // The session goes on while D1 is down: its commits wait in the outbox.
+    let loaded = block_on(object.store.load("t-commit")).unwrap().unwrap();
+    let mut head = loaded.head.clone();
+    head.updated_at += 1;
+    let commit = helix_edge_core::store::Commit {
+        head,
+        truncate_messages_to: None,
+        messages: Vec::new(),
+        state: helix_edge_core::store::StateChange::None,
+        checkpoint: None,
+        clear_interrupt: false,
+        subsessions: Vec::new(),
+    };
+    let version = block_on(object.store.commit("t-commit", loaded.head.version, commit));
+    assert_eq!(version, Ok(loaded.head.version + 1));
+    let waiting = object.replica.backlog().0;
+    assert!(waiting > 10, "{waiting}");
+    assert_eq!(d1.count("SELECT COUNT(*) FROM sessions"), 0);
+    down.set(false);
+    let caught = block_on(object.replica.replicate());
+    assert!(matches!(caught, Replicated::Caught { commits, .. } if commits == waiting));
+    let held = d1.count("SELECT version FROM sessions WHERE id = 't-commit'");
+    assert_eq!(held as u64, loaded.head.version + 1);
+}
+
+#[test]
+fn a_session_lost_with_the_objects_storage_is_rebuilt_from_d1() {
+    let (object, d1, down) = world();
+    let results = block_on(store_conformance::run(&object.store, "t"));
+    assert!(failures(&results).is_empty());
+    block_on(object.replica.replicate());
+    let before = block_on(object.store.load("t-commit")).unwrap().unwrap();
+    let messages = block_on(object.store.messages("t-commit", 0, 100)).unwrap();
+    // A new object over empty storage (the old one's is gone), reaching the same D1.
+    let fresh = Object::new(Lite::object(), &d1, &down);
+    let after = block_on(fresh.store.load("t-commit")).unwrap().unwrap();
+    assert_eq!(after, before);
+    assert_eq!(
+        block_on(fresh.store.messages("t-commit", 0, 100)).unwrap(),
+        messages
+    );
+    assert_eq!(block_on(fresh.store.load("nobody")).unwrap(), None);
+    let (local, remote) = block_on(fresh.replica.dump("t-commit")).unwrap();
+    assert_eq!(local, remote);
+    assert!(fresh.stream.last_seq() == 0, "the stream starts over");
+}
+
+#[test]
+fn an_erasure_removes_the_session_from_both_and_waits_for_d1() {
+    let (object, d1, down) = world();
+    let results = block_on(store_conformance::run(&object.store, "t"));
+    assert!(failures(&results).is_empty());
+    block_on(object.replica.replicate());
+    let rows = |id: &str| {
+        d1.count(&format!(
+            "SELECT COUNT(*) FROM messages WHERE session_id = '{id}'"
+        ))
+    };
+    assert!(rows("t-pages") > 0);
+    down.set(true);
+    let refused = block_on(object.store.delete("t-pages"));
+    assert!(refused.is_err(), "D1 down: nothing is erased");
+    assert!(block_on(object.store.load("t-pages")).unwrap().is_some());
+    down.set(false);
+    block_on(object.store.delete("t-pages")).unwrap();
+    assert_eq!(rows("t-pages"), 0);
+    assert_eq!(block_on(object.store.load("t-pages")).unwrap(), None);
+    assert!(block_on(object.store.load("t-commit")).unwrap().is_some());
+}
+
+#[test]
+fn the_session_list_reads_d1_newest_first_with_filters_and_a_cursor() {
+    use helix_edge_core::api::{ListQuery, SessionList, SessionSummary};
+    let (object, d1, _) = world();
+    let results = block_on(store_conformance::run(&object.store, "t"));
+    assert!(failures(&results).is_empty());
+    block_on(object.replica.replicate());
+    let list = |pairs: &[(&str, &str)]| {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let query = ListQuery::parse(&pairs).unwrap();
+        let (sql, args) = query.statement();
+        let rows = d1.query(sql, &args).unwrap();
+        let rows: Vec<SessionSummary> = rows
+            .iter()
+            .map(|r| SessionSummary::from_row(r).unwrap())
+            .collect();
+        SessionList::page(rows, query.limit)
+    };
+    let all = list(&[("limit", "100")]);
+    let stored = d1.count("SELECT COUNT(*) FROM sessions") as usize;
+    assert_eq!(all.sessions.len(), stored);
+    assert!(
+        all.sessions
+            .windows(2)
+            .all(|w| (w[0].updated_at, &w[0].session_id) >= (w[1].updated_at, &w[1].session_id)),
+        "newest first"
+    );
+    // Page through two at a time: every session once, in the same order.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut pairs = vec![("limit", "2")];
+        if let Some(c) = cursor.as_deref() {
+            pairs.push(("cursor", c));
+        }
+        let page = list(&pairs);
+        seen.extend(page.sessions.iter().map(|s| s.session_id.clone()));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let ids: Vec<String> = all.sessions.iter().map(|s| s.session_id.clone()).collect();
+    assert_eq!(seen, ids);
+    let active = list(&[("status", "active"), ("limit", "100")]);
+    assert!(!active.sessions.is_empty());
+    assert!(
+        active
+            .sessions
+            .iter()
+            .all(|s| s.status == helix_edge_core::store::SessionStatus::Active)
+    );
+    assert!(list(&[("agent", "nobody")]).sessions.is_empty());
+}
+
+#[test]
+fn without_d1_commits_still_queue_and_replication_names_the_missing_binding() {
+    let local = Lite::object();
+    let host = Rc::new(ManualHost::new(1_000, "t"));
+    let replica = Rc::new(Replica::<LiteRecord>::new(local.clone(), None, host));
+    let store = SqliteStore::new(local, replica.clone(), u64::MAX);
+    let results = block_on(store_conformance::run(&store, "t"));
+    assert!(failures(&results).is_empty(), "{:#?}", failures(&results));
+    assert!(replica.backlog().0 > 10);
+    match block_on(replica.replicate()) {
+        Replicated::Failed { error, .. } => assert_eq!(
+            error,
+            StoreError::Backend("the D1 binding is missing".into())
+        ),
+        other => panic!("{other:?}"),
+    }
+}

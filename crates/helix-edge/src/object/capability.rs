@@ -1,0 +1,114 @@
+//! What an optional capability adds to the session object, registered once
+//! ([`CAPABILITIES`], one line per cargo feature): the kind of outside work its runner
+//! waits on, internal routes, API operations it serves, and what it does after each
+//! slice of work. The object consults the table; no feature is named anywhere else in
+//! it.
+
+use super::{Inner, Reply};
+use crate::api::Operation;
+use crate::runner::Runner;
+use crate::runner::waits::{CREATE_PATH, DELETE_PATH};
+use crate::sqlite::SqliteStreamLog;
+use crate::storage::{ObjectStore, Sql};
+use futures::future::LocalBoxFuture;
+use std::rc::Rc;
+use worker::Env;
+
+/// Serves a request of the object for session `id` with `body`.
+pub(super) type Handler = for<'a> fn(&'a Rc<Inner>, &'a str, &'a [u8]) -> LocalBoxFuture<'a, Reply>;
+
+/// After a slice of work on session `id`: whether what it owes others went through.
+pub(super) type AfterSlice = for<'a> fn(&'a Inner, &'a str) -> LocalBoxFuture<'a, bool>;
+
+/// What a kind of outside work needs of the object to reach the other side.
+#[allow(
+    dead_code,
+    reason = "read by the kinds of outside work a build registers"
+)]
+pub(super) struct Wiring<'a> {
+    pub env: &'a Env,
+    /// The Durable Object binding of the session objects.
+    pub sessions: &'static str,
+    /// The session's stream (remote sessions' chunks are relayed into it).
+    pub stream: &'a Rc<SqliteStreamLog>,
+}
+
+/// Adds a kind of outside work to a session's runner.
+pub(super) type Waits = fn(Runner<ObjectStore>, &Wiring<'_>) -> Runner<ObjectStore>;
+
+/// What a capability adds to the object.
+pub(super) struct Capability {
+    /// The kind of outside work its sessions wait on.
+    pub waits: Option<Waits>,
+    /// Internal paths it answers (before the API's routes).
+    pub routes: &'static [(&'static str, Handler)],
+    /// API operations it serves.
+    pub operations: &'static [(Operation, Handler)],
+    /// What it does after each slice of work.
+    pub after_slice: Option<AfterSlice>,
+    /// Test builds: what D1 does wrong on purpose (`TEST_D1_FAULT`).
+    pub d1_fault: Option<fn(&Env) -> Option<String>>,
+    /// After a replication: the lags of the commits D1 took.
+    pub on_replicated: Option<fn(&Sql, &[u64])>,
+}
+
+/// A capability that adds nothing (the base of each).
+pub(super) const NOTHING: Capability = Capability {
+    waits: None,
+    routes: &[],
+    operations: &[],
+    after_slice: None,
+    d1_fault: None,
+    on_replicated: None,
+};
+
+/// Every session's own internal routes: its creation, and its deletion by its parent.
+const SESSION: Capability = Capability {
+    routes: &[
+        (CREATE_PATH, |inner, id, body| {
+            Box::pin(async move { inner.create(&*inner.attach(id)?, id, body).await })
+        }),
+        (DELETE_PATH, |inner, id, _| {
+            Box::pin(async move { inner.delete(&*inner.attach(id)?, id, true).await })
+        }),
+    ],
+    ..NOTHING
+};
+
+/// The capabilities of this build.
+pub(super) const CAPABILITIES: &[&Capability] = &[
+    &SESSION,
+    #[cfg(feature = "chat")]
+    &super::chat::CHAT,
+    #[cfg(feature = "subagents")]
+    &super::tree::SUBAGENTS,
+    #[cfg(feature = "persistent-children")]
+    &Capability {
+        waits: Some(|runner, _| {
+            runner.with_waits([crate::runner::WaitKind::persistent_children()])
+        }),
+        ..NOTHING
+    },
+    #[cfg(feature = "remote-subagents")]
+    &Capability {
+        waits: Some(|runner, w| crate::remote::register(runner, w.env, w.stream)),
+        ..NOTHING
+    },
+    #[cfg(feature = "test-routes")]
+    &super::testing::TESTING,
+];
+
+/// The handler of internal path `path`, if a capability answers it.
+pub(super) fn route(path: &str) -> Option<Handler> {
+    let routes = CAPABILITIES.iter().flat_map(|c| c.routes);
+    routes.copied().find(|(p, _)| *p == path).map(|(_, h)| h)
+}
+
+/// The handler of API operation `operation`, if a capability serves it.
+pub(super) fn operation(operation: Operation) -> Option<Handler> {
+    let operations = CAPABILITIES.iter().flat_map(|c| c.operations);
+    operations
+        .copied()
+        .find(|(o, _)| *o == operation)
+        .map(|(_, h)| h)
+}

@@ -1,0 +1,125 @@
+//! The session object's side of the test build's routes (feature `test-routes`, never in
+//! a production bundle; the worker's side is [`crate::test_routes`]):
+//! - the benchmark's floor, the least a session request can do — reach its object, make
+//!   one D1 write, answer (it opens nothing of the session);
+//! - the store and journal conformance suites against this object's SQLite;
+//! - the replication invariant: replicate, then compare every row here with D1's, with
+//!   the lags seen (kept in the object's storage, so that they outlive its eviction);
+//! - the storage lost, as a lost namespace would lose it;
+//! - D1 failing or slow on purpose (`TEST_D1_FAULT`: `down`, `delay:<ms>`).
+
+use super::capability::{Capability, NOTHING};
+use super::{Inner, Reply};
+use crate::api::ApiError;
+use crate::http::{internal, json_response};
+use crate::sqlite::{self, Db, Replicated};
+use crate::storage::Sql;
+use crate::test_routes::{CONFORMANCE_PATH, FLOOR_PATH, FORGET_PATH, REPLICA_PATH};
+use crate::worker_host::{WorkerHost, config_value, random_hex};
+use serde_json::{Value, json};
+use std::rc::Rc;
+use std::time::Duration;
+use worker::Delay;
+
+/// Replication lags kept for the report.
+const LAGS_KEPT: usize = 256;
+
+/// The test build's routes and hooks.
+pub(super) const TESTING: Capability = Capability {
+    routes: &[
+        (FLOOR_PATH, |inner, _, _| Box::pin(inner.floor())),
+        (CONFORMANCE_PATH, |inner, id, _| {
+            Box::pin(inner.conformance(id))
+        }),
+        (REPLICA_PATH, |inner, id, _| {
+            Box::pin(inner.replica_report(id))
+        }),
+        (FORGET_PATH, |inner, _, _| Box::pin(inner.forget())),
+    ],
+    d1_fault: Some(|env| config_value(env, "TEST_D1_FAULT")),
+    on_replicated: Some(record_lags),
+    ..NOTHING
+};
+
+/// How long each replicated commit waited for D1 (ms), oldest first.
+fn lags(sql: &Sql) -> Vec<u64> {
+    let kept = sqlite::mark(sql, "replica_lags").unwrap_or_default();
+    kept.split(',').filter_map(|n| n.parse().ok()).collect()
+}
+
+/// Records the lags of commits D1 just took.
+fn record_lags(sql: &Sql, taken: &[u64]) {
+    let mut all = lags(sql);
+    all.extend_from_slice(taken);
+    let excess = all.len().saturating_sub(LAGS_KEPT);
+    let kept: Vec<String> = all[excess..].iter().map(u64::to_string).collect();
+    let _ = sqlite::set_mark(sql, "replica_lags", Some(&kept.join(",")));
+}
+
+impl Inner {
+    /// The floor: one D1 write, nothing of the session opened.
+    async fn floor(&self) -> Reply {
+        let db = self
+            .env
+            .d1(self.app.database())
+            .map_err(|e| internal("d1 binding", e))?;
+        db.prepare("INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (2, 1)")
+            .run()
+            .await
+            .map_err(|e| internal("floor", e))?;
+        json_response(200, &json!({ "ok": true }))
+    }
+
+    /// Every conformance suite against this (fresh) object's SQLite.
+    async fn conformance(&self, id: &str) -> Reply {
+        let db: Rc<dyn Db> = self.attach(id)?.sql.clone();
+        let prefix = format!("conformance-{}", random_hex(6));
+        let all = sqlite::suites::<crate::d1::D1>(db, Rc::new(WorkerHost), &prefix).await;
+        let results: Vec<Value> = all
+            .into_iter()
+            .map(|(part, r)| {
+                let name = format!("{part}: {}", r.name);
+                json!({ "name": name, "ok": r.outcome.is_ok(), "error": r.outcome.err() })
+            })
+            .collect();
+        json_response(200, &json!({ "results": results }))
+    }
+
+    /// Replicates until D1 has everything, then compares every row of the session in
+    /// the object's storage with D1's.
+    async fn replica_report(&self, id: &str) -> Reply {
+        let parts = self.attach(id)?;
+        // A replication under way (D1 may be slow) finishes first: at most 30 s.
+        let mut outcome = Replicated::Busy;
+        for _ in 0..600 {
+            outcome = self.replicate_now(id).await;
+            if outcome != Replicated::Busy {
+                break;
+            }
+            Delay::from(Duration::from_millis(50)).await;
+        }
+        let caught = matches!(outcome, Replicated::Caught { .. });
+        let (waiting, bytes) = parts.replica.backlog();
+        let mut report = json!({
+            "caughtUp": caught,
+            "waiting": waiting,
+            "waitingBytes": bytes,
+            "lags": lags(&parts.sql),
+        });
+        if caught {
+            let compared = parts.replica.compare(id).await;
+            let compared = compared.map_err(crate::runner::RunError::from)?;
+            if let (Some(report), Some(compared)) = (report.as_object_mut(), compared.as_object()) {
+                report.extend(compared.clone());
+            }
+        }
+        json_response(200, &report)
+    }
+
+    /// Deletes everything the object stored, as a lost namespace would; the next
+    /// request finds the session only in D1.
+    async fn forget(&self) -> Result<worker::Response, ApiError> {
+        self.erase().await?;
+        json_response(202, &json!({ "accepted": true }))
+    }
+}
