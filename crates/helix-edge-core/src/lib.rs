@@ -50,5 +50,7 @@ pub mod skill;
 pub mod sqlite;
 pub mod state;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tool;
 mod wire;

@@ -443,3 +443,54 @@ fn without_d1_commits_still_queue_and_replication_names_the_missing_binding() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_childs_relay_cursor_sends_each_confirmed_chunk_once_and_a_parent_appends_each_once() {
+    use helix_edge_core::chunk::StreamEvent;
+    use helix_edge_core::journal::StreamLog;
+    let host = Rc::new(ManualHost::new(1_000, "t"));
+    let child = SqliteStreamLog::open(Lite::object(), host.clone()).unwrap();
+    let event = |n: u64| StreamEvent::Fail {
+        error: helix_edge_core::error::ErrorInfo {
+            code: format!("e{n}"),
+            message: String::new(),
+            retryable: false,
+        },
+    };
+    // Three chunks confirmed by a commit, one staged whose commit has not landed.
+    for n in 0..3 {
+        child.emit(helix_edge_core::chunk::StreamEvent::Chunk(
+            helix_edge_core::chunk::Chunk {
+                session_id: "k".into(),
+                agent_type: "a".into(),
+                run_id: "r".into(),
+                step: None,
+                timestamp: n,
+                body: helix_edge_core::chunk::ChunkBody::RunStarted { turn: 1 },
+            },
+        ));
+    }
+    child.emit(event(0));
+    child.confirm(0);
+    child.stage("c1", 2, vec![event(1)]);
+    let (upto, chunks) = child.unrelayed(2);
+    assert_eq!((upto, chunks.len()), (2, 2), "at most the batch");
+    child.mark_relayed(upto);
+    let (upto, rest) = child.unrelayed(500);
+    assert_eq!(upto, 4, "up to what is confirmed");
+    assert_eq!(rest.len(), 1, "chunks only: the `fail` stays the child's");
+    child.mark_relayed(upto);
+    assert_eq!(child.unrelayed(500), (4, Vec::new()));
+    // The parent takes a relay, then the same relay again (a retry): each chunk once.
+    let parent = SqliteStreamLog::open(Lite::object(), host).unwrap();
+    let all: Vec<(u64, String)> = chunks.into_iter().chain(rest).collect();
+    parent.append_relayed("k", &all);
+    parent.append_relayed("k", &all);
+    assert_eq!(parent.last_seq(), 3);
+    assert_eq!(parent.relayed_from("k"), 3);
+    let recovered = parent.recover(0, "none");
+    assert_eq!(
+        recovered.torn_from, None,
+        "relayed chunks count as confirmed"
+    );
+}

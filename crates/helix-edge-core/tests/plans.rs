@@ -6,14 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::chunk::ChunkBody;
-use helix_edge::message::{Message, ToolCall};
-use helix_edge::runner::{Progress, Submission};
-use helix_edge::store::{PendingKind, SessionStatus};
+use helix_edge_core::chunk::ChunkBody;
+use helix_edge_core::message::{Message, ToolCall};
+use helix_edge_core::runner::{Progress, Submission};
+use helix_edge_core::store::{PendingKind, SessionStatus};
 use serde_json::{Value, json};
+use support::*;
 
 const EMPTY: fn() -> Value = || json!({ "order": null, "check": null, "stored": [] });
 
@@ -50,7 +50,7 @@ fn results_seen(w: &World, n: usize) -> Vec<(String, bool, Value)> {
 }
 
 fn approve(
-    r: &helix_edge::runner::Runner<std::rc::Rc<helix_edge::store::MemoryStore>>,
+    r: &helix_edge_core::runner::Runner<std::rc::Rc<helix_edge_core::store::MemoryStore>>,
     id: &str,
     yes: bool,
 ) {

@@ -8,24 +8,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::block;
-use common::children::{LocalChildren, R};
-use helix_edge::agent::{Agent, Agents, ChildMode, PersistentChild};
-use helix_edge::host::ManualHost;
-use helix_edge::journal::MemoryJournal;
-use helix_edge::message::Message;
-use helix_edge::model::OneModel;
-use helix_edge::runner::{
+use helix_edge_core::agent::{Agent, Agents, ChildMode, PersistentChild};
+use helix_edge_core::host::ManualHost;
+use helix_edge_core::journal::MemoryJournal;
+use helix_edge_core::message::Message;
+use helix_edge_core::model::OneModel;
+use helix_edge_core::runner::{
     ChildOrder, CreateSession, Progress, Routed, Runner, RunnerConfig, Submission, WaitKind,
     ended_report,
 };
-use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::{ChildStatus, MemoryStore, SessionStatus, Store};
+use helix_edge_core::scripted::ScriptedModel;
+use helix_edge_core::store::{ChildStatus, MemoryStore, SessionStatus, Store};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
+use support::block;
+use support::children::{LocalChildren, R};
 
 const ROOT: &str = "root";
 
@@ -37,7 +37,7 @@ fn lead_with(mode: ChildMode, wake: bool) -> Agent {
     let builder = Agent::builder("lead")
         .system_prompt("You lead a researcher.")
         .persistent_child(
-            PersistentChild::new(reference_agents::researcher().unwrap(), mode)
+            PersistentChild::new(support::agents::researcher().unwrap(), mode)
                 .description("Researches topics, remembering earlier ones."),
         );
     let builder = if wake {
@@ -251,7 +251,7 @@ fn companion_tools_are_injected_and_reserved() {
     );
     assert_eq!(schema["required"], json!(["agentType", "message"]));
     let reserved = Agent::builder("x")
-        .tool(helix_edge::tool::Tool::client_raw(
+        .tool(helix_edge_core::tool::Tool::client_raw(
             "companion__mine",
             "d",
             json!({"type": "object"}),

@@ -5,19 +5,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::agent::{Agent, Agents};
-use helix_edge::chunk::ChunkBody;
-use helix_edge::error::ToolError;
-use helix_edge::message::Message;
-use helix_edge::runner::{Progress, RunError, Submission};
-use helix_edge::store::{SessionStatus, Store};
-use helix_edge::tool::Tool;
+use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::chunk::ChunkBody;
+use helix_edge_core::error::ToolError;
+use helix_edge_core::message::Message;
+use helix_edge_core::runner::{Progress, RunError, Submission};
+use helix_edge_core::store::{SessionStatus, Store};
+use helix_edge_core::tool::Tool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use support::*;
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 struct Board {
@@ -117,7 +117,7 @@ fn a_typed_state_that_is_not_an_object_is_refused_at_definition() {
         .unwrap_err();
     assert!(matches!(
         err,
-        helix_edge::error::DefinitionError::StateNotAnObject(_)
+        helix_edge_core::error::DefinitionError::StateNotAnObject(_)
     ));
 }
 
@@ -224,7 +224,10 @@ fn a_client_result_that_breaks_the_declared_output_schema_is_refused_and_the_cal
     };
     let err = submit(json!({"celsius": "hot"})).unwrap_err();
     assert!(matches!(err, RunError::ResultInvalid(_)), "{err:?}");
-    assert_eq!(helix_edge::error::Coded::code(&err), "tool_output_invalid");
+    assert_eq!(
+        helix_edge_core::error::Coded::code(&err),
+        "tool_output_invalid"
+    );
     assert_eq!(w.session().head.pending.len(), 1, "still pending");
     submit(json!({"celsius": 3})).unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
@@ -259,7 +262,7 @@ fn stop_when_ends_the_run_after_the_step_it_matches() {
     let agent = |output: bool| {
         let mut b = Agent::builder("stopper")
             .initial_state(json!({"notes": []}))
-            .tool(reference_agents::add_note_tool())
+            .tool(support::agents::add_note_tool())
             .stop_when(|step| {
                 step.tool_calls.iter().any(|c| c.name == "add_note")
                     && step.state["notes"].as_array().is_some_and(|n| n.len() >= 2)

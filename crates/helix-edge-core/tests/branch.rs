@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::chunk::{ChunkBody, ResyncReason, StreamEvent};
-use helix_edge::message::Message;
-use helix_edge::runner::{Progress, RunError};
-use helix_edge::store::{SessionStatus, Store};
+use helix_edge_core::chunk::{ChunkBody, ResyncReason, StreamEvent};
+use helix_edge_core::message::Message;
+use helix_edge_core::runner::{Progress, RunError};
+use helix_edge_core::store::{SessionStatus, Store};
 use serde_json::json;
+use support::*;
 
 /// Each `stream_resync` with the sequence it has in the stream.
 fn resyncs(w: &World) -> Vec<(u64, ResyncReason, u64, u64)> {

@@ -6,20 +6,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::agent::{Agent, Agents, Hooks};
-use helix_edge::error::ToolError;
-use helix_edge::message::{Message, ToolCall};
-use helix_edge::runner::{Progress, Submission};
-use helix_edge::state::PatchOp;
-use helix_edge::store::SessionStatus;
-use helix_edge::tool::Tool;
-use reference_agents::{AddNote, AskUser, DeleteFile};
+use helix_edge_core::agent::{Agent, Agents, Hooks};
+use helix_edge_core::error::ToolError;
+use helix_edge_core::message::{Message, ToolCall};
+use helix_edge_core::runner::{Progress, Submission};
+use helix_edge_core::state::PatchOp;
+use helix_edge_core::store::SessionStatus;
+use helix_edge_core::tool::Tool;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
+use support::agents::{AddNote, AskUser, DeleteFile};
+use support::*;
 
 #[derive(Default, Clone)]
 struct Log(Rc<RefCell<Vec<String>>>);
@@ -74,7 +74,7 @@ impl Hooks for Log {
 fn world(log: &Log) -> World {
     let agent = Agent::builder("hooked")
         .initial_state(json!({"notes": []}))
-        .tool(reference_agents::add_note_tool())
+        .tool(support::agents::add_note_tool())
         .tool(Tool::new("slow", "d", |i: AddNote, ctx| async move {
             for _ in 0..5 {
                 yield_now().await;
@@ -142,7 +142,7 @@ fn parallel_calls_fire_their_result_hooks_in_call_order_not_completion_order() {
         .chunks()
         .into_iter()
         .filter_map(|c| match c {
-            helix_edge::chunk::ChunkBody::ToolEnd { tool_name, .. } => Some(tool_name),
+            helix_edge_core::chunk::ChunkBody::ToolEnd { tool_name, .. } => Some(tool_name),
             _ => None,
         })
         .collect();

@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::message::Message;
-use helix_edge::runner::Progress;
-use helix_edge::store::SessionStatus;
+use helix_edge_core::message::Message;
+use helix_edge_core::runner::Progress;
+use helix_edge_core::store::SessionStatus;
 use serde_json::{Value, json};
+use support::*;
 
 /// The error code and text of the tool message answering `id`.
 fn tool_error(w: &World, id: &str) -> Option<(String, String)> {

@@ -6,23 +6,27 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
+mod support;
+
 use futures::executor::block_on;
-use helix_edge::agent::{Agent, Agents};
-use helix_edge::error::ToolError;
-use helix_edge::host::ManualHost;
-use helix_edge::journal::MemoryJournal;
-use helix_edge::message::{MAX_TOOL_RESULT_BYTES, Message};
-use helix_edge::model::OneModel;
-use helix_edge::runner::{CreateSession, Progress, RunError, Runner, RunnerConfig, Submission};
-use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::rows::{MAX_PATCH_BYTES, MAX_ROW_BYTES, PlannedStore};
-use helix_edge::store::{SessionStatus, Store, StoreError};
-use helix_edge::tool::{Tool, ToolContext};
-use reference_agents::AskUser;
+use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::error::ToolError;
+use helix_edge_core::host::ManualHost;
+use helix_edge_core::journal::MemoryJournal;
+use helix_edge_core::message::{MAX_TOOL_RESULT_BYTES, Message};
+use helix_edge_core::model::OneModel;
+use helix_edge_core::runner::{
+    CreateSession, Progress, RunError, Runner, RunnerConfig, Submission,
+};
+use helix_edge_core::scripted::ScriptedModel;
+use helix_edge_core::store::rows::{MAX_PATCH_BYTES, MAX_ROW_BYTES, PlannedStore};
+use helix_edge_core::store::{SessionStatus, Store, StoreError};
+use helix_edge_core::tool::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use std::rc::Rc;
+use support::agents::AskUser;
 
 #[derive(Deserialize, JsonSchema)]
 struct Size {
@@ -134,7 +138,7 @@ fn an_oversized_client_result_is_refused_and_changes_nothing() {
         ),
         "{err:?}"
     );
-    assert_eq!(helix_edge::api::ApiError::from(err).status, 413);
+    assert_eq!(helix_edge_core::api::ApiError::from(err).status, 413);
     assert_eq!(
         block_on(store.load("s")).unwrap().unwrap(),
         before,

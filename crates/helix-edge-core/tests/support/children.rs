@@ -3,8 +3,8 @@
 //! children's tests).
 
 use futures::future::LocalBoxFuture;
-use helix_edge::runner::{ChildOrder, Children, CreateSession, RunError, Runner};
-use helix_edge::store::{MemoryStore, PendingCall, PendingKind, Store, StoreError};
+use helix_edge_core::runner::{ChildOrder, Children, CreateSession, RunError, Runner};
+use helix_edge_core::store::{MemoryStore, PendingCall, PendingKind, Store, StoreError};
 use std::cell::RefCell;
 use std::rc::Rc;
 

@@ -3,20 +3,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::chunk::{ChunkBody, StreamEvent};
-use helix_edge::error::ProviderError;
-use helix_edge::message::Message;
-use helix_edge::runner::{Progress, RunError, Runner, Submission};
-use helix_edge::store::{
+use helix_edge_core::chunk::{ChunkBody, StreamEvent};
+use helix_edge_core::error::ProviderError;
+use helix_edge_core::message::Message;
+use helix_edge_core::runner::{Progress, RunError, Runner, Submission};
+use helix_edge_core::store::{
     CheckpointRecord, Commit, Loaded, MemoryStore, NewSession, RunRecord, SessionStatus, Store,
     StoreError,
 };
 use serde_json::{Value, json};
 use std::cell::Cell;
 use std::rc::Rc;
+use support::*;
 
 fn initial() -> Value {
     json!({"notes": []})
@@ -423,7 +423,7 @@ fn a_rival_write_in_the_same_process_never_steals_another_commits_events() {
 /// between the commit and the stream.
 struct Watching {
     inner: Rc<MemoryStore>,
-    model: Rc<helix_edge::scripted::ScriptedModel>,
+    model: Rc<helix_edge_core::scripted::ScriptedModel>,
     calls_when_landed: std::cell::RefCell<Vec<(u64, usize)>>,
     refuse_version: Cell<u64>,
     die_at_version: Cell<u64>,
@@ -457,7 +457,7 @@ impl Store for Watching {
     async fn request_interrupt(
         &self,
         id: &str,
-        r: helix_edge::store::InterruptRequest,
+        r: helix_edge_core::store::InterruptRequest,
     ) -> Result<(), StoreError> {
         self.inner.request_interrupt(id, r).await
     }
@@ -477,7 +477,7 @@ impl Store for Watching {
     async fn subsessions(
         &self,
         id: &str,
-    ) -> Result<Vec<helix_edge::store::SubSession>, StoreError> {
+    ) -> Result<Vec<helix_edge_core::store::SubSession>, StoreError> {
         self.inner.subsessions(id).await
     }
     async fn delete(&self, id: &str) -> Result<(), StoreError> {
@@ -486,8 +486,8 @@ impl Store for Watching {
 }
 
 fn watching_runner(w: &World, refuse_version: u64) -> (Runner<Rc<Watching>>, Rc<Watching>) {
-    use helix_edge::model::OneModel;
-    use helix_edge::runner::RunnerConfig;
+    use helix_edge_core::model::OneModel;
+    use helix_edge_core::runner::RunnerConfig;
     let store = Watching {
         inner: w.store.clone(),
         model: w.model.clone(),

@@ -5,20 +5,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::agent::Agent;
-use helix_edge::error::DefinitionError;
-use helix_edge::message::Message;
-use helix_edge::runner::Progress;
-use helix_edge::skill::{self, Skill};
-use helix_edge::store::SessionStatus;
-use helix_edge::tool::Tool;
+use helix_edge_core::agent::Agent;
+use helix_edge_core::error::DefinitionError;
+use helix_edge_core::message::Message;
+use helix_edge_core::runner::Progress;
+use helix_edge_core::skill::{self, Skill};
+use helix_edge_core::store::SessionStatus;
+use helix_edge_core::tool::Tool;
 use serde_json::{Value, json};
+use support::*;
 
 fn skills() -> Vec<Skill> {
-    helix_edge::skills_dir!("tests/skills")
+    helix_edge_core::skills_dir!("tests/skills")
 }
 
 fn writer(preload: &[&str]) -> Agent {
@@ -185,14 +185,14 @@ fn a_skill_is_loaded_its_file_read_and_both_are_recoverable_from_the_transcript(
 
 #[test]
 fn definitions_are_checked() {
-    let build = |b: helix_edge::agent::AgentBuilder| b.build().unwrap_err();
+    let build = |b: helix_edge_core::agent::AgentBuilder| b.build().unwrap_err();
     let agent = || Agent::builder("a").system_prompt("p");
     for reserved in ["load_skill", "read_skill_file"] {
         let tool = Tool::new(
             reserved,
             "d",
             |_: serde_json::Map<String, Value>, _| async {
-                Ok::<_, helix_edge::error::ToolError>(json!({}))
+                Ok::<_, helix_edge_core::error::ToolError>(json!({}))
             },
         );
         assert_eq!(

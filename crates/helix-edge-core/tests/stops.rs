@@ -4,15 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::chunk::{ChunkBody, StreamEvent};
-use helix_edge::message::Message;
-use helix_edge::model::{ModelTurn, StopReason};
-use helix_edge::runner::Progress;
-use helix_edge::store::SessionStatus;
+use helix_edge_core::chunk::{ChunkBody, StreamEvent};
+use helix_edge_core::message::Message;
+use helix_edge_core::model::{ModelTurn, StopReason};
+use helix_edge_core::runner::Progress;
+use helix_edge_core::store::SessionStatus;
 use serde_json::json;
+use support::*;
 
 /// Runs `agent` until it stops; the error code it failed with.
 fn failure(w: &World, agent: &str) -> (String, bool, String) {

@@ -4,18 +4,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::chunk::{ChunkBody, RunStatus};
-use helix_edge::host::Level;
-use helix_edge::message::Message;
-use helix_edge::runner::{Progress, Routed, RunError, Submission};
-use helix_edge::store::{PendingKind, SessionStatus};
+use helix_edge_core::chunk::{ChunkBody, RunStatus};
+use helix_edge_core::host::Level;
+use helix_edge_core::message::Message;
+use helix_edge_core::runner::{Progress, Routed, RunError, Submission};
+use helix_edge_core::store::{PendingKind, SessionStatus};
 use serde_json::{Value, json};
+use support::*;
 
 fn approve(
-    runner: &helix_edge::runner::Runner<std::rc::Rc<helix_edge::store::MemoryStore>>,
+    runner: &helix_edge_core::runner::Runner<std::rc::Rc<helix_edge_core::store::MemoryStore>>,
     call: &str,
     yes: bool,
 ) {
@@ -23,7 +23,7 @@ fn approve(
 }
 
 fn answer(
-    runner: &helix_edge::runner::Runner<std::rc::Rc<helix_edge::store::MemoryStore>>,
+    runner: &helix_edge_core::runner::Runner<std::rc::Rc<helix_edge_core::store::MemoryStore>>,
     call: &str,
     yes: bool,
     reason: Option<&str>,
@@ -86,7 +86,7 @@ fn an_approved_call_suspends_then_runs_once_and_the_run_completes() {
             .iter()
             .any(|c| matches!(c, ChunkBody::ToolEnd { success: true, .. }))
     );
-    let runs = block(helix_edge::store::Store::runs(&*w.store, SESSION)).unwrap();
+    let runs = block(helix_edge_core::store::Store::runs(&*w.store, SESSION)).unwrap();
     assert_eq!(runs.len(), 1, "the run keeps its id through the suspension");
     assert_eq!(w.session().head.run.status, RunStatus::Completed);
     assert_consistent(&w, &initial());
@@ -204,7 +204,7 @@ fn a_step_mixing_regular_and_gated_calls_commits_the_regular_ones_first() {
     assert_eq!(
         client_start,
         Some((
-            helix_edge::chunk::Executor::Client,
+            helix_edge_core::chunk::Executor::Client,
             s.head.pending[1].deadline
         ))
     );
@@ -492,8 +492,8 @@ fn runs_log_model_calls_tools_and_waits_without_arguments() {
 
 #[test]
 fn runs_record_each_steps_usage_and_each_calls_wait() {
-    use helix_edge::api::RunView;
-    use helix_edge::store::Store;
+    use helix_edge_core::api::RunView;
+    use helix_edge_core::store::Store;
     let w = World::new();
     let r = w.runner("p1");
     let call = w.model.call("delete_file", json!({"path": "/x"}));

@@ -7,32 +7,32 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::block;
 use futures::future::LocalBoxFuture;
-use helix_edge::agent::{Agent, Agents};
-use helix_edge::api::ToolResultBody;
-use helix_edge::chunk::SuspendReason;
-use helix_edge::host::{Host, ManualHost};
-use helix_edge::journal::MemoryJournal;
-use helix_edge::message::Message;
-use helix_edge::model::OneModel;
-use helix_edge::runner::waits::{
+use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::api::ToolResultBody;
+use helix_edge_core::chunk::SuspendReason;
+use helix_edge_core::host::{Host, ManualHost};
+use helix_edge_core::journal::MemoryJournal;
+use helix_edge_core::message::Message;
+use helix_edge_core::model::OneModel;
+use helix_edge_core::runner::waits::{
     MAX_FAILURES, MIN_POLL_MS, RemoteAnswer, RemoteError, RemoteOrder, RemoteView, Remotes,
 };
-use helix_edge::runner::{
+use helix_edge_core::runner::{
     CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, Submission, WaitKind,
     child_session_id,
 };
-use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::{ChildStatus, MemoryStore, SessionStatus, Store, StoreError};
-use helix_edge::tool::{RemoteAgent, Tool};
+use helix_edge_core::scripted::ScriptedModel;
+use helix_edge_core::store::{ChildStatus, MemoryStore, SessionStatus, Store, StoreError};
+use helix_edge_core::tool::{RemoteAgent, Tool};
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
+use support::block;
 
 const ROOT: &str = "root";
 const TIMEOUT_MS: u64 = 120_000;
@@ -108,7 +108,7 @@ impl Remotes for Deployment {
             let Some(loaded) = loaded else {
                 return Err(RemoteError::Rejected("HTTP 404".into()));
             };
-            let view = helix_edge::api::SessionView::from(loaded);
+            let view = helix_edge_core::api::SessionView::from(loaded);
             let mut view = RemoteView::parse(&serde_json::to_string(&view).unwrap())?;
             if view.status == SessionStatus::Completed && view.output.is_none() {
                 let messages = self
@@ -194,7 +194,7 @@ impl Setup {
         let host = Rc::new(ManualHost::new(1_795_000_000_000, ""));
         let remote_model = Rc::new(ScriptedModel::new());
         let remote_agents = Agents::new()
-            .with(reference_agents::assistant().unwrap())
+            .with(support::agents::assistant().unwrap())
             .unwrap();
         let remote = Rc::new(Deployment {
             runner: Runner::new(
@@ -271,7 +271,7 @@ impl Setup {
         block(self.remote.runner.drive(id, 100)).unwrap()
     }
 
-    fn head(&self) -> helix_edge::store::SessionHead {
+    fn head(&self) -> helix_edge_core::store::SessionHead {
         block(self.store.load(ROOT)).unwrap().unwrap().head
     }
 

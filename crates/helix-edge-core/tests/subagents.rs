@@ -7,28 +7,30 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::block;
-use common::children::{LocalChildren, R};
-use helix_edge::agent::{Agent, Agents};
-use helix_edge::chunk::{ChunkBody, StreamEvent, SuspendReason};
-use helix_edge::error::{ProviderError, ToolError};
-use helix_edge::host::ManualHost;
-use helix_edge::journal::MemoryJournal;
-use helix_edge::message::Message;
-use helix_edge::model::OneModel;
-use helix_edge::runner::{
+use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::chunk::{ChunkBody, StreamEvent, SuspendReason};
+use helix_edge_core::error::{ProviderError, ToolError};
+use helix_edge_core::host::ManualHost;
+use helix_edge_core::journal::MemoryJournal;
+use helix_edge_core::message::Message;
+use helix_edge_core::model::OneModel;
+use helix_edge_core::runner::{
     ChildOrder, CreateSession, Progress, Routed, RunError, Runner, RunnerConfig, Submission,
     WaitKind, child_session_id, ended_report,
 };
-use helix_edge::scripted::ScriptedModel;
-use helix_edge::store::{ChildStatus, MemoryStore, PendingKind, SessionStatus, Store, StoreError};
-use helix_edge::tool::Tool;
-use reference_agents::{Research, coordinator};
+use helix_edge_core::scripted::ScriptedModel;
+use helix_edge_core::store::{
+    ChildStatus, MemoryStore, PendingKind, SessionStatus, Store, StoreError,
+};
+use helix_edge_core::tool::Tool;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
+use support::agents::{Research, coordinator};
+use support::block;
+use support::children::{LocalChildren, R};
 
 const ROOT: &str = "root";
 const TIMEOUT_MS: u64 = 600_000;
@@ -51,7 +53,7 @@ fn agents() -> Agents {
         .system_prompt("plan")
         .tool(Tool::subagent::<Research>(
             "research",
-            reference_agents::researcher().unwrap(),
+            support::agents::researcher().unwrap(),
         ))
         .tool(
             Tool::new("finish", "d", |_: Value, _| async {
@@ -128,7 +130,7 @@ impl Tree {
         progress
     }
 
-    fn head(&self, id: &str) -> helix_edge::store::SessionHead {
+    fn head(&self, id: &str) -> helix_edge_core::store::SessionHead {
         block(self.store.load(id)).unwrap().unwrap().head
     }
 
@@ -201,7 +203,7 @@ fn approval(call: &str) -> Submission {
     }
 }
 
-fn research(model: &ScriptedModel, topic: &str) -> helix_edge::message::ToolCall {
+fn research(model: &ScriptedModel, topic: &str) -> helix_edge_core::message::ToolCall {
     model.call("research", json!({ "topic": topic }))
 }
 
@@ -222,7 +224,7 @@ fn two_parallel_children_complete_and_their_outputs_become_the_results() {
     assert_eq!(head.suspended_reason, Some(SuspendReason::AwaitingChildren));
     assert!(head.pending.iter().all(|p| p.kind == PendingKind::Child));
     let loaded = block(t.store.load(ROOT)).unwrap().unwrap();
-    let view = serde_json::to_value(helix_edge::api::SessionView::from(loaded)).unwrap();
+    let view = serde_json::to_value(helix_edge_core::api::SessionView::from(loaded)).unwrap();
     assert_eq!(
         (&view["canResume"], &view["resumeReason"]),
         (&json!(false), &json!("awaiting_subagents"))
@@ -405,7 +407,7 @@ fn a_child_call_id_equal_to_the_parents_own_child_call_routes_to_the_child() {
     t.drive_parent();
     let child = child_session_id(ROOT, &r.id);
     // The child's model reuses the parent's call id (demo and mock models do).
-    let delete = helix_edge::message::ToolCall {
+    let delete = helix_edge_core::message::ToolCall {
         id: r.id.clone(),
         name: "delete_file".into(),
         arguments: json!({"path": "/tmp/x"}),
@@ -631,7 +633,7 @@ fn sub_agents_called_with_the_finishing_call_run_and_the_run_completes_after_the
 
 impl Tree {
     fn host_now(&self) -> u64 {
-        use helix_edge::host::Host;
+        use helix_edge_core::host::Host;
         self.host.now_ms()
     }
 }
@@ -681,7 +683,7 @@ fn deleting_the_root_deletes_its_children_first_and_a_child_alone_is_refused() {
 #[test]
 fn agents_name_their_first_sub_agent_tool_for_workers_built_without_sub_agents() {
     assert_eq!(agents().subagent_tool(), Some("research"));
-    let researcher = reference_agents::researcher().expect("researcher");
+    let researcher = support::agents::researcher().expect("researcher");
     let without = Agents::new().with(researcher).expect("agents");
     assert_eq!(without.subagent_tool(), None);
 }

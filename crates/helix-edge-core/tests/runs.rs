@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-mod common;
+mod support;
 
-use common::*;
-use helix_edge::chunk::{ChunkBody, RunStatus, StreamEvent};
-use helix_edge::message::Message;
-use helix_edge::runner::{Progress, RunError};
-use helix_edge::store::SessionStatus;
+use helix_edge_core::chunk::{ChunkBody, RunStatus, StreamEvent};
+use helix_edge_core::message::Message;
+use helix_edge_core::runner::{Progress, RunError};
+use helix_edge_core::store::SessionStatus;
 use serde_json::{Value, json};
+use support::*;
 
 fn initial() -> Value {
     json!({"notes": []})
@@ -128,7 +128,7 @@ fn parallel_appends_to_one_array_all_survive_in_call_order() {
 
 /// `canResume` and `resumeReason` as `GET /v1/sessions/{id}` shows them.
 fn resumable(w: &World) -> (bool, String) {
-    let view = serde_json::to_value(helix_edge::api::SessionView::from(w.session())).unwrap();
+    let view = serde_json::to_value(helix_edge_core::api::SessionView::from(w.session())).unwrap();
     let reason = view["resumeReason"].as_str().unwrap().to_string();
     (view["canResume"].as_bool().unwrap(), reason)
 }
@@ -354,7 +354,7 @@ fn a_follow_up_message_starts_a_new_run_in_the_same_session() {
     assert_eq!((s.head.run.turn, s.head.run.run_id.clone()), (2, run_id));
     assert_eq!(w.messages().len(), 4);
     assert_eq!(
-        block(helix_edge::store::Store::runs(&*w.store, SESSION))
+        block(helix_edge_core::store::Store::runs(&*w.store, SESSION))
             .unwrap()
             .len(),
         2
@@ -385,15 +385,17 @@ fn busy_sessions_refuse_new_messages_and_retries() {
     let again = block(r.create(create_request("tester", "dup")));
     assert!(matches!(
         again,
-        Err(RunError::Store(helix_edge::store::StoreError::Exists(_)))
+        Err(RunError::Store(helix_edge_core::store::StoreError::Exists(
+            _
+        )))
     ));
 }
 
 #[test]
 fn tools_can_emit_custom_events_and_the_prompt_can_follow_the_state() {
-    use helix_edge::agent::{Agent, Agents};
-    use helix_edge::error::ToolError;
-    use helix_edge::tool::Tool;
+    use helix_edge_core::agent::{Agent, Agents};
+    use helix_edge_core::error::ToolError;
+    use helix_edge_core::tool::Tool;
     let agent = Agent::builder("counter")
         .initial_state(json!({"count": 0}))
         .system_prompt_fn(|state| format!("count is {}", state["count"]))
@@ -523,7 +525,7 @@ fn an_interrupted_session_with_pending_calls_takes_no_follow_up_until_they_are_a
     block(r.resume(SESSION)).unwrap();
     block(r.submit(
         SESSION,
-        helix_edge::runner::Submission::Approval {
+        helix_edge_core::runner::Submission::Approval {
             tool_call_id: del.id.clone(),
             approved: true,
             reason: None,
