@@ -6,11 +6,11 @@
 //! [`OPTIONAL`].
 
 use crate::api::{
-    AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, Plan, Target, chat_session,
-    parse_body,
+    AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, Plan, Target, parse_body,
 };
 use crate::app::App;
 use crate::auth::authorize;
+use crate::chat::ChatRequest;
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
 };
@@ -114,7 +114,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
     };
     // A chat names its session in its body: a session token for it is accepted.
     let chat = match (operation, &body, optional) {
-        (Operation::Chat, Some(body), Some(_)) => Some(chat_session(body).map(|c| c.id)),
+        (Operation::Chat, Some(body), Some(_)) => Some(ChatRequest::parse(body).map(|c| c.id)),
         _ => None,
     };
     let chat_id = chat.as_ref().and_then(|c| c.as_ref().ok());

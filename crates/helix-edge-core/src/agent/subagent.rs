@@ -48,6 +48,29 @@ impl SubAgentTool {
     }
 }
 
+/// Storing the child's output in the state (feature `plans`): the tool builders' options.
+#[cfg(feature = "plans")]
+impl SubAgentTool {
+    /// Stores every result in the state at `path`; see [`ChildTool::output_to`].
+    pub fn output_to(mut self, path: impl Into<String>) -> Self {
+        self.tool = self.tool.output_to(path);
+        self
+    }
+
+    /// Lets the model choose where to store a result; see [`ChildTool::output_paths`].
+    pub fn output_paths<P: Into<String>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
+        self.tool = self.tool.output_paths(paths);
+        self
+    }
+
+    /// Passes state-reference-looking arguments as they are; see
+    /// [`ChildTool::no_state_refs`].
+    pub fn no_state_refs(mut self) -> Self {
+        self.tool = self.tool.no_state_refs();
+        self
+    }
+}
+
 /// What [`AgentBuilder::tool`](super::AgentBuilder::tool) takes: any tool builder, or a
 /// [`SubAgentTool`], whose agent is registered with the parent.
 pub trait AgentTool {

@@ -380,4 +380,36 @@ mod tests {
             assert_eq!(parse_body::<ToolResultBody>(bad).unwrap_err().status, 400);
         }
     }
+
+    #[test]
+    #[cfg(feature = "remote-subagents")]
+    fn submissions_round_trip_to_the_api_body() {
+        use crate::runner::waits::submission_body;
+        use serde_json::json;
+        let approval = Submission::Approval {
+            tool_call_id: "c".into(),
+            approved: false,
+            reason: Some("no".into()),
+        };
+        let body = submission_body(&approval);
+        assert_eq!(
+            body,
+            json!({"kind": "approval-response", "toolCallId": "c", "approved": false, "reason": "no"})
+        );
+        let parsed: ToolResultBody = serde_json::from_value(body).unwrap();
+        assert_eq!(parsed.into_submission().unwrap(), approval);
+        let plain = Submission::Approval {
+            tool_call_id: "c".into(),
+            approved: true,
+            reason: None,
+        };
+        let parsed: ToolResultBody = serde_json::from_value(submission_body(&plain)).unwrap();
+        assert_eq!(parsed.into_submission().unwrap(), plain);
+        let failed = Submission::ClientResult {
+            tool_call_id: "c".into(),
+            outcome: Err("no camera".into()),
+        };
+        let parsed: ToolResultBody = serde_json::from_value(submission_body(&failed)).unwrap();
+        assert_eq!(parsed.into_submission().unwrap(), failed);
+    }
 }

@@ -13,6 +13,7 @@ mod routes;
 mod url;
 mod views;
 
+pub use crate::store::{PendingView, pending_calls};
 pub use bodies::{
     CreateSessionBody, ForkBody, MessageBody, ReasonBody, RetryBody, ToolResultBody, parse_body,
 };
@@ -22,13 +23,10 @@ pub use input::{
     Input, InputObject, MAX_INPUT_MESSAGES, NOT_BLANK, UserInput, check_history, is_blank,
 };
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
-pub use plan::{Plan, Target, chat_session, plan};
+pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, StreamQuery, page, path_and_query, query_pairs};
-pub use views::{
-    AgentsView, CheckpointView, CreatedView, PendingView, ResumeReason, RunView, SessionView,
-    pending_calls,
-};
+pub use views::{AgentsView, CheckpointView, CreatedView, ResumeReason, RunView, SessionView};
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),
 /// served at `GET /v1/openapi.json` with the hosted agents filled in ([`document`]). `tests/openapi.rs` keeps it in line with

@@ -10,7 +10,6 @@
 //! read before the credentials are checked against that session.
 
 use super::{ApiError, Operation, route};
-use crate::chat::ChatRequest;
 
 /// Who answers a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,12 +91,6 @@ pub fn plan<'a>(method: &str, path: &'a str) -> Result<Plan<'a>, ApiError> {
         Err(e) if e.status != 400 && path != "/healthz" => Ok(Plan::Refuse(e)),
         Err(e) => Err(e),
     }
-}
-
-/// The session a chat request is about: the chat id of its body. A body that is not a
-/// chat request is refused with its reason, after the credentials are checked.
-pub fn chat_session(body: &[u8]) -> Result<ChatRequest, ApiError> {
-    ChatRequest::parse(body)
 }
 
 #[cfg(test)]
@@ -195,10 +188,6 @@ mod tests {
             served("POST", "/v1/chat"),
             (Operation::Chat, None, true, Target::Object)
         );
-        let body = br#"{"id":"chat-1","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}]}"#;
-        assert_eq!(chat_session(body).unwrap().id, "chat-1");
-        let refused = chat_session(b"{}").unwrap_err();
-        assert_eq!(refused.status, 400);
         assert_eq!(
             served("GET", "/v1/chat/c1/stream"),
             (

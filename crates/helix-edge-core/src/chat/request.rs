@@ -326,6 +326,14 @@ mod tests {
     }
 
     #[test]
+    fn a_chat_names_its_session_in_its_body() {
+        let body = br#"{"id":"chat-1","messages":[{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]}]}"#;
+        assert_eq!(ChatRequest::parse(body).unwrap().id, "chat-1");
+        let refused = ChatRequest::parse(b"{}").unwrap_err();
+        assert_eq!(refused.status, 400);
+    }
+
+    #[test]
     fn a_first_message_names_the_chat_the_agent_and_the_text() {
         let request = parse(json!({
             "id": "chat-1", "agent": "assistant", "trigger": "submit-message",

@@ -75,6 +75,56 @@ pub struct PendingCall {
     pub output_path: Option<String>,
 }
 
+/// A pending call as it is listed: in `GET /v1/sessions/{id}` (its `pendingToolCalls`),
+/// and so as a parent reads a child's or a remote session's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingView {
+    tool_call_id: String,
+    tool_name: String,
+    arguments: Value,
+    kind: PendingKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deadline: Option<u64>,
+}
+
+impl From<&PendingCall> for PendingView {
+    fn from(p: &PendingCall) -> Self {
+        Self {
+            tool_call_id: p.tool_call_id.clone(),
+            tool_name: p.tool_name.clone(),
+            arguments: p.arguments.clone(),
+            kind: p.kind,
+            deadline: p.deadline,
+        }
+    }
+}
+
+/// The pending calls a session view lists ([`PendingView`]s), read back, as a parent
+/// reads a child's or a remote session's; absent is none.
+pub fn pending_calls(listed: &Value) -> Result<Vec<PendingCall>, &'static str> {
+    let call = |c: &Value| -> Option<PendingCall> {
+        Some(PendingCall {
+            tool_call_id: c["toolCallId"].as_str()?.into(),
+            tool_name: c["toolName"].as_str()?.into(),
+            arguments: c["arguments"].clone(),
+            kind: serde_json::from_value(c["kind"].clone()).ok()?,
+            deadline: c["deadline"].as_u64(),
+            since: 0,
+            output_path: None,
+        })
+    };
+    match listed {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(calls) => calls
+            .iter()
+            .map(call)
+            .collect::<Option<Vec<_>>>()
+            .ok_or("a malformed pending call"),
+        _ => Err("malformed pending calls"),
+    }
+}
+
 impl Answer {
     /// When a person or a client submitted it, for the answers they give.
     pub fn answered_at(&self) -> Option<u64> {

@@ -18,7 +18,9 @@ pub mod migrations;
 mod planned;
 pub mod rows;
 
-pub use answers::{Answer, CallWait, PendingCall, PendingKind, WaitOutcome};
+pub use answers::{
+    Answer, CallWait, PendingCall, PendingKind, PendingView, WaitOutcome, pending_calls,
+};
 pub use memory::MemoryStore;
 
 use crate::chunk::{RunStatus, SuspendReason};

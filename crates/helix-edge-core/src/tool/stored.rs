@@ -46,5 +46,4 @@ stores_results!(
     FinishTool => |b| &mut b.0,
     ClientTool => |b| &mut b.0,
     ChildTool => |b| &mut b.0,
-    crate::agent::SubAgentTool => |b| &mut b.tool.0,
 );

@@ -1,5 +1,5 @@
-//! What an optional capability adds to the session object, registered once
-//! ([`CAPABILITIES`], one line per cargo feature): the kind of outside work its runner
+//! What an optional capability adds to the session object, registered once (the
+//! object's `CAPABILITIES`, one line per cargo feature): the kind of outside work its runner
 //! waits on, internal routes, API operations it serves, and what it does after each
 //! slice of work. The object consults the table; no feature is named anywhere else in
 //! it.
@@ -7,7 +7,6 @@
 use super::{Inner, Reply};
 use crate::api::Operation;
 use crate::runner::Runner;
-use crate::runner::waits::{CREATE_PATH, DELETE_PATH};
 use crate::sqlite::SqliteStreamLog;
 use crate::storage::{ObjectStore, Sql};
 use futures::future::LocalBoxFuture;
@@ -61,54 +60,3 @@ pub(super) const NOTHING: Capability = Capability {
     d1_fault: None,
     on_replicated: None,
 };
-
-/// Every session's own internal routes: its creation, and its deletion by its parent.
-const SESSION: Capability = Capability {
-    routes: &[
-        (CREATE_PATH, |inner, id, body| {
-            Box::pin(async move { inner.create(&*inner.attach(id)?, id, body).await })
-        }),
-        (DELETE_PATH, |inner, id, _| {
-            Box::pin(async move { inner.delete(&*inner.attach(id)?, id, true).await })
-        }),
-    ],
-    ..NOTHING
-};
-
-/// The capabilities of this build.
-pub(super) const CAPABILITIES: &[&Capability] = &[
-    &SESSION,
-    #[cfg(feature = "chat")]
-    &super::chat::CHAT,
-    #[cfg(feature = "subagents")]
-    &super::tree::SUBAGENTS,
-    #[cfg(feature = "persistent-children")]
-    &Capability {
-        waits: Some(|runner, _| {
-            runner.with_waits([crate::runner::WaitKind::persistent_children()])
-        }),
-        ..NOTHING
-    },
-    #[cfg(feature = "remote-subagents")]
-    &Capability {
-        waits: Some(|runner, w| crate::remote::register(runner, w.env, w.stream)),
-        ..NOTHING
-    },
-    #[cfg(feature = "test-routes")]
-    &super::testing::TESTING,
-];
-
-/// The handler of internal path `path`, if a capability answers it.
-pub(super) fn route(path: &str) -> Option<Handler> {
-    let routes = CAPABILITIES.iter().flat_map(|c| c.routes);
-    routes.copied().find(|(p, _)| *p == path).map(|(_, h)| h)
-}
-
-/// The handler of API operation `operation`, if a capability serves it.
-pub(super) fn operation(operation: Operation) -> Option<Handler> {
-    let operations = CAPABILITIES.iter().flat_map(|c| c.operations);
-    operations
-        .copied()
-        .find(|(o, _)| *o == operation)
-        .map(|(_, h)| h)
-}

@@ -2,8 +2,8 @@
 //! slice at a time, with the alarm as the durable trigger around each. When to drive
 //! and when the alarm fires next is decided by [`crate::lifecycle`]; this executes it.
 
+use super::CAPABILITIES;
 use super::Inner;
-use super::capability::CAPABILITIES;
 use crate::host::Level;
 use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, replicate_at_once, slice_alarm};
 use crate::worker_host::log;

@@ -34,12 +34,13 @@ use crate::d1::D1;
 use crate::host::Level;
 use crate::http::{SESSION_HEADER, error, internal, json_response};
 use crate::journal::Journal;
+use crate::runner::waits::{CREATE_PATH, DELETE_PATH};
 use crate::runner::{Runner, RunnerConfig};
 use crate::setup::Setup;
 use crate::sqlite::{self, SqliteAttempts, SqliteStreamLog, SqliteSuspension};
 use crate::storage::{ObjectReplica, ObjectStore, Sql};
 use crate::worker_host::{WorkerHost, log};
-use capability::CAPABILITIES;
+use capability::{Capability, NOTHING};
 use serde_json::json;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -79,6 +80,42 @@ struct Parts {
 }
 
 type Reply = std::result::Result<Response, ApiError>;
+
+/// Every session's own internal routes: its creation, and its deletion by its parent.
+const SESSION: Capability = Capability {
+    routes: &[
+        (CREATE_PATH, |inner, id, body| {
+            Box::pin(async move { inner.create(&*inner.attach(id)?, id, body).await })
+        }),
+        (DELETE_PATH, |inner, id, _| {
+            Box::pin(async move { inner.delete(&*inner.attach(id)?, id, true).await })
+        }),
+    ],
+    ..NOTHING
+};
+
+/// The capabilities of this build.
+const CAPABILITIES: &[&Capability] = &[
+    &SESSION,
+    #[cfg(feature = "chat")]
+    &chat::CHAT,
+    #[cfg(feature = "subagents")]
+    &tree::SUBAGENTS,
+    #[cfg(feature = "persistent-children")]
+    &Capability {
+        waits: Some(|runner, _| {
+            runner.with_waits([crate::runner::WaitKind::persistent_children()])
+        }),
+        ..NOTHING
+    },
+    #[cfg(feature = "remote-subagents")]
+    &Capability {
+        waits: Some(|runner, w| crate::remote::register(runner, w.env, w.stream)),
+        ..NOTHING
+    },
+    #[cfg(feature = "test-routes")]
+    &testing::TESTING,
+];
 
 impl SessionHost {
     /// The object for `state`, serving `app`.
@@ -221,7 +258,7 @@ impl Inner {
             Method::Post => req.bytes().await.map_err(|e| internal("body", e))?,
             _ => Vec::new(),
         };
-        if let Some(handler) = capability::route(&path) {
+        if let Some(handler) = internal_route(&path) {
             return handler(&self, &id, &body).await;
         }
         let parts = self.attach(&id)?;
@@ -241,13 +278,28 @@ impl Inner {
             Operation::Fork => self.fork(runner, &id, &body).await,
             Operation::ListRuns => self.runs(runner, &id).await,
             Operation::ListCheckpoints => self.checkpoints(runner, &id).await,
-            other => match capability::operation(other) {
+            other => match served_operation(other) {
                 Some(handler) => handler(&self, &id, &body).await,
                 // The worker answers the rest itself.
                 None => Err(internal("object route", format!("{other:?}"))),
             },
         }
     }
+}
+
+/// The handler of internal path `path`, if a capability answers it.
+fn internal_route(path: &str) -> Option<capability::Handler> {
+    let routes = CAPABILITIES.iter().flat_map(|c| c.routes);
+    routes.copied().find(|(p, _)| *p == path).map(|(_, h)| h)
+}
+
+/// The handler of API operation `operation`, if a capability serves it.
+fn served_operation(operation: Operation) -> Option<capability::Handler> {
+    let operations = CAPABILITIES.iter().flat_map(|c| c.operations);
+    operations
+        .copied()
+        .find(|(o, _)| *o == operation)
+        .map(|(_, h)| h)
 }
 
 /// `202 {"accepted": true}`.

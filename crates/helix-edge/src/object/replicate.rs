@@ -2,8 +2,8 @@
 //! after a commit (a short delay lets the commits right behind it join the batch), at
 //! the end of every slice of work, and from the alarm while D1 fails.
 
+use super::CAPABILITIES;
 use super::Inner;
-use super::capability::CAPABILITIES;
 use crate::host::Level;
 use crate::sqlite::{COALESCE_MS, Replicated};
 use crate::worker_host::log;

@@ -191,7 +191,7 @@ impl RemoteView {
         let version = v["version"]
             .as_u64()
             .ok_or_else(|| invalid("has no version"))?;
-        let pending = crate::api::pending_calls(&v["pendingToolCalls"])
+        let pending = crate::store::pending_calls(&v["pendingToolCalls"])
             .map_err(|e| invalid(&format!("has {e}")))?;
         Ok(Self {
             status,
@@ -375,36 +375,5 @@ mod tests {
             RemoteAnswer::from_status(502, "", "c").unwrap_err().code(),
             "subagent_remote_unavailable"
         );
-    }
-
-    #[test]
-    fn submissions_round_trip_to_the_api_body() {
-        let approval = Submission::Approval {
-            tool_call_id: "c".into(),
-            approved: false,
-            reason: Some("no".into()),
-        };
-        let body = submission_body(&approval);
-        assert_eq!(
-            body,
-            json!({"kind": "approval-response", "toolCallId": "c", "approved": false, "reason": "no"})
-        );
-        let parsed: crate::api::ToolResultBody = serde_json::from_value(body).unwrap();
-        assert_eq!(parsed.into_submission().unwrap(), approval);
-        let plain = Submission::Approval {
-            tool_call_id: "c".into(),
-            approved: true,
-            reason: None,
-        };
-        let parsed: crate::api::ToolResultBody =
-            serde_json::from_value(submission_body(&plain)).unwrap();
-        assert_eq!(parsed.into_submission().unwrap(), plain);
-        let failed = Submission::ClientResult {
-            tool_call_id: "c".into(),
-            outcome: Err("no camera".into()),
-        };
-        let parsed: crate::api::ToolResultBody =
-            serde_json::from_value(submission_body(&failed)).unwrap();
-        assert_eq!(parsed.into_submission().unwrap(), failed);
     }
 }
