@@ -5,25 +5,42 @@
 //! `helix-edge` crate runs it on Workers and re-exports it.
 //!
 //! # Map of the crate
-//! - Definitions: [`agent`] (agents and the registry), [`tool`] (typed tools and their
-//!   context), [`model`] (the model interface), [`error`] (one error enum per layer).
-//! - The run loop: [`runner`] (create, answer, drive, resume, retry, fork, delete;
-//!   sub-agents), [`store`] (the persistence contract, an in-memory backend, the D1 row
-//!   plan, the plan run in memory and the conformance suite), [`journal`] (the stream log and suspension context contract),
-//!   [`state`] (RFC 6902 patches, diffs and merges), [`host`] (clock, timers, ids, logs),
-//!   [`lifecycle`] (when work runs: slices, alarms, stalled sessions), [`memory`] (state
-//!   as the workflow's memory: `_outputPath`, state references, plans), `skill`
-//!   (feature `skills`: skills an agent loads when a task needs them; `skills_dir!`
-//!   reads a directory of them at build time, from the proc-macro crate
-//!   `helix-edge-macros`).
-//! - The outside: [`chunk`] (stream chunks), [`message`] (the transcript) and
-//!   [`attachment`] (files users attach to messages), [`api`]
-//!   (routes, bodies, views and errors of the HTTP API, the served OpenAPI document),
-//!   [`chat`] (the AI SDK's chat protocol: its requests, the UI message stream),
-//!   [`auth`] (tokens).
+//! Layers, each importing only the ones above it in this list: a newcomer reads them
+//! top down.
+//! - Values: [`error`] (one error enum per layer), [`host`] (clock, timers, ids, logs),
+//!   [`abort`] (the cancellation signal), [`schema`] (the JSON Schema checks tools use),
+//!   [`state`] (RFC 6902 patches, diffs and merges), [`attachment`] (files users attach
+//!   to messages), [`message`] (the transcript), [`chunk`] (stream chunks).
+//! - Definitions: [`model`] (the model interface), [`tool`] (typed tools and their
+//!   context; a sub-agent tool names its agent), [`memory`] (state as the workflow's
+//!   memory: `_outputPath`, state references, plans), [`agent`] (agents, their builder
+//!   and the registry), `skill` (feature `skills`: skills an agent loads when a task
+//!   needs them; `skills_dir!` reads a directory of them at build time, from the
+//!   proc-macro crate `helix-edge-macros`).
+//! - Durability: [`store`] (the persistence contract, an in-memory backend, the D1 row
+//!   plan and the conformance suite), [`journal`] (the stream log, step attempts and
+//!   suspension context contract), [`sqlite`] (both over a session object's SQLite,
+//!   the SSE fan-out and the replication to D1, for any platform that implements its
+//!   [`Db`](sqlite::Db)).
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
-//!   sans IO), `demo` (feature `demo`: the built-in deterministic model), [`scripted`]
-//!   (a scripted model for tests), [`schema`] (the JSON Schema checks tools use).
+//!   sans IO; the configured models), `demo` (feature `demo`: the built-in
+//!   deterministic model), [`scripted`] (a scripted model for tests).
+//! - The run loop: [`runner`] — **the step machine** in [`runner::machine`], the driver
+//!   that carries it out, a step's pure conclusion, the commit pipeline, tool
+//!   execution, the request operations, and [`runner::waits`] (work a run waits on
+//!   outside its session: sub-agents, persistent children, remote sub-agents, each a
+//!   module). [`lifecycle`]: when work runs (slices, alarms, replication, stalled
+//!   sessions).
+//! - The outside: [`api`] (routes, **the request plan** a worker carries out, bodies,
+//!   views and errors of the HTTP API, the served OpenAPI document), [`chat`] (the AI
+//!   SDK's chat protocol: its requests, the UI message stream), [`auth`] (tokens).
+//! - `testing` (feature `testing`): a scenario kit for a worker's own native tests —
+//!   store, journal, a manual clock and a scripted model, drive helpers and the check
+//!   that the record is consistent.
+//!
+//! Optional capabilities are whole modules behind cargo features, registered once
+//! ([`memory::MEMORY`], [`provider::protocol::PROTOCOLS`], a wait kind per feature in
+//! the platform's table): no function body changes with a feature.
 
 pub mod abort;
 pub mod agent;

@@ -1,6 +1,6 @@
 //! End-to-end runs of the pure core on the in-memory store: text answers, tool loops,
 //! parallel tools, structured output, interrupts, aborts and limits, and the stream they
-//! produce. Human-in-the-loop runs are in `core_hitl.rs`.
+//! produce. Human-in-the-loop runs are in `hitl.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 

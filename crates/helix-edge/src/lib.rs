@@ -16,26 +16,32 @@
 //! ```
 //!
 //! # Map of the crate
-//! - The pure core, re-exported from `helix-edge-core` (agents, tools, the runner,
-//!   stores, journals, chunks, providers, the API's shapes): everything that compiles
-//!   and tests natively. Natively this crate is just that.
-//! - [`App`] (`app`): the worker's agents and binding names.
+//! A thin platform shell: it reads bytes, asks the core for a plan and carries it out.
+//! - The pure core, re-exported from `helix-edge-core` module by module (agents, tools,
+//!   the runner, stores, journals, chunks, providers, the API's shapes and request
+//!   plan): everything that compiles and tests natively. Natively this crate is just
+//!   that.
+//! - [`App`] (`app`): the worker's agents and binding names; `setup`: what one
+//!   request's objects are built from.
 //! - [`worker!`] / [`session_object!`]: the entry and the Durable Object class, in the
 //!   user's crate. [`fetch`] (`entry`) is the entry as a function, for workers that add
-//!   routes of their own in front of helix-edge's.
+//!   routes of their own in front of helix-edge's; it carries out
+//!   [`api::plan`](crate::api::plan) and registers what features add to it in two
+//!   tables.
 //! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
-//!   runner, fans the stream out to SSE clients, keeps the alarm.
+//!   runner (`drive`), answers its requests (`ops`, `chat`, `stream`, `delete`), orders
+//!   children (`tree`) and replicates (`replicate`); what features add to it is one
+//!   table, `CAPABILITIES` (`object/capability.rs`: a wait kind, internal routes).
+//! - `storage`: the core's [`sqlite`] over the object's `SqlStorage`. `d1`: D1 access,
+//!   the replica's record. `http`: bodies, responses and object-to-object requests.
+//!   `llm`: model providers over `fetch`. `worker_host`: clock, ids and logs. `remote`
+//!   (feature `remote-subagents`): other deployments' agents over `fetch`. `list`: the
+//!   session list from D1. [`request`]: an outgoing request for tools that call HTTP
+//!   APIs, without `worker::RequestInit`'s bundle cost.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
 //! - [`migrations`]: the D1 migrations this version ships, and the check that the
 //!   database has them ([`schema`] is the core's JSON Schema validator).
-//! - `storage`: the object's own SQLite — the session's store and commit log, and its
-//!   journal (stream, step attempts, suspension context). `replica`: how commits reach
-//!   D1, the queryable record, asynchronously. `d1`: D1 access. `http`: bodies,
-//!   responses and object-to-object requests. `llm`: model providers over `fetch`.
-//!   `worker_host`: clock, ids and logs. `remote` (feature `remote-subagents`): other
-//!   deployments' agents over `fetch`, for remote sub-agent calls. [`request`]: an outgoing request for tools that
-//!   call HTTP APIs, without `worker::RequestInit`'s bundle cost.
 //!
 //! Everything that touches `worker::` is wasm-only.
 

@@ -79,7 +79,18 @@ impl<S: Store> Runner<S> {
             interrupt: live.interrupt.as_ref(),
             aborted: self.abort.borrow().is_aborted(),
         };
-        let next = machine::next(seen, agent.max_steps(), *budget);
+        let mut next = machine::next(seen, agent.max_steps(), *budget);
+        if next == Next::Step {
+            // A step that keeps beginning without committing (a crash loop) fails the run.
+            let step = live.head.step_count + 1;
+            let attempt = self
+                .journal
+                .attempts
+                .begin_step(&live.head.run.run_id, step);
+            if let Some(error) = machine::exhausted(step, attempt, self.config.max_step_attempts) {
+                next = Next::Fail(error);
+            }
+        }
         let pipeline = self.pipeline();
         if next == Next::Stop {
             // The abort is being committed by `abort`: nothing more goes out.
@@ -107,15 +118,6 @@ impl<S: Store> Runner<S> {
             }
             Next::Yield => Ok(Some(Progress::Yielded)),
             Next::Step => {
-                let step = live.head.step_count + 1;
-                let run = &live.head.run.run_id;
-                let attempt = self.journal.attempts.begin_step(run, step);
-                let max = self.config.max_step_attempts;
-                if let Some(error) = machine::exhausted(step, attempt, max) {
-                    pipeline.settle(live).await?;
-                    self.fail_run(live, error).await?;
-                    return Ok(Some(Progress::Idle(SessionStatus::Failed)));
-                }
                 self.model_step(live, agent).await?;
                 budget.taken += 1;
                 Ok(None)
