@@ -10,7 +10,6 @@ use crate::api::{
 };
 use crate::app::App;
 use crate::auth::authorize;
-use crate::chat::ChatRequest;
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
 };
@@ -40,15 +39,23 @@ const PAGES: &[Page] = &[
 /// Answers an operation the worker serves itself, with its setup.
 type Own = fn(&Setup) -> Reply;
 
-/// The API's operations that a feature serves (with the worker's own answer, for one
-/// that is not forwarded): without the feature they answer 404.
-const OPTIONAL: &[(Operation, Option<Own>)] = &[
+/// Reads the session a request's body names (a chat's), or refuses the body.
+type SessionOf = fn(&[u8]) -> Result<String, ApiError>;
+
+/// The API's operations that a feature serves — with the worker's own answer, for one
+/// that is not forwarded, and how to read the session its body names, for one whose
+/// path does not: without the feature they answer 404.
+const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
     #[cfg(feature = "chat")]
-    (Operation::Chat, None),
+    (
+        Operation::Chat,
+        None,
+        Some(|body| crate::chat::ChatRequest::parse(body).map(|c| c.id)),
+    ),
     #[cfg(feature = "chat")]
-    (Operation::ChatStream, None),
+    (Operation::ChatStream, None, None),
     #[cfg(feature = "openapi")]
-    (Operation::OpenApi, Some(openapi)),
+    (Operation::OpenApi, Some(openapi), None),
 ];
 
 /// `GET /v1/openapi.json`: the API's document with this worker's agents filled in,
@@ -106,19 +113,19 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
             target,
         } => (operation, session, body, target),
     };
-    let optional = OPTIONAL.iter().find(|(o, _)| *o == operation);
+    let optional = OPTIONAL.iter().find(|(o, _, _)| *o == operation);
     let served = optional.is_some() || !operation.is_optional();
     let body = match reads_body && served {
         true => Some(read_body(&req).await?),
         false => None,
     };
     // A chat names its session in its body: a session token for it is accepted.
-    let chat = match (operation, &body, optional) {
-        (Operation::Chat, Some(body), Some(_)) => Some(ChatRequest::parse(body).map(|c| c.id)),
+    let named = match (optional.and_then(|(_, _, of)| *of), &body) {
+        (Some(session_of), Some(body)) => Some(session_of(body)),
         _ => None,
     };
-    let chat_id = chat.as_ref().and_then(|c| c.as_ref().ok());
-    authorize(chat_id.map(String::as_str).or(session))?;
+    let named_id = named.as_ref().and_then(|n| n.as_ref().ok());
+    authorize(named_id.map(String::as_str).or(session))?;
     if !served {
         return Err(ApiError::not_served(operation));
     }
@@ -129,7 +136,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
     if let Some(outdated) = crate::migrations::known_outdated() {
         return Err(outdated);
     }
-    if let Some((_, Some(own))) = optional {
+    if let Some((_, Some(own), _)) = optional {
         return own(&setup);
     }
     match (target, operation) {
@@ -139,8 +146,8 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         (Target::Worker, _) => crate::list::list(env, app, &req).await,
         (Target::Create, _) => create(env, app, body.unwrap_or_default()).await,
         (Target::Object, _) => {
-            let id = match (chat, session) {
-                (Some(chat), _) => chat?,
+            let id = match (named, session) {
+                (Some(named), _) => named?,
                 (None, Some(id)) => id.to_string(),
                 // The table gives every other operation a session id.
                 (None, None) => return Err(ApiError::route_not_found(path)),

@@ -75,7 +75,10 @@ impl AgentBuilder {
             None => Box::default(),
         };
         change(&mut extension);
-        self.extensions.push(extension);
+        // Kept in the order they apply in (as a stable sort by `order` would leave them).
+        let order = extension.order();
+        let at = self.extensions.partition_point(|e| e.order() <= order);
+        self.extensions.insert(at, extension);
         self
     }
 
@@ -210,10 +213,8 @@ impl AgentBuilder {
                 return Err(DefinitionError::DuplicateTool(tool.name.clone()));
             }
         }
-        let mut extensions = self.extensions;
-        extensions.sort_by_key(|e| e.order());
         let mut agent = agent;
-        for extension in extensions {
+        for extension in self.extensions {
             agent = extension.apply(agent)?;
         }
         Ok(agent)

@@ -52,6 +52,10 @@ pub(super) struct Capability {
 }
 
 /// A capability that adds nothing (the base of each).
+#[allow(
+    dead_code,
+    reason = "the base of the capabilities a build registers, if any"
+)]
 pub(super) const NOTHING: Capability = Capability {
     waits: None,
     routes: &[],

@@ -40,7 +40,7 @@ use crate::setup::Setup;
 use crate::sqlite::{self, SqliteAttempts, SqliteStreamLog, SqliteSuspension};
 use crate::storage::{ObjectReplica, ObjectStore, Sql};
 use crate::worker_host::{WorkerHost, log};
-use capability::{Capability, NOTHING};
+use capability::Capability;
 use serde_json::json;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -81,22 +81,8 @@ struct Parts {
 
 type Reply = std::result::Result<Response, ApiError>;
 
-/// Every session's own internal routes: its creation, and its deletion by its parent.
-const SESSION: Capability = Capability {
-    routes: &[
-        (CREATE_PATH, |inner, id, body| {
-            Box::pin(async move { inner.create(&*inner.attach(id)?, id, body).await })
-        }),
-        (DELETE_PATH, |inner, id, _| {
-            Box::pin(async move { inner.delete(&*inner.attach(id)?, id, true).await })
-        }),
-    ],
-    ..NOTHING
-};
-
 /// The capabilities of this build.
 const CAPABILITIES: &[&Capability] = &[
-    &SESSION,
     #[cfg(feature = "chat")]
     &chat::CHAT,
     #[cfg(feature = "subagents")]
@@ -106,12 +92,12 @@ const CAPABILITIES: &[&Capability] = &[
         waits: Some(|runner, _| {
             runner.with_waits([crate::runner::WaitKind::persistent_children()])
         }),
-        ..NOTHING
+        ..capability::NOTHING
     },
     #[cfg(feature = "remote-subagents")]
     &Capability {
         waits: Some(|runner, w| crate::remote::register(runner, w.env, w.stream)),
-        ..NOTHING
+        ..capability::NOTHING
     },
     #[cfg(feature = "test-routes")]
     &testing::TESTING,
@@ -258,6 +244,12 @@ impl Inner {
             Method::Post => req.bytes().await.map_err(|e| internal("body", e))?,
             _ => Vec::new(),
         };
+        // Every session's own internal routes: its creation, its deletion by its parent.
+        match path.as_str() {
+            CREATE_PATH => return self.create(&*self.attach(&id)?, &id, &body).await,
+            DELETE_PATH => return self.delete(&*self.attach(&id)?, &id, true).await,
+            _ => {}
+        }
         if let Some(handler) = internal_route(&path) {
             return handler(&self, &id, &body).await;
         }
