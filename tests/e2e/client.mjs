@@ -1,5 +1,6 @@
 // HTTP helpers for the end-to-end suite.
 
+import { createServer, request } from 'node:http';
 import { startWorker } from './harness.mjs';
 import { startMockLlm } from './mock-llm.mjs';
 
@@ -40,6 +41,58 @@ export async function api(worker, method, path, body, token = API_TOKEN) {
     console.error(`# wrangler dev's proxy dropped ${method} ${path}; sending it again`);
     await new Promise((r) => setTimeout(r, 50 * (resent + 1)));
   }
+}
+
+/**
+ * A forwarder on loopback for outside HTTP clients (schemathesis) that re-sends what
+ * wrangler's proxy dropped, as `api` does: every request goes to the worker unchanged,
+ * and an answer that is the proxy's drop 503 (see above) is replaced by a re-send, up to
+ * 4 times. Every other answer, streams included, passes through as it came.
+ * Returns { url, drops() (the re-sends made), close() }.
+ */
+export async function resendingForwarder(worker) {
+  const target = new URL(worker.baseUrl);
+  let drops = 0;
+  const send = (req, body) => new Promise((resolve, reject) => {
+    const out = request({
+      host: target.hostname, port: target.port, method: req.method, path: req.url,
+      headers: { ...req.headers, host: target.host },
+    }, resolve);
+    out.on('error', reject);
+    out.end(body);
+  });
+  const server = createServer(async (req, res) => {
+    try {
+      const chunks = [];
+      for await (const chunk of req) chunks.push(chunk);
+      const body = Buffer.concat(chunks);
+      for (let resent = 0; ; resent++) {
+        const answer = await send(req, body);
+        if (answer.statusCode === 503 && resent < RESENDS) {
+          const text = Buffer.concat(await answer.toArray());
+          if (text.toString().startsWith(PROXY_DROP)) {
+            drops++;
+            console.error(`# wrangler dev's proxy dropped ${req.method} ${req.url}; sending it again`);
+            await new Promise((r) => setTimeout(r, 50 * (resent + 1)));
+            continue;
+          }
+          res.writeHead(answer.statusCode, answer.headers).end(text);
+          return;
+        }
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+        return;
+      }
+    } catch {
+      res.destroy(); // the worker's connection failed: so does the client's
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    drops: () => drops,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+  };
 }
 
 /** A mock model and a worker pointed at it (`options`: more for `startWorker`). */
