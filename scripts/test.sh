@@ -50,6 +50,8 @@ cargo clippy -p helix-edge --all-targets --locked --target wasm32-unknown-unknow
 
 step "cargo test (native)"
 cargo test --workspace --locked
+# A worker crate's own tests, as a user runs them (plain `cargo test`).
+(cd examples/minimal-worker && cargo clippy --locked --all-targets -- -D warnings && cargo test --locked)
 
 step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \

@@ -26,7 +26,7 @@ fn run_as(agent: &str, message: &str) -> (Runner<Rc<MemoryStore>>, Rc<MemoryStor
     let runner = Runner::new(
         store.clone(),
         agents,
-        Rc::new(OneModel(Rc::new(DemoModel))),
+        Rc::new(OneModel(Rc::new(DemoModel::default()))),
         Rc::new(MemoryJournal::new()),
         Rc::new(ManualHost::new(1_795_314_660_000, "")),
         RunnerConfig::new("demo"),

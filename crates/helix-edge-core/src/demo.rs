@@ -7,7 +7,11 @@
 //! `ask me something`, `research <topic>`, `ask remote <task>`, `process order <id>` (a
 //! three-call plan); with
 //! persistent children, `hire <name> to research <topic>`, `tell <name> <message>`,
-//! `helpers`, `status of <name>`, `dismiss <name>`. Anything else gets a short help text.
+//! `helpers`, `status of <name>`, `dismiss <name>`.
+//!
+//! For agents of your own ([`script`]): a message of `/call <tool> {json}` lines calls
+//! those tools, and a script in `LLM_SCRIPT` answers the messages it names. Anything
+//! else gets a short help text naming the agent's tools.
 
 use crate::agent::FINISH_TOOL;
 use crate::error::ProviderError;
@@ -15,11 +19,16 @@ use crate::message::{Message, ToolCall};
 use crate::model::{Delta, Model, ModelRequest, ModelTurn, StopReason, ToolSpec, Usage};
 use crate::tool::OUTPUT_PATH;
 use futures::future::LocalBoxFuture;
+use script::DevScript;
 use serde_json::{Value, json};
 
+pub mod script;
+
 /// The built-in deterministic model.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct DemoModel;
+#[derive(Debug, Default, Clone)]
+pub struct DemoModel {
+    script: Option<DevScript>,
+}
 
 const HELP: &str = "Demo model. Try: note buy milk; what time is it; delete /tmp/x; email a,b,c,d; ask me something";
 
@@ -194,12 +203,24 @@ fn stream(text: &str, on_delta: &mut dyn FnMut(Delta)) {
 }
 
 impl DemoModel {
+    /// The demo model following `script` (`LLM_SCRIPT`), if there is one; a script
+    /// that does not parse leaves the model not configured, saying why.
+    pub fn with_script(script: Option<&str>) -> Result<Self, ProviderError> {
+        let script = script.map(DevScript::parse).transpose();
+        let script = script.map_err(ProviderError::NotConfigured)?;
+        Ok(Self { script })
+    }
+
     fn answer(&self, request: &ModelRequest<'_>) -> ModelTurn {
         let wants_output = has(&request.tools, FINISH_TOOL);
         let last_user = request.messages.iter().rev().find_map(|m| match m {
             Message::User { content, .. } if !m.is_nudge() => Some(content.as_str()),
             _ => None,
         });
+        // A message of `/call` lines is answered by its calls alone, never by the script.
+        let scripted = last_user
+            .filter(|m| !m.trim_start().starts_with("/call"))
+            .and_then(|m| self.script.as_ref()?.turn(m));
         let after_tools = matches!(request.messages.last(), Some(Message::Tool { .. }));
         let mut turn = ModelTurn {
             usage: Usage {
@@ -216,6 +237,9 @@ impl DemoModel {
                     .last()
                     .is_some_and(|m| matches!(m, Message::User { .. }) && !m.is_nudge())
         {
+            if let Some(done) = scripted.and_then(|t| scripted_answer(request, t, wants_output)) {
+                return done;
+            }
             let summary = summarize(request.messages);
             if wants_output {
                 let topic = last_user.unwrap_or_default();
@@ -226,28 +250,29 @@ impl DemoModel {
             }
             return turn;
         }
-        // A sub-agent's first message is its input as JSON: `{"topic": "..."}` (or a
-        // remote one's `{"task": "..."}`) reads as that text.
-        let topic = last_user
-            .and_then(|m| serde_json::from_str::<Value>(m).ok())
-            .and_then(|v| {
-                let text = v.get("topic").or_else(|| v.get("task"));
-                text.and_then(Value::as_str).map(str::to_string)
-            });
-        let clauses = topic
-            .as_deref()
-            .or(last_user)
-            .unwrap_or_default()
-            .split(';');
-        turn.tool_calls = clauses
-            .flat_map(|c| {
-                plan_intent(c, &request.tools)
-                    .unwrap_or_else(|| intent(c, &request.tools).into_iter().collect())
-            })
+        let message = last_user.unwrap_or_default();
+        let calls = match (script::slash_calls(message, &request.tools), scripted) {
+            (Some(calls), _) => calls,
+            (None, Some(t)) if !t.calls.is_empty() => script::turn_calls(t, &request.tools),
+            (None, Some(t)) => match scripted_answer(request, t, wants_output) {
+                Some(done) => return done,
+                None => Ok(Vec::new()),
+            },
+            (None, None) => Ok(self.intents(request, message)),
+        };
+        let calls = match calls {
+            Ok(calls) => calls,
+            Err(e) => {
+                turn.text = format!("The demo model could not follow that: {e}.");
+                return turn;
+            }
+        };
+        turn.tool_calls = calls
+            .into_iter()
             .enumerate()
             .map(|(i, (name, arguments))| ToolCall {
                 id: format!("demo-{}-{i}", request.messages.len()),
-                name: name.into(),
+                name,
                 arguments,
             })
             .collect();
@@ -261,10 +286,73 @@ impl DemoModel {
             )];
             turn.stop = StopReason::ToolUse;
         } else {
-            turn.text = HELP.into();
+            turn.text = self.help(message, &request.tools);
         }
         turn
     }
+
+    /// The reference agents' intents in `message` (several joined with `;`).
+    fn intents(&self, request: &ModelRequest<'_>, message: &str) -> Vec<(String, Value)> {
+        // A sub-agent's first message is its input as JSON: `{"topic": "..."}` (or a
+        // remote one's `{"task": "..."}`) reads as that text.
+        let topic = serde_json::from_str::<Value>(message).ok().and_then(|v| {
+            let text = v.get("topic").or_else(|| v.get("task"));
+            text.and_then(Value::as_str).map(str::to_string)
+        });
+        let clauses = topic.as_deref().unwrap_or(message).split(';');
+        clauses
+            .flat_map(|c| {
+                plan_intent(c, &request.tools)
+                    .unwrap_or_else(|| intent(c, &request.tools).into_iter().collect())
+            })
+            .map(|(name, args)| (name.to_string(), args))
+            .collect()
+    }
+
+    /// What to say to a message nothing answers.
+    fn help(&self, message: &str, tools: &[ToolSpec]) -> String {
+        let call = format!(
+            "call a tool with `/call <tool> {{json}}` (this agent's tools: {})",
+            script::tool_list(tools)
+        );
+        match &self.script {
+            Some(script) => format!(
+                "The demo model's script (LLM_SCRIPT) has no turn for \"{message}\": its turns answer {}. Or {call}.",
+                script.cues().join(", ")
+            ),
+            None => format!("{HELP}. Or {call}, or script the answers in LLM_SCRIPT."),
+        }
+    }
+}
+
+/// A script turn's answer, when it has one for this moment: its output for an agent
+/// that finishes with one, else its reply.
+fn scripted_answer(
+    request: &ModelRequest<'_>,
+    t: &script::Turn,
+    wants_output: bool,
+) -> Option<ModelTurn> {
+    let mut turn = ModelTurn {
+        usage: Usage {
+            input_tokens: 1,
+            output_tokens: 1,
+            ..Usage::default()
+        },
+        ..ModelTurn::default()
+    };
+    match (&t.output, &t.reply) {
+        (Some(output), _) if wants_output => {
+            turn.tool_calls = vec![ToolCall {
+                id: format!("demo-{}", request.messages.len()),
+                name: FINISH_TOOL.into(),
+                arguments: output.clone(),
+            }];
+            turn.stop = StopReason::ToolUse;
+        }
+        (_, Some(reply)) => turn.text = reply.clone(),
+        _ => return None,
+    }
+    Some(turn)
 }
 
 impl Model for DemoModel {

@@ -1,42 +1,14 @@
 //! HTTP plumbing shared by the worker entry and the session objects: reading a body
 //! under the size limit, JSON responses and error bodies, requests to a session's
-//! Durable Object, and outgoing requests ([`request`], public for tools).
+//! Durable Object.
 
 use crate::api::ApiError;
 use crate::host::Level;
 use crate::worker_host::log;
 use serde_json::json;
-use worker::wasm_bindgen::JsValue;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Env, Headers, Method, Response, Result, js_sys};
-
-/// An outgoing request for `worker::Fetch`, for tools that call HTTP APIs: built with
-/// `web_sys` directly, because `worker::RequestInit` also serializes Cloudflare's
-/// per-request options, which costs a worker ~6 KiB of bundle.
-///
-/// ```ignore
-/// let headers = worker::Headers::new();
-/// headers.set("authorization", &format!("Bearer {key}"))?;
-/// let request = helix_edge::request(&url, "POST", &headers, Some(body.into()))?;
-/// let mut response = worker::Fetch::Request(request).send().await?;
-/// ```
-pub fn request(
-    url: &str,
-    method: &str,
-    headers: &Headers,
-    body: Option<JsValue>,
-) -> Result<worker::Request> {
-    let init = web_sys::RequestInit::new();
-    init.set_method(method);
-    init.set_headers(&headers.0);
-    if let Some(body) = body {
-        init.set_body(&body);
-    }
-    web_sys::Request::new_with_str_and_init(url, &init)
-        .map(worker::Request::from)
-        .map_err(worker::Error::from)
-}
 
 /// Request bodies above this size answer 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -162,7 +134,7 @@ pub async fn call_object(
         .body
         .map(|b| js_sys::Uint8Array::from(b.as_slice()).into());
     let url = format!("https://session{}", request.path);
-    let sent = self::request(&url, request.method.as_ref(), &headers, body)
+    let sent = crate::outgoing::request(&url, request.method.as_ref(), &headers, body)
         .map_err(|e| internal("request", e))?;
     stub.fetch_with_request(sent).await.map_err(|e| {
         log(

@@ -36,7 +36,7 @@
 //!   the replica's record. `http`: bodies, responses and object-to-object requests.
 //!   `llm`: model providers over `fetch`. `worker_host`: clock, ids and logs. `remote`
 //!   (feature `remote-subagents`): other deployments' agents over `fetch`. `list`: the
-//!   session list from D1. [`request`]: an outgoing request for tools that call HTTP
+//!   session list from D1. [`request`] (`outgoing`, on every target): an outgoing request for tools that call HTTP
 //!   APIs, without `worker::RequestInit`'s bundle cost.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -48,6 +48,8 @@
 // The pure core, module by module (each is documented in `helix-edge-core`).
 #[cfg(feature = "demo")]
 pub use helix_edge_core::demo;
+#[cfg(feature = "testing")]
+pub use helix_edge_core::testing;
 pub use helix_edge_core::{
     agent, api, attachment, auth, chat, chunk, error, host, journal, lifecycle, memory, message,
     model, provider, runner, schema, scripted, sqlite, state, store, tool,
@@ -72,6 +74,7 @@ mod llm;
 pub mod migrations;
 #[cfg(target_arch = "wasm32")]
 mod object;
+mod outgoing;
 #[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]
 mod remote;
 #[cfg(target_arch = "wasm32")]
@@ -88,9 +91,8 @@ pub use app::{App, IntoApp};
 #[cfg(target_arch = "wasm32")]
 pub use entry::fetch;
 #[cfg(target_arch = "wasm32")]
-pub use http::request;
-#[cfg(target_arch = "wasm32")]
 pub use object::SessionHost;
+pub use outgoing::request;
 
 /// Forgets what this isolate read from its environment (its agents, auth and model
 /// configuration), for tests that call [`fetch`] with several environments in one
@@ -105,13 +107,18 @@ pub fn forget_environment() {
 /// Object class, both serving `app`: an [`App`], or the function that builds the
 /// agents from the environment (`fn(&Env) -> Result<Agents, DefinitionError>`).
 ///
+/// Natively (`cargo test` on the worker crate) it expands to nothing, so the crate's
+/// own tests build as they are; the agents' function counts as used.
+///
 /// A worker with routes of its own writes its `#[event(fetch)]` itself, calls
 /// [`fetch`] for everything else, and uses [`session_object!`] for the class.
 #[macro_export]
 macro_rules! worker {
-    ($app:expr) => {
+    (@wasm $app:expr) => {
+        #[cfg(target_arch = "wasm32")]
         $crate::session_object!($app);
 
+        #[cfg(target_arch = "wasm32")]
         #[::worker::event(fetch)]
         async fn fetch(
             req: ::worker::worker_sys::web_sys::Request,
@@ -120,6 +127,16 @@ macro_rules! worker {
         ) -> ::worker::Result<::worker::Response> {
             $crate::fetch(req, env, ctx, __helix_edge_app()).await
         }
+    };
+    ($agents:ident) => {
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: () = {
+            let _ = $agents;
+        };
+        $crate::worker!(@wasm $agents);
+    };
+    ($app:expr) => {
+        $crate::worker!(@wasm $app);
     };
 }
 

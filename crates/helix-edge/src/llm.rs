@@ -64,7 +64,7 @@ fn build(request: &HttpRequest) -> worker::Result<Request> {
     for (name, value) in &request.headers {
         headers.set(name, value)?;
     }
-    crate::http::request(
+    crate::outgoing::request(
         &request.url,
         "POST",
         &headers,

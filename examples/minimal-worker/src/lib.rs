@@ -24,6 +24,11 @@ fn agents(env: &Env) -> Result<Agents, DefinitionError> {
         .map(|v| v.to_string())
         .unwrap_or_default();
     let key = env.secret("ORDERS_API_KEY").map(|v| v.to_string()).ok();
+    support(api, key)
+}
+
+/// The `support` agent, calling the orders API at `api` with `key`.
+fn support(api: String, key: Option<String>) -> Result<Agents, DefinitionError> {
     let cancel_order = Tool::new(
         "cancel_order",
         "Cancel a customer's order. A human approves every call.",
@@ -75,3 +80,6 @@ async fn cancel(api: &str, key: Option<&str>, order_id: &str) -> Result<Value, T
 }
 
 helix_edge::worker!(agents);
+
+#[cfg(test)]
+mod tests;

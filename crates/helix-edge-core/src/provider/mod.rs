@@ -94,6 +94,9 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// First backoff; doubles per retry.
     pub retry_base: Duration,
+    /// The `demo` model's script for agents of your own (`LLM_SCRIPT`, JSON; see
+    /// `demo::script`).
+    pub script: Option<String>,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -214,6 +217,7 @@ impl ProviderConfig {
             deadline: Duration::from_millis(number("LLM_DEADLINE_MS", 300_000)?),
             max_retries: number("LLM_MAX_RETRIES", 3)? as u32,
             retry_base: Duration::from_millis(500),
+            script: var("LLM_SCRIPT"),
         })
     }
 

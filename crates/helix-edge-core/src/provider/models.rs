@@ -1,17 +1,23 @@
 //! [`ConfiguredModels`]: each agent's model, from the deployment's provider
 //! configuration — the configured provider over the platform's transport, or the
 //! built-in deterministic `demo` model when that is what is configured (or what the
-//! agent asks for). The demo model comes with the feature `demo` ([`DEMO`]).
+//! agent asks for), with the deployment's script (`LLM_SCRIPT`). The demo model comes
+//! with the feature `demo` ([`DEMO`]).
 
 use super::{HttpModel, ProviderConfig, ProviderKind, Transport};
 use crate::error::ProviderError;
 use crate::model::{Model, ModelSettings, Models};
 use std::rc::Rc;
 
-/// The demo model this build has.
-const DEMO: &[fn() -> Rc<dyn Model>] = &[
+/// The demo model this build has, given the deployment's configuration.
+type DemoOf = fn(&ProviderConfig) -> Result<Rc<dyn Model>, ProviderError>;
+const DEMO: &[DemoOf] = &[
     #[cfg(feature = "demo")]
-    || Rc::new(crate::demo::DemoModel),
+    |config| {
+        Ok(Rc::new(crate::demo::DemoModel::with_script(
+            config.script.as_deref(),
+        )?))
+    },
 ];
 
 /// Picks each agent's model from the deployment's provider configuration.
@@ -40,6 +46,6 @@ impl<T: Transport + Clone + 'static> Models for ConfiguredModels<T> {
                 "no model provider: set LLM_API_KEY (and LLM_PROVIDER), or build with helix-edge's `demo` feature".into(),
             )
         })?;
-        Ok(demo())
+        demo(&config)
     }
 }

@@ -30,7 +30,7 @@ use crate::chunk::{ChunkBody, StreamEvent};
 use crate::host::{Host, ManualHost};
 use crate::journal::MemoryJournal;
 use crate::message::Message;
-use crate::model::OneModel;
+use crate::model::{Model, OneModel};
 use crate::runner::{CreateSession, Progress, Runner, RunnerConfig, Submission};
 use crate::scripted::ScriptedModel;
 use crate::state::apply_all;
@@ -83,6 +83,19 @@ impl Scenario {
             self.store.clone(),
             self.agents.clone(),
             Rc::new(OneModel(self.model.clone())),
+            self.journal.clone(),
+            self.host.clone(),
+            RunnerConfig::new(instance),
+        )
+    }
+
+    /// A runner of process `instance` whose agents run on `model` instead of the
+    /// scripted one (the `demo` model with your script, say).
+    pub fn runner_on(&self, instance: &str, model: Rc<dyn Model>) -> TestRunner {
+        Runner::new(
+            self.store.clone(),
+            self.agents.clone(),
+            Rc::new(OneModel(model)),
             self.journal.clone(),
             self.host.clone(),
             RunnerConfig::new(instance),
