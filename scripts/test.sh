@@ -52,6 +52,8 @@ step "cargo test (native)"
 cargo test --workspace --locked
 # A worker crate's own tests, as a user runs them (plain `cargo test`).
 (cd examples/minimal-worker && cargo clippy --locked --all-targets -- -D warnings && cargo test --locked)
+# The README's own worker, from its snippets as pasted.
+bash scripts/check-readme-worker.sh
 
 step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
