@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
+use helix_edge_core::error::ProviderError;
 use helix_edge_core::message::{Message, Thinking, ToolCall};
 use helix_edge_core::model::{CacheTtl, ModelRequest, ModelSettings, ToolSpec};
 use helix_edge_core::provider::{ProviderConfig, ProviderKind};
@@ -245,6 +246,18 @@ fn provider_selection_follows_spec_defaults_and_rejects_bad_values() {
     assert!(config(&[("LLM_PROVIDER", "gpt")]).is_err());
     assert!(config(&[("LLM_PROVIDER", "openai"), ("LLM_BASE_URL", "ftp://x")]).is_err());
     assert!(config(&[("LLM_MAX_RETRIES", "many")]).is_err());
+    let Err(ProviderError::NotConfigured(keyless)) = config(&[("LLM_PROVIDER", "openai")]) else {
+        panic!("a provider's own endpoint with no key is not configured");
+    };
+    assert!(
+        keyless.contains("https://api.openai.com/v1, which needs LLM_API_KEY"),
+        "{keyless}"
+    );
+    let local = [
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", "http://127.0.0.1:9000/v1"),
+    ];
+    assert!(config(&local).is_ok(), "a local server may need no key");
     let c = config(&[("LLM_API_KEY", "sk-very-secret")]).unwrap();
     assert!(
         !format!("{c:?}").contains("sk-very-secret"),

@@ -186,6 +186,16 @@ impl ProviderConfig {
             },
             (None, _) => protocol.map_or(String::new(), |p| p.base_url().into()),
         };
+        // A provider's own endpoint needs a key: without one, every call would only be
+        // refused. (A server at an explicit LLM_BASE_URL may need none.)
+        if kind != ProviderKind::Demo && api_key.is_none() && var("LLM_BASE_URL").is_none() {
+            let name = var("LLM_PROVIDER").unwrap_or_default();
+            return Err(ProviderError::NotConfigured(format!(
+                "LLM_PROVIDER '{name}' calls {base_url}, which needs LLM_API_KEY: set it, set \
+                 LLM_BASE_URL for a server that needs no key, or leave LLM_PROVIDER unset for \
+                 the demo model"
+            )));
+        }
         let http = base_url.starts_with("https://") || base_url.starts_with("http://");
         if kind != ProviderKind::Demo && !http {
             return Err(ProviderError::NotConfigured(format!(
