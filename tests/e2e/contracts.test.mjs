@@ -161,6 +161,40 @@ test('a fork continues from a checkpoint in a new session; the source stays as i
   assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/fork`, { sessionId: forkId })).status, 409, 'the id is taken');
 });
 
+test('a finished session forks into an idle copy; its retry without a message is refused; no model call', async () => {
+  const id = newId('finished');
+  llm.push({ calls: [{ name: 'add_note', args: { text: 'a' } }, { name: 'add_note', args: { text: 'b' } }] }, { text: 'Noted.' });
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'note a and b' })).status, 201);
+  const source = await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  const asked = llm.requests.length;
+
+  const forkId = newId('copy');
+  const fork = await api(worker, 'POST', `/v1/sessions/${id}/fork`, { sessionId: forkId });
+  assert.equal(fork.status, 201, JSON.stringify(fork.body));
+  assert.equal(fork.body.status, 'completed', 'an idle copy: nothing to continue');
+  const copy = (await api(worker, 'GET', `/v1/sessions/${forkId}`)).body;
+  assert.equal(copy.status, 'completed');
+  assert.deepEqual(copy.state, source.state, 'the notes once, not twice');
+  assert.deepEqual(await transcript(forkId), await transcript(id));
+  const events = await (await stream(forkId)).until((e) => e.type === 'stream_resync');
+  assert.deepEqual(events.map((e) => e.type), ['stream_resync']);
+  assert.equal(events[0].json.reason, 'branch');
+
+  const retry = await api(worker, 'POST', `/v1/sessions/${id}/retry`, {});
+  assert.equal(retry.status, 409, JSON.stringify(retry.body));
+  assert.equal(retry.body.error.code, 'checkpoint_run_ended');
+  assert.deepEqual((await api(worker, 'GET', `/v1/sessions/${id}`)).body.state, source.state, 'nothing changed');
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(llm.requests.length, asked, 'no model was asked to answer its own answer');
+
+  // A message runs the copy.
+  llm.push({ text: 'More.' });
+  assert.equal((await api(worker, 'POST', `/v1/sessions/${forkId}/messages`, { message: 'and then?' })).status, 202);
+  await waitFor(worker, forkId, (s) => s.status === 'completed' && s.stepCount > copy.stepCount, 20_000);
+  assert.equal((await transcript(forkId)).at(-1), 'assistant: More.');
+  assert.equal(llm.requests.at(-1).body.messages.at(-1).role, 'user');
+});
+
 test('rich input: history, several messages, metadata and attachments reach the model as content parts', async () => {
   const id = newId('rich');
   const png = { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' };

@@ -246,6 +246,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** @description Restores a checkpoint of this session (its transcript and state) and runs again from it, answering `message` when there is one (it then takes the place of the checkpoint's run input when nothing answered that yet). Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input. A retry without a message from a checkpoint where its run ended is refused with 409 checkpoint_run_ended: there is nothing to continue. */
         post: operations["retrySession"];
         delete?: never;
         options?: never;
@@ -264,7 +265,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Creates a new session from a checkpoint of this one (its transcript and state at that step) that continues on its own: its run goes on from the checkpoint, or answers `message`. Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input (the message then takes that input's place). The new session's stream starts with run_started and stream_resync (reason branch). Answers as create does. */
+        /** @description Creates a new session from a checkpoint of this one (its transcript and state at that step) that continues on its own: its run goes on from the checkpoint, or answers `message`. Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input (the message then takes that input's place). The new session's stream starts with run_started and stream_resync (reason branch). From a checkpoint where its run ended (a finished session's latest, say) and without a message, there is nothing to continue: the new session is an idle copy (status completed, its stream starting with stream_resync alone) that runs on its first message. Answers as create does. */
         post: operations["forkSession"];
         delete?: never;
         options?: never;
@@ -1404,7 +1405,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created; the fork's run has started. */
+            /** @description Created: the fork's run has started (status active), or an idle copy was made (status completed). */
             201: {
                 headers: {
                     [name: string]: unknown;

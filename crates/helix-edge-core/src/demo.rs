@@ -361,6 +361,9 @@ impl Model for DemoModel {
         request: ModelRequest<'a>,
         on_delta: &'a mut dyn FnMut(Delta),
     ) -> LocalBoxFuture<'a, Result<ModelTurn, ProviderError>> {
+        if let Err(e) = request.check() {
+            return Box::pin(async move { Err(e) });
+        }
         let turn = self.answer(&request);
         stream(&turn.text, on_delta);
         Box::pin(async move { Ok(turn) })

@@ -336,6 +336,10 @@ pub enum ProviderError {
     /// A scripted or demo model has nothing more to say.
     #[error("The model has no answer: {0}")]
     Exhausted(String),
+    /// A request that ends with the assistant's own message: the model would only
+    /// continue (or repeat) its answer. Never sent ([`crate::model::ModelRequest::check`]).
+    #[error("The request ends with the assistant's message; there is nothing to answer")]
+    NothingToAnswer,
 }
 
 impl Coded for ProviderError {
@@ -352,6 +356,7 @@ impl Coded for ProviderError {
             Self::Stream { .. } => "provider_stream_error",
             Self::NotConfigured(_) => "provider_not_configured",
             Self::Exhausted(_) => "provider_exhausted",
+            Self::NothingToAnswer => "provider_nothing_to_answer",
             Self::TooLarge { .. } => "provider_output_too_large",
             Self::Refused(_) => "provider_refused",
             Self::ContentFiltered => "provider_content_filtered",

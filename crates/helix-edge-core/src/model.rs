@@ -71,6 +71,19 @@ pub struct ModelRequest<'a> {
     pub abort: AbortSignal,
 }
 
+impl ModelRequest<'_> {
+    /// Whether the request may go to a model: its transcript ends with the user's or a
+    /// tool's message. One that ends with the assistant's would have the model continue
+    /// its own answer (a prefill, which no adapter here means), so it is refused before
+    /// anything is sent.
+    pub fn check(&self) -> Result<(), ProviderError> {
+        match self.messages.last() {
+            Some(Message::Assistant { .. }) => Err(ProviderError::NothingToAnswer),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A piece of the answer, delivered while the model streams.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Delta {

@@ -157,6 +157,11 @@ impl Model for ScriptedModel {
             messages: request.messages.to_vec(),
             tools: request.tools.iter().map(|t| t.name.clone()).collect(),
         });
+        // Refused as the HTTP models refuse it, before the script moves on: every test
+        // that runs on this model checks that no path asks a model to answer itself.
+        if let Err(e) = request.check() {
+            return Box::pin(async move { Err(e) });
+        }
         let next = self.script.borrow_mut().pop_front();
         Box::pin(async move {
             match next {

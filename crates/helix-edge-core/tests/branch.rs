@@ -9,7 +9,7 @@ mod support;
 use helix_edge_core::chunk::{ChunkBody, ResyncReason, StreamEvent};
 use helix_edge_core::message::Message;
 use helix_edge_core::runner::{Progress, RunError};
-use helix_edge_core::store::{SessionStatus, Store};
+use helix_edge_core::store::{CheckpointStatus, SessionStatus, Store};
 use serde_json::json;
 use support::*;
 
@@ -110,11 +110,94 @@ fn a_retry_with_a_message_after_a_follow_up_replaces_only_the_follow_up() {
     assert_eq!(w.session().state, json!({"notes": []}));
     assert_consistent(&w, &json!({"notes": []}));
 
-    // A retry without a message reruns from the latest checkpoint, input included.
-    w.model.text("a2 third");
-    block(r.retry(SESSION, None, None)).unwrap();
+    // Without a message, the latest checkpoint is where the run ended: nothing to
+    // continue, so the retry is refused and nothing changes (no model is asked to
+    // answer its own final answer).
+    let before = (w.messages(), w.session().state);
+    let ended = block(r.retry(SESSION, None, None)).unwrap_err();
+    assert!(matches!(ended, RunError::RunEnded(_)), "{ended:?}");
+    assert_eq!((w.messages(), w.session().state), before);
+    // From a checkpoint inside a run (the first run's start), a retry without a message
+    // reruns from there.
+    let checkpoints = block(w.store.checkpoints(SESSION)).unwrap();
+    let start = checkpoints
+        .iter()
+        .find(|c| c.status == CheckpointStatus::Active)
+        .unwrap();
+    w.model.text("a1 again");
+    block(r.retry(SESSION, Some(&start.id), None)).unwrap();
     drive(&r);
-    assert_eq!(texts(&w.messages()).last().unwrap(), "assistant: a2 third");
+    assert_eq!(texts(&w.messages()), ["user: q1", "assistant: a1 again"]);
+    assert_consistent(&w, &json!({"notes": []}));
+}
+
+#[test]
+fn a_fork_of_a_finished_session_is_an_idle_copy_until_a_message_comes() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![
+            w.model.call("add_note", json!({"text": "a"})),
+            w.model.call("add_note", json!({"text": "b"})),
+        ])
+        .text("noted");
+    w.create(&r, "tester", "note a and b");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let asked = w.model.seen().len();
+
+    let request = block(r.fork_request(SESSION, None, "copy".into(), None)).unwrap();
+    assert!(request.idle, "the run ended at the latest checkpoint");
+    let created = block(r.create(request)).unwrap();
+    assert_eq!(created.status, SessionStatus::Completed);
+    assert_eq!(
+        block(r.drive("copy", 10)).unwrap(),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    assert_eq!(w.model.seen().len(), asked, "no model call for the copy");
+    let copy = block(w.store.load("copy")).unwrap().unwrap();
+    assert_eq!(copy.head.status, SessionStatus::Completed);
+    assert_eq!(copy.state, json!({"notes": [{"text": "a"}, {"text": "b"}]}));
+    let copied = block(w.store.messages("copy", 0, 100)).unwrap();
+    assert_eq!(
+        copied,
+        w.messages(),
+        "the transcript as it was, nothing added"
+    );
+
+    // A message runs it, as a follow-up runs a finished session.
+    w.model.text("and more");
+    block(r.send_message("copy", "anything else?".into())).unwrap();
+    assert_eq!(
+        block(r.drive("copy", 10)).unwrap(),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    let after = block(w.store.messages("copy", 0, 100)).unwrap();
+    assert_eq!(texts(&after).last().unwrap(), "assistant: and more");
+    let last_request = w.model.seen().last().unwrap().messages.clone();
+    assert!(matches!(last_request.last(), Some(Message::User { .. })));
+}
+
+#[test]
+fn no_model_is_asked_to_answer_a_transcript_that_ends_with_its_own_answer() {
+    let request_messages = [Message::user("q"), Message::assistant_text("a")];
+    let settings = helix_edge_core::model::ModelSettings::default();
+    let request = helix_edge_core::model::ModelRequest {
+        system: String::new(),
+        messages: &request_messages,
+        tools: Vec::new(),
+        settings: &settings,
+        session_id: SESSION,
+        abort: helix_edge_core::abort::AbortSignal::new(),
+    };
+    assert_eq!(
+        request.check(),
+        Err(helix_edge_core::error::ProviderError::NothingToAnswer)
+    );
+    let ok = helix_edge_core::model::ModelRequest {
+        messages: &request_messages[..1],
+        ..request
+    };
+    assert_eq!(ok.check(), Ok(()));
 }
 
 #[test]

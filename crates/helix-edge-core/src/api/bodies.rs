@@ -83,6 +83,7 @@ impl CreateSessionBody {
             state,
             parent: None,
             fork: None,
+            idle: false,
         })
     }
 }

@@ -139,6 +139,7 @@ impl From<RunError> for ApiError {
             | RunError::NotResumable(_)
             | RunError::AlreadyResolved(_)
             | RunError::CheckpointNotRestorable(_)
+            | RunError::RunEnded(_)
             | RunError::SubAgentSession(_) => 409,
             RunError::KindMismatch { .. } | RunError::Invalid(_) | RunError::ResultInvalid(_) => {
                 400

@@ -426,6 +426,9 @@ impl<T: Transport> Model for HttpModel<T> {
         request: ModelRequest<'a>,
         on_delta: &'a mut dyn FnMut(Delta),
     ) -> LocalBoxFuture<'a, Result<ModelTurn, ProviderError>> {
+        if let Err(e) = request.check() {
+            return Box::pin(async move { Err(e) });
+        }
         let http = self.config.request(&request);
         let abort = request.abort.clone();
         Box::pin(async move { self.call(&http, &abort, on_delta).await })

@@ -41,6 +41,12 @@ pub enum RunError {
     /// The checkpoint has unanswered calls in its transcript.
     #[error("Checkpoint '{0}' was taken while calls were pending and cannot be restored")]
     CheckpointNotRestorable(String),
+    /// The run ended at the checkpoint: a retry from it without a message would only
+    /// ask the model to answer its own final answer.
+    #[error(
+        "The run ended at checkpoint '{0}': there is nothing to continue. Retry with a message, or from an earlier checkpoint"
+    )]
+    RunEnded(String),
     /// The request is malformed in a way the API layer could not see.
     #[error("{0}")]
     Invalid(String),
@@ -71,6 +77,7 @@ impl Coded for RunError {
             Self::KindMismatch { .. } => "kind_mismatch",
             Self::CheckpointNotFound(_) => "checkpoint_not_found",
             Self::CheckpointNotRestorable(_) => "checkpoint_not_restorable",
+            Self::RunEnded(_) => "checkpoint_run_ended",
             Self::Invalid(_) => "validation_error",
             Self::ResultInvalid(_) => "tool_output_invalid",
             Self::Provider(e) => e.code(),

@@ -5,11 +5,18 @@
 //! checkpoint's transcript. Without a checkpoint id, a retry or fork with a message goes
 //! back to just before the latest run's input (the user edits their last message);
 //! without one, to the latest restorable checkpoint.
+//!
+//! A checkpoint where its run ended (completed) holds nothing to continue: without a
+//! message, a fork of it is an idle copy that runs on its first message, and a retry
+//! of it is refused (`checkpoint_run_ended`). No model is ever asked to answer its own
+//! final answer.
 
 use super::{CreateSession, ensure_idle};
 use crate::message::Message;
 use crate::runner::{RunError, Runner};
-use crate::store::{CheckpointRecord, ForkOrigin, SessionHead, Store, StoreError};
+use crate::store::{
+    CheckpointRecord, CheckpointStatus, ForkOrigin, SessionHead, Store, StoreError,
+};
 use serde_json::Value;
 
 /// Where a run restarts: a checkpoint, its state, and how much of its transcript stays.
@@ -20,6 +27,8 @@ pub(crate) struct Restore {
     pub keep: u64,
     /// Where the checkpoint's run input starts.
     pub input_at: u64,
+    /// The run ended at the checkpoint: there is nothing to continue.
+    pub ended: bool,
 }
 
 impl<S: Store> Runner<S> {
@@ -36,6 +45,9 @@ impl<S: Store> Runner<S> {
         let restore = self
             .restore_point(&live.head, checkpoint_id, message.is_some())
             .await?;
+        if restore.ended && message.is_none() {
+            return Err(RunError::RunEnded(restore.checkpoint.id));
+        }
         let messages = message.map(Message::user).into_iter().collect();
         self.start_run(&mut live, messages, Some(restore)).await
     }
@@ -57,6 +69,7 @@ impl<S: Store> Runner<S> {
         let Value::Object(state) = restore.state else {
             return Err(StoreError::Corrupt("a checkpoint's state is not an object".into()).into());
         };
+        let idle = restore.ended && message.is_none();
         Ok(CreateSession {
             session_id: new_id,
             agent: live.head.agent.clone(),
@@ -69,6 +82,7 @@ impl<S: Store> Runner<S> {
                 checkpoint_id: restore.checkpoint.id,
                 step_count: restore.checkpoint.step_count,
             }),
+            idle,
         })
     }
 
@@ -118,11 +132,13 @@ impl<S: Store> Runner<S> {
                 keep = input_at;
             }
         }
+        let ended = checkpoint.status == CheckpointStatus::Completed;
         Ok(Restore {
             checkpoint,
             state,
             keep,
             input_at,
+            ended,
         })
     }
 }

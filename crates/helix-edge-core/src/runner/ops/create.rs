@@ -2,7 +2,7 @@
 //! exactly one wins), with the first events staged for its commit.
 
 use super::{CreateSession, Created, new_run};
-use crate::chunk::{ChunkBody, ResyncReason};
+use crate::chunk::{ChunkBody, ResyncReason, RunStatus};
 use crate::runner::{RunError, Runner};
 use crate::store::{
     CheckpointRecord, CheckpointStatus, NewSession, SessionHead, SessionStatus, Store,
@@ -42,15 +42,26 @@ impl<S: Store> Runner<S> {
         let mut messages = request.history;
         messages.extend(request.input);
         let step_count = request.fork.as_ref().map_or(0, |f| f.step_count);
+        // A fork of where a run ended, with nothing to answer: an idle copy.
+        let idle = request.idle && request.fork.is_some() && input_at == messages.len() as u64;
+        let mut run = new_run(run_id.clone(), 1, now, input_at);
+        if idle {
+            run.status = RunStatus::Completed;
+            run.completed_at = Some(now);
+        }
         let mut head = SessionHead {
             id: request.session_id.clone(),
             agent: request.agent,
-            status: SessionStatus::Active,
+            status: if idle {
+                SessionStatus::Completed
+            } else {
+                SessionStatus::Active
+            },
             version: 1,
             commit_id: self.host.new_id("commit"),
             step_count,
             message_count: messages.len() as u64,
-            run: new_run(run_id.clone(), 1, now, input_at),
+            run,
             pending: vec![],
             suspended_reason: None,
             output: None,
@@ -66,7 +77,11 @@ impl<S: Store> Runner<S> {
             step_count,
             message_count: head.message_count,
             timestamp: now,
-            status: CheckpointStatus::Active,
+            status: if idle {
+                CheckpointStatus::Completed
+            } else {
+                CheckpointStatus::Active
+            },
             run_id: run_id.clone(),
             usage: None,
             stop_reason: None,
@@ -74,7 +89,10 @@ impl<S: Store> Runner<S> {
         };
         head.checkpoint_id = Some(checkpoint.id.clone());
         let emitter = self.emitter(&head, None);
-        let mut events = vec![emitter.event(ChunkBody::RunStarted { turn: 1 })];
+        let mut events = Vec::new();
+        if !idle {
+            events.push(emitter.event(ChunkBody::RunStarted { turn: 1 }));
+        }
         if let Some(fork) = request.fork {
             // The session's first events: nothing else can come between them.
             events.push(emitter.event(ChunkBody::StreamResync {
@@ -103,12 +121,17 @@ impl<S: Store> Runner<S> {
             ("session", crate::host::LogValue::Str(&request.session_id)),
             ("run", crate::host::LogValue::Str(&run_id)),
         ];
-        self.host
-            .log(crate::host::Level::Info, "run_started", &fields);
+        let status = if idle {
+            SessionStatus::Completed
+        } else {
+            self.host
+                .log(crate::host::Level::Info, "run_started", &fields);
+            SessionStatus::Active
+        };
         Ok(Created {
             session_id: request.session_id,
             run_id,
-            status: SessionStatus::Active,
+            status,
         })
     }
 }

@@ -37,6 +37,10 @@ pub struct CreateSession {
     /// For a fork: the checkpoint it branches from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork: Option<ForkOrigin>,
+    /// For a fork, with no input, of a checkpoint where its run ended: the copy starts
+    /// idle (`completed`, as the run was there) and runs on its first message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
 }
 
 impl CreateSession {
@@ -54,6 +58,7 @@ impl CreateSession {
             state: None,
             parent: None,
             fork: None,
+            idle: false,
         }
     }
 }
@@ -65,7 +70,7 @@ pub struct Created {
     pub session_id: String,
     /// The first run.
     pub run_id: String,
-    /// Its status (`active`).
+    /// Its status: `active`, or `completed` for an idle fork.
     pub status: SessionStatus,
 }
 
