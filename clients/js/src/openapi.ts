@@ -595,10 +595,10 @@ export interface components {
             cacheWriteTokens: number;
         };
         /**
-         * @description Why the model stopped, normalised across providers.
+         * @description Why the model stopped, normalised across providers: each reason a provider distinguishes is its own value (stop_sequence and pause_turn are Anthropic's; both end the step as a finished answer).
          * @enum {string}
          */
-        StopReason: "end_turn" | "tool_use" | "max_tokens" | "content_filter" | "refusal" | "error" | "unknown";
+        StopReason: "end_turn" | "tool_use" | "stop_sequence" | "pause_turn" | "max_tokens" | "content_filter" | "refusal" | "error" | "unknown";
         /** @description How long an approval or a client-executed call waited for its answer, and how it ended. */
         CallWait: {
             toolCallId: string;

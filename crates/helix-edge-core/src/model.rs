@@ -107,6 +107,12 @@ wire_enum! {
         EndTurn = "end_turn",
         /// It wants tool results.
         ToolUse = "tool_use",
+        /// It reached one of the request's stop sequences (Anthropic): a finished answer.
+        StopSequence = "stop_sequence",
+        /// The provider paused a long turn of its own server-side tools (Anthropic); the
+        /// step ends with what came, as a finished answer (helix-edge sends no server
+        /// tools, so only a provider-side tool pauses).
+        PauseTurn = "pause_turn",
         /// It hit the output token cap.
         MaxTokens = "max_tokens",
         /// The provider filtered the content.
@@ -126,7 +132,7 @@ impl StopReason {
     /// refused (`detail` is the provider's explanation), or the reason is unknown.
     pub fn error(self, detail: Option<String>) -> Option<ProviderError> {
         match self {
-            Self::EndTurn | Self::ToolUse => None,
+            Self::EndTurn | Self::ToolUse | Self::StopSequence | Self::PauseTurn => None,
             Self::MaxTokens => Some(ProviderError::MaxTokens),
             Self::ContentFilter => Some(ProviderError::ContentFiltered),
             Self::Refusal => Some(ProviderError::Refused(detail)),

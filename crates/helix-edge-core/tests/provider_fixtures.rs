@@ -389,6 +389,27 @@ fn anthropic_stop_reasons_and_cache_usage() {
 }
 
 #[test]
+fn anthropic_stop_sequence_and_pause_turn_are_their_own_reasons_and_finished_answers() {
+    for (reason, stop) in [
+        ("end_turn", StopReason::EndTurn),
+        ("stop_sequence", StopReason::StopSequence),
+        ("pause_turn", StopReason::PauseTurn),
+    ] {
+        let sse = format!(
+            "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"usage\":{{\"input_tokens\":3,\"output_tokens\":0}}}}}}\n\n\
+             event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n\
+             event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"Hi\"}}}}\n\n\
+             event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+             event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"{reason}\"}},\"usage\":{{\"output_tokens\":1}}}}\n\n\
+             event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+        );
+        let t = decode_every_way("anthropic", sse.as_bytes());
+        assert_eq!((t.text.as_str(), t.stop), ("Hi", stop), "{reason}");
+        assert_eq!(t.stop.error(None), None, "{reason} is a finished answer");
+    }
+}
+
+#[test]
 fn an_openai_refusal_ends_the_turn_as_a_refusal_with_its_text() {
     let chunk = |delta: &str, finish: &str| {
         format!(

@@ -120,7 +120,8 @@ pub struct Agent {
 /// Decides after a step whether the run stops there.
 pub(crate) type StopWhen = Rc<dyn Fn(&StepSummary<'_>) -> bool>;
 
-/// A step that went on to another model call, as a `stop_when` predicate sees it.
+/// A step that would go on to another model call (after its calls, or nudged after its
+/// text), as a `stop_when` predicate sees it.
 #[derive(Debug)]
 pub struct StepSummary<'a> {
     /// Model steps taken in this run, this one included.

@@ -285,7 +285,9 @@ pub struct AnthropicDecoder {
 
 fn stop_reason(reason: &str) -> StopReason {
     match reason {
-        "end_turn" | "stop_sequence" | "pause_turn" => StopReason::EndTurn,
+        "end_turn" => StopReason::EndTurn,
+        "stop_sequence" => StopReason::StopSequence,
+        "pause_turn" => StopReason::PauseTurn,
         "tool_use" => StopReason::ToolUse,
         "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
         "refusal" => StopReason::Refusal,

@@ -4,8 +4,8 @@
 //! once the sub-agents the step started have ended — and skips the step's other calls;
 //! pending calls suspend it; a text answer completes it, or, for an agent that owes an
 //! output, is the output when it parses into the schema and otherwise gets a bounded
-//! corrective nudge; calls go on to the next step unless the agent's `stop_when` says
-//! the run stops. `__finish__` calls are checked here too ([`finish_output`]).
+//! corrective nudge; calls go on to the next step. Whenever the run would go on, the
+//! agent's `stop_when` is asked first. `__finish__` calls are checked here too ([`finish_output`]).
 
 use crate::agent::{Agent, FINISH_TOOL, StepSummary};
 use crate::error::{Coded, ErrorInfo, ProviderError, ToolError};
@@ -89,13 +89,44 @@ impl Conclusion {
     }
 }
 
-/// Concludes a step of `agent`'s run `run`, which may spend `max_nudges` nudges.
+/// Concludes a step of `agent`'s run `run`, which may spend `max_nudges` nudges. A step
+/// that would go on to another model call — after calls, or nudged after text — asks
+/// the agent's `stop_when` first.
 pub(crate) fn conclude_step(
     agent: &Agent,
     run: &RunRecord,
     max_nudges: u32,
     step: Stepped<'_>,
 ) -> Conclusion {
+    let (text, calls, results, state) = (step.text, step.calls, step.results, step.state);
+    let conclusion = decide(agent, run, max_nudges, step);
+    if conclusion.outcome != Outcome::Continue {
+        return conclusion;
+    }
+    let Some(stop_when) = agent.stop_when() else {
+        return conclusion;
+    };
+    let results: Vec<Message> = results.iter().flatten().cloned().collect();
+    let summary = StepSummary {
+        run_steps: run.step_count + 1,
+        text,
+        tool_calls: calls,
+        results: &results,
+        state,
+    };
+    match (stop_when(&summary), agent.output()) {
+        (false, _) => conclusion,
+        (true, None) => Conclusion::of(Outcome::Complete(None)),
+        (true, Some(_)) => Conclusion::of(Outcome::Fail(ErrorInfo {
+            code: "output_missing".into(),
+            message: format!("The agent's stop_when ended the run before {FINISH_TOOL} was called"),
+            retryable: false,
+        })),
+    }
+}
+
+/// What the step leads to, before `stop_when` is asked.
+fn decide(agent: &Agent, run: &RunRecord, max_nudges: u32, step: Stepped<'_>) -> Conclusion {
     let nudges_left = run.nudges < max_nudges;
     if let Some(stopped) = step.stopped {
         // A cut-off answer of an agent that owes an output is nudged; everything else
@@ -135,7 +166,8 @@ pub(crate) fn conclude_step(
     if step.calls.is_empty() {
         return after_text(agent, run, nudges_left, step.text);
     }
-    after_calls(agent, run, &step)
+    // A step of calls goes on to the next model call.
+    Conclusion::of(Outcome::Continue)
 }
 
 /// A text answer (no calls): the run completes, with the text as the output when an
@@ -158,30 +190,6 @@ fn after_text(agent: &Agent, run: &RunRecord, nudges_left: bool, text: &str) -> 
         ),
         retryable: true,
     }))
-}
-
-/// A step of calls goes on to the next model call, unless `stop_when` stops the run.
-fn after_calls(agent: &Agent, run: &RunRecord, step: &Stepped<'_>) -> Conclusion {
-    let Some(stop_when) = agent.stop_when() else {
-        return Conclusion::of(Outcome::Continue);
-    };
-    let results: Vec<Message> = step.results.iter().flatten().cloned().collect();
-    let summary = StepSummary {
-        run_steps: run.step_count + 1,
-        text: step.text,
-        tool_calls: step.calls,
-        results: &results,
-        state: step.state,
-    };
-    Conclusion::of(match (stop_when(&summary), agent.output()) {
-        (false, _) => Outcome::Continue,
-        (true, None) => Outcome::Complete(None),
-        (true, Some(_)) => Outcome::Fail(ErrorInfo {
-            code: "output_missing".into(),
-            message: format!("The agent's stop_when ended the run before {FINISH_TOOL} was called"),
-            retryable: false,
-        }),
-    })
 }
 
 /// Checks a `__finish__` call's arguments against the output schema; the first valid
@@ -387,5 +395,33 @@ mod tests {
             Outcome::Continue,
             "the predicate sees the run's steps"
         );
+    }
+
+    #[test]
+    fn stop_when_is_asked_after_a_nudged_text_step_too_and_never_when_the_run_ends() {
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let seen = asked.clone();
+        let owes = Agent::builder("a")
+            .output_schema(json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}))
+            .stop_when(move |s| {
+                seen.set(seen.get() + 1);
+                s.tool_calls.is_empty() && s.text.contains("give up")
+            })
+            .build()
+            .unwrap();
+        // A text answer that is not the output would be nudged: the predicate decides.
+        let c = conclude_step(&owes, &run(0), 2, step("thinking more", &[], &[]));
+        assert!(c.nudge.is_some(), "not stopped: nudged");
+        let c = conclude_step(&owes, &run(0), 2, step("I give up", &[], &[]));
+        assert!(
+            matches!(&c.outcome, Outcome::Fail(e) if e.code == "output_missing" && e.message.contains("stop_when")),
+            "{:?}",
+            c.outcome
+        );
+        assert_eq!(asked.get(), 2);
+        // A text answer that is the output ends the run: nothing to ask.
+        let c = conclude_step(&owes, &run(0), 2, step(r#"{"x": 1}"#, &[], &[]));
+        assert_eq!(c.outcome, Outcome::Complete(Some(json!({"x": 1}))));
+        assert_eq!(asked.get(), 2, "not asked when the run ends anyway");
     }
 }
