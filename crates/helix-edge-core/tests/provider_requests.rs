@@ -458,3 +458,78 @@ fn prompt_caching_marks_anthropic_breakpoints_and_keys_openai_by_session() {
     let body: Value = serde_json::from_str(&openai.request(&request(&off)).body).unwrap();
     assert_eq!(body.get("prompt_cache_key"), None);
 }
+
+#[test]
+fn a_configuration_never_sends_what_its_profile_lacks() {
+    let image: helix_edge_core::attachment::Attachment = serde_json::from_value(
+        json!({"type": "image", "mediaType": "image/png", "data": "iVBORw0KGgo=", "name": "a.png"}),
+    )
+    .unwrap();
+    let messages = [Message::User {
+        content: "look".into(),
+        attachments: vec![image],
+        metadata: None,
+    }];
+    let settings = ModelSettings {
+        prompt_cache: Some(helix_edge_core::model::CacheTtl::FiveMinutes),
+        ..ModelSettings::default()
+    };
+    let request = ModelRequest {
+        system: String::new(),
+        messages: &messages,
+        tools: vec![ToolSpec {
+            name: "get_weather".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object", "properties": {}}),
+            strict: true,
+        }],
+        settings: &settings,
+        session_id: "s1",
+        abort: Default::default(),
+    };
+    let body =
+        |c: &ProviderConfig| -> Value { serde_json::from_str(&c.request(&request).body).unwrap() };
+
+    // OpenAI's own API: everything goes.
+    let openai = body(&config(&[("LLM_PROVIDER", "openai"), ("LLM_API_KEY", "k")]).unwrap());
+    assert_eq!(openai["tools"][0]["function"]["strict"], json!(true));
+    assert_eq!(openai["prompt_cache_key"], "s1");
+    assert_eq!(openai["messages"][0]["content"][1]["type"], "image_url");
+
+    // Workers AI: no strict tools, no cache key; images still go.
+    let workers = [
+        ("LLM_PROVIDER", "workers-ai"),
+        ("CF_ACCOUNT_ID", "acc"),
+        ("LLM_API_KEY", "t"),
+    ];
+    let workers = body(&config(&workers).unwrap());
+    assert_eq!(workers["tools"][0]["function"].get("strict"), None);
+    assert_eq!(workers.get("prompt_cache_key"), None);
+    assert_eq!(workers["messages"][0]["content"][1]["type"], "image_url");
+
+    // Any other OpenAI-compatible server: the conservative profile; the image is told
+    // of in text.
+    let local = [
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+    ];
+    let compatible = body(&config(&local).unwrap());
+    assert_eq!(compatible["tools"][0]["function"].get("strict"), None);
+    assert_eq!(compatible.get("prompt_cache_key"), None);
+    assert_eq!(
+        compatible["messages"][0]["content"],
+        "look\n[Attachment: a.png (image/png), not readable by this model]"
+    );
+
+    // LLM_CAPABILITIES says what such a server takes.
+    let told = [
+        ("LLM_PROVIDER", "openai"),
+        ("LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("LLM_CAPABILITIES", "strict_tools,prompt_cache,images"),
+    ];
+    let adjusted = body(&config(&told).unwrap());
+    assert_eq!(adjusted["tools"][0]["function"]["strict"], json!(true));
+    assert_eq!(adjusted["prompt_cache_key"], "s1");
+    let bad = config(&[("LLM_CAPABILITIES", "telepathy"), ("LLM_API_KEY", "k")]);
+    assert!(matches!(bad, Err(ProviderError::NotConfigured(m)) if m.contains("'telepathy'")));
+}

@@ -130,6 +130,14 @@ impl Transport for FetchTransport {
     fn warn(&self, message: &str) {
         worker::console_warn!("{}", message);
     }
+
+    fn debug(&self, event: &str, detail: &str) {
+        crate::worker_host::log(
+            helix_edge_core::host::Level::Debug,
+            event,
+            serde_json::json!({ "detail": detail }),
+        );
+    }
 }
 
 /// Each agent's model, from the provider configuration in `env`'s vars and secrets.

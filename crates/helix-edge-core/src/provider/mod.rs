@@ -11,6 +11,7 @@
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
+pub mod capabilities;
 mod models;
 pub mod openai;
 mod protocol;
@@ -22,9 +23,10 @@ mod transport;
 use crate::abort::AbortSignal;
 use crate::error::ProviderError;
 use crate::model::{Delta, Model, ModelRequest, ModelTurn};
+pub use capabilities::Capabilities;
 use futures::future::LocalBoxFuture;
 pub use models::ConfiguredModels;
-pub use protocol::Protocol;
+use protocol::Protocol;
 use retry::error_message;
 pub use retry::{MAX_RETRY_AFTER_MS, backoff_ms, classify, retry_after_ms};
 use sse::{SseEvent, SseFramer};
@@ -97,6 +99,9 @@ pub struct ProviderConfig {
     /// The `demo` model's script for agents of your own (`LLM_SCRIPT`, JSON; see
     /// `demo::script`).
     pub script: Option<String>,
+    /// What it supports: the profile of its kind and endpoint, adjusted by
+    /// `LLM_CAPABILITIES`.
+    pub capabilities: Capabilities,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -196,6 +201,15 @@ impl ProviderConfig {
                  the demo model"
             )));
         }
+        // OpenAI's profile for its own API; any other server at LLM_BASE_URL gets the
+        // conservative one.
+        let own = kind != ProviderKind::OpenAi || base_url.contains("api.openai.com");
+        let mut capabilities = Capabilities::profile(kind, own);
+        if let Some(spec) = var("LLM_CAPABILITIES") {
+            capabilities = capabilities
+                .adjusted(&spec)
+                .map_err(ProviderError::NotConfigured)?;
+        }
         let http = base_url.starts_with("https://") || base_url.starts_with("http://");
         if kind != ProviderKind::Demo && !http {
             return Err(ProviderError::NotConfigured(format!(
@@ -228,6 +242,7 @@ impl ProviderConfig {
             max_retries: number("LLM_MAX_RETRIES", 3)? as u32,
             retry_base: Duration::from_millis(500),
             script: var("LLM_SCRIPT"),
+            capabilities,
         })
     }
 
@@ -237,8 +252,14 @@ impl ProviderConfig {
         protocol::of(self.kind).unwrap_or(&openai::OpenAi)
     }
 
-    /// The HTTP request for one streaming call.
+    /// The HTTP request for one streaming call, without what the configuration lacks
+    /// ([`Capabilities::apply`]).
     pub fn request(&self, request: &ModelRequest<'_>) -> HttpRequest {
+        let (mut settings, mut messages) = (None, None);
+        let (request, _) = self
+            .capabilities
+            .apply(request, &mut settings, &mut messages);
+        let request = request.as_ref();
         let model = request.settings.model.as_deref().unwrap_or(&self.model);
         let mut headers = vec![
             ("content-type".to_string(), "application/json".to_string()),
@@ -428,6 +449,16 @@ impl<T: Transport> Model for HttpModel<T> {
     ) -> LocalBoxFuture<'a, Result<ModelTurn, ProviderError>> {
         if let Err(e) = request.check() {
             return Box::pin(async move { Err(e) });
+        }
+        let (mut settings, mut messages) = (None, None);
+        let caps = &self.config.capabilities;
+        let (_, dropped) = caps.apply(&request, &mut settings, &mut messages);
+        if !dropped.is_empty() {
+            let detail = format!(
+                "not sent, as the provider lacks them: {}",
+                dropped.join(", ")
+            );
+            self.transport.debug("model_capability_dropped", &detail);
         }
         let http = self.config.request(&request);
         let abort = request.abort.clone();

@@ -88,4 +88,6 @@ pub trait Transport {
     fn random(&self) -> f64;
     /// Notes something odd but harmless (an unknown stream event).
     fn warn(&self, message: &str);
+    /// A debug line: `event` and its `detail` (what a call left out, say).
+    fn debug(&self, _event: &str, _detail: &str) {}
 }
