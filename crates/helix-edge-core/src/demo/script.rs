@@ -2,7 +2,7 @@
 //! `LLM_SCRIPT`) and the `/call` syntax, so that any agent runs locally with no key.
 //!
 //! A script is a JSON list of turns, tried in order against the newest user message
-//! (case-insensitive: the turn's `user` text anywhere in it):
+//! (ASCII letters case-insensitive: the turn's `user` text anywhere in it):
 //!
 //! ```json
 //! [{"user": "cancel", "calls": [{"tool": "cancel_order", "args": {"order_id": "A-1042"}}],
@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
-    /// Text the newest user message contains (case-insensitive) for this turn to answer.
+    /// Text the newest user message contains (ASCII letters case-insensitive) for this turn to answer.
     pub user: String,
     /// The tools to call, in one step.
     #[serde(default)]
@@ -80,8 +80,8 @@ impl DevScript {
 
     /// The first turn whose `user` text the message contains.
     pub fn turn(&self, message: &str) -> Option<&Turn> {
-        let message = message.to_lowercase();
-        let said = |t: &&Turn| message.contains(&t.user.trim().to_lowercase());
+        let message = message.to_ascii_lowercase();
+        let said = |t: &&Turn| message.contains(&t.user.trim().to_ascii_lowercase());
         self.turns.iter().find(said)
     }
 
