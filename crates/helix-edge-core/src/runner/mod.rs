@@ -46,6 +46,7 @@ mod drive;
 mod emit;
 mod error;
 mod exec;
+mod finish;
 pub mod machine;
 mod ops;
 mod pipeline;

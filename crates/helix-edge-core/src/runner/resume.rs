@@ -6,6 +6,7 @@
 
 use super::conclude::Outcome;
 use super::exec::{Run, merge_into};
+use super::finish::finish_waits;
 use super::results::{end_denied, end_with_result, end_without_running, result_hooks};
 use super::waited::wait_of;
 use super::{Live, Progress, RunError, Runner};
@@ -157,17 +158,28 @@ impl<S: Store> Runner<S> {
         let waiting_again = self
             .resume_plan(live, agent, &mut messages, &mut state_ops, &emitter)
             .await?;
+        // The step's finishing calls ran once nothing of it waits on a person or a
+        // client any more.
+        let finished = match finish_waits(&waiting_again) {
+            true => None,
+            false => {
+                self.resume_finishing(live, agent, &mut messages, &mut state_ops, &emitter)
+                    .await?
+            }
+        };
         let children = self.wait_records(live, agent, now).await?;
         let mut head = live.head.clone();
         head.pending.clear();
         head.suspended_reason = None;
-        let closing = match head.run.deferred_output.take() {
+        let closing = match (head.run.deferred_output.take(), finished) {
             // The run finished in the step that started these sub-agents: it completes
             // now that they have ended.
-            Some(output) => Some(Outcome::Complete(Some(output))),
+            (Some(output), _) => Some(Outcome::Complete(Some(output))),
             // The plan waits again.
-            None if !waiting_again.is_empty() => Some(Outcome::Suspend(waiting_again)),
-            None => None,
+            (None, _) if !waiting_again.is_empty() => Some(Outcome::Suspend(waiting_again)),
+            // A finishing call that waited for the answers gave the output.
+            (None, Some(output)) => Some(Outcome::Complete(Some(output))),
+            (None, None) => None,
         };
         if let Some(outcome) = closing {
             let completes = matches!(outcome, Outcome::Complete(_));

@@ -1,18 +1,19 @@
 //! One model step: build the prompt, call the model (streaming its deltas as chunks),
 //! plan the tool calls, run them — first the server, approval-gated, client and child
 //! calls in dependency order ([`super::plan`]: in parallel, from the pre-step state,
-//! when none uses what another stores); then `finish_with` calls in order, seeing those
-//! writes — conclude ([`super::conclude`]) and commit the assistant message, the
+//! when none uses what another stores); then the finishing calls ([`super::finish`]),
+//! seeing those writes, unless they wait for calls a person or a client answers —
+//! conclude ([`super::conclude`]) and commit the assistant message, the
 //! results, the merged state writes, the run bookkeeping and a checkpoint in one write.
 //! Approval-gated, client and child calls become durable pending calls. When the run
 //! goes on, that write goes out together with the next model call
 //! ([`super::pipeline`]).
 
 use super::calls::{Plan, normalize_calls, plan};
-use super::conclude::{Stepped, conclude_step, finish_output};
+use super::conclude::{Stepped, conclude_step};
 use super::emit::Emitter;
-use super::exec::merge_into;
-use super::plan::{Ran, StepCalls, prepare_call};
+use super::finish::{Finishing, finish_waits};
+use super::plan::{Ran, StepCalls};
 use super::results::{end_without_running, result_hooks};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
@@ -258,49 +259,25 @@ impl<S: Store> Runner<S> {
                 }
             }
         }
-        let mut output: Option<Value> = None;
+        // Calls waiting on a person or a client: the finishing calls wait for them.
+        let todo: Vec<bool> = match finish_waits(&ran.pending) {
+            true => vec![false; calls.len()],
+            false => ran.results.iter().map(Option::is_none).collect(),
+        };
+        let out = Finishing {
+            todo: &todo,
+            results: &mut ran.results,
+            writes: &mut ran.writes,
+            ops: &mut ran.ops,
+            claim: false,
+        };
+        let output = self
+            .run_finishing(live, agent, calls, &plans, out, emitter)
+            .await?;
         for (i, call) in calls.iter().enumerate() {
-            if plans[i] != Plan::FinishWith || ran.results[i].is_some() {
-                continue;
-            }
-            let Some(tool) = agent.tool(&call.name) else {
-                continue;
-            };
-            if output.is_some() {
-                let skipped = ToolError::Skipped("the run already finished".into());
-                ran.results[i] = Some(end_without_running(call, &skipped, emitter));
-                continue;
-            }
-            let (ready, stored_at) = match prepare_call(agent, tool, call, &live.state) {
-                Ok(prepared) => prepared,
-                Err(err) => {
-                    ran.results[i] = Some(end_without_running(call, &err, emitter));
-                    continue;
-                }
-            };
-            let run = [(i, &ready, stored_at.as_deref())];
-            let outcomes = self
-                .tools()
-                .run_parallel(agent, &run, &mut live.state, emitter)
-                .await;
-            let Some((_, outcome)) = outcomes.into_iter().next() else {
-                continue; // the tool exists: it ran
-            };
-            if agent.hooks().is_some() {
-                ran.writes[i] = outcome.writes.clone();
-            }
-            merge_into(&mut live.state, vec![outcome.writes], &mut ran.ops, emitter);
-            output = outcome.value;
-            ran.results[i] = Some(outcome.message);
-        }
-        for (i, call) in calls.iter().enumerate() {
-            match plans[i] {
-                Plan::Finish => ran.results[i] = Some(finish_output(agent, call, &mut output)),
-                Plan::Unknown => {
-                    let err = ToolError::NotFound(call.name.clone());
-                    ran.results[i] = Some(end_without_running(call, &err, emitter));
-                }
-                _ => {}
+            if plans[i] == Plan::Unknown {
+                let err = ToolError::NotFound(call.name.clone());
+                ran.results[i] = Some(end_without_running(call, &err, emitter));
             }
         }
         Ok((ran, output))
