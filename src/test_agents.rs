@@ -48,9 +48,9 @@ async fn report(url: &str, body: &Value) -> Result<(), ToolError> {
 
 /// The `ledger` agent, reporting to `url`.
 pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
-    let lookup_url = url.clone();
+    let (lookup_url, close_url) = (url.clone(), url.clone());
     Agent::builder("ledger")
-        .description("Test agent: notes, and an approved tool that records each execution outside the worker.")
+        .description("Test agent: notes, an approved tool that records each execution outside the worker, and a finish that reports too.")
         .system_prompt("You record things.")
         .initial_state(json!({ "notes": [] }))
         .tool(add_note_tool())
@@ -69,6 +69,22 @@ pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
             })
             .approval_always(),
         )
+        .tool({
+            let url = close_url;
+            Tool::new("close", "Finish the run with a label (reported too).", move |input: Record, ctx: ToolContext| {
+                let url = url.clone();
+                async move {
+                    let body = json!({
+                        "session": ctx.session_id(),
+                        "toolCallId": ctx.tool_call_id(),
+                        "label": input.label,
+                    });
+                    report(&url, &body).await?;
+                    Ok::<_, ToolError>(json!({ "closed": input.label }))
+                }
+            })
+            .finish_with()
+        })
         .tool(
             Tool::new("lookup", "Report a label, giving up after a second.", move |input: Record, ctx: ToolContext| {
                 let url = lookup_url.clone();
