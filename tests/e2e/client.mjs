@@ -109,7 +109,7 @@ export async function startWithMock(vars = {}, persistDir, options = {}) {
         LLM_API_KEY: 'test-key',
         // The mock plays OpenAI's own API: its profile, not the conservative one a
         // server at an explicit LLM_BASE_URL gets.
-        LLM_CAPABILITIES: 'strict_tools,strict_output,prompt_cache,images,documents',
+        LLM_CAPABILITIES: 'strict_tools,strict_output,prompt_cache,images,documents,reasoning',
         LLM_MAX_RETRIES: '2',
         ASK_USER_DEADLINE_MS: '300000',
         LEDGER_URL: llm.ledgerUrl,

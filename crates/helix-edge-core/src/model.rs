@@ -26,6 +26,43 @@ pub struct ModelSettings {
     /// gets `cache_control` breakpoints, OpenAI the session as `prompt_cache_key`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache: Option<CacheTtl>,
+    /// Which tools the model must or may call (`auto` when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// How hard a reasoning model thinks: OpenAI's `reasoning_effort`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// Anthropic's extended thinking: the tokens it may spend (at least 1024; the call's
+    /// `max_tokens` is raised above it, and `temperature` is not sent with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u32>,
+}
+
+/// Which tools the model must or may call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// It decides (the default).
+    Auto,
+    /// It must call one of the tools (Anthropic: `any`).
+    Required,
+    /// It must not call any.
+    None,
+    /// It must call this tool.
+    Tool(String),
+}
+
+wire_enum! {
+    /// How hard a reasoning model thinks.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ReasoningEffort {
+        /// Little reasoning, fast.
+        Low = "low",
+        /// The providers' default.
+        Medium = "medium",
+        /// Thorough.
+        High = "high",
+    }
 }
 
 wire_enum! {

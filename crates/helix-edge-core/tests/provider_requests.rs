@@ -533,3 +533,87 @@ fn a_configuration_never_sends_what_its_profile_lacks() {
     let bad = config(&[("LLM_CAPABILITIES", "telepathy"), ("LLM_API_KEY", "k")]);
     assert!(matches!(bad, Err(ProviderError::NotConfigured(m)) if m.contains("'telepathy'")));
 }
+
+#[test]
+fn tool_choice_reasoning_effort_and_thinking_budgets_reach_each_provider_as_it_spells_them() {
+    use helix_edge_core::model::{ReasoningEffort, ToolChoice};
+    let messages = [Message::user("hi")];
+    let tools = vec![ToolSpec {
+        name: "get_weather".into(),
+        description: "d".into(),
+        input_schema: json!({"type": "object", "properties": {}}),
+        strict: false,
+    }];
+    let body = |c: &ProviderConfig, settings: &ModelSettings| -> Value {
+        let request = ModelRequest {
+            system: String::new(),
+            messages: &messages,
+            tools: tools.clone(),
+            settings,
+            session_id: "s1",
+            abort: Default::default(),
+        };
+        serde_json::from_str(&c.request(&request).body).unwrap()
+    };
+    let openai = config(&[("LLM_PROVIDER", "openai"), ("LLM_API_KEY", "k")]).unwrap();
+    let anthropic = config(&[("LLM_PROVIDER", "anthropic"), ("LLM_API_KEY", "k")]).unwrap();
+    let choices = [
+        (ToolChoice::Auto, json!("auto"), json!({"type": "auto"})),
+        (
+            ToolChoice::Required,
+            json!("required"),
+            json!({"type": "any"}),
+        ),
+        (ToolChoice::None, json!("none"), json!({"type": "none"})),
+        (
+            ToolChoice::Tool("get_weather".into()),
+            json!({"type": "function", "function": {"name": "get_weather"}}),
+            json!({"type": "tool", "name": "get_weather"}),
+        ),
+    ];
+    for (choice, openai_form, anthropic_form) in choices {
+        let settings = ModelSettings {
+            tool_choice: Some(choice),
+            ..Default::default()
+        };
+        assert_eq!(body(&openai, &settings)["tool_choice"], openai_form);
+        assert_eq!(body(&anthropic, &settings)["tool_choice"], anthropic_form);
+    }
+
+    let reasoning = ModelSettings {
+        reasoning_effort: Some(ReasoningEffort::High),
+        thinking_budget: Some(2000),
+        temperature: Some(0.3),
+        max_output_tokens: Some(1000),
+        ..Default::default()
+    };
+    assert_eq!(body(&openai, &reasoning)["reasoning_effort"], "high");
+    let thinking = body(&anthropic, &reasoning);
+    assert_eq!(
+        thinking["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2000})
+    );
+    assert!(
+        thinking["max_tokens"].as_u64().unwrap() > 2000,
+        "max_tokens stays above the budget"
+    );
+    assert_eq!(
+        thinking.get("temperature"),
+        None,
+        "no temperature with thinking"
+    );
+    let small = ModelSettings {
+        thinking_budget: Some(10),
+        ..Default::default()
+    };
+    assert_eq!(body(&anthropic, &small)["thinking"]["budget_tokens"], 1024);
+
+    // A server without reasoning gets neither.
+    let workers = [
+        ("LLM_PROVIDER", "workers-ai"),
+        ("CF_ACCOUNT_ID", "a"),
+        ("LLM_API_KEY", "t"),
+    ];
+    let workers = body(&config(&workers).unwrap(), &reasoning);
+    assert_eq!(workers.get("reasoning_effort"), None);
+}

@@ -10,7 +10,7 @@ use super::{DecodeStep, Decoder, Frame, Protocol, ProviderConfig, ProviderKind};
 use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, Thinking, ToolCall};
-use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, Usage};
+use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, ToolChoice, Usage};
 use crate::provider::sse::SseEvent;
 use serde_json::{Map, Value, json};
 
@@ -213,10 +213,16 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
             }
         }
     }
+    let thinking = request
+        .settings
+        .thinking_budget
+        .map(|b| b.max(MIN_THINKING_BUDGET));
     let max_tokens = request
         .settings
         .max_output_tokens
         .unwrap_or(DEFAULT_MAX_TOKENS);
+    // The thinking budget counts against max_tokens, which must stay above it.
+    let max_tokens = thinking.map_or(max_tokens, |b| max_tokens.max(b + DEFAULT_MAX_TOKENS));
     let cache = request.settings.prompt_cache.map(cache_control);
     if let Some(cc) = &cache {
         mark_latest_turns(&mut messages, cc);
@@ -248,12 +254,29 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
             last["cache_control"] = cc.clone();
         }
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = &request.settings.tool_choice {
+            body["tool_choice"] = match choice {
+                ToolChoice::Auto => json!({ "type": "auto" }),
+                ToolChoice::Required => json!({ "type": "any" }),
+                ToolChoice::None => json!({ "type": "none" }),
+                ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
+            };
+        }
     }
-    if let Some(t) = request.settings.temperature {
-        body["temperature"] = json!(t);
+    match thinking {
+        // Extended thinking takes no temperature of its own.
+        Some(budget) => body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget }),
+        None => {
+            if let Some(t) = request.settings.temperature {
+                body["temperature"] = json!(t);
+            }
+        }
     }
     body
 }
+
+/// The smallest thinking budget Anthropic accepts.
+const MIN_THINKING_BUDGET: u32 = 1024;
 
 #[derive(Debug)]
 enum Block {

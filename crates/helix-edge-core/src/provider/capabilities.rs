@@ -25,15 +25,18 @@ pub struct Capabilities {
     pub images: bool,
     /// File attachments (PDFs, text) as file parts (otherwise told of in text).
     pub documents: bool,
+    /// Reasoning settings: OpenAI's `reasoning_effort`, Anthropic's thinking budget.
+    pub reasoning: bool,
 }
 
 /// The names `LLM_CAPABILITIES` uses, in the struct's order.
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 6] = [
     "strict_tools",
     "strict_output",
     "prompt_cache",
     "images",
     "documents",
+    "reasoning",
 ];
 
 impl Capabilities {
@@ -56,6 +59,7 @@ impl Capabilities {
             prompt_cache: on,
             images: on,
             documents: on,
+            reasoning: on,
         }
     }
 
@@ -104,6 +108,7 @@ impl Capabilities {
             "prompt_cache" => &mut self.prompt_cache,
             "images" => &mut self.images,
             "documents" => &mut self.documents,
+            "reasoning" => &mut self.reasoning,
             _ => return None,
         })
     }
@@ -131,7 +136,10 @@ impl Capabilities {
             _ => false,
         };
         let files = request.messages.iter().any(unreadable);
-        if !(loose || uncached || files) {
+        let settings_of = &request.settings;
+        let unreasoned = !self.reasoning
+            && (settings_of.reasoning_effort.is_some() || settings_of.thinking_budget.is_some());
+        if !(loose || uncached || files || unreasoned) {
             return (Cow::Borrowed(request), dropped);
         }
         let mut adjusted = request.clone();
@@ -155,10 +163,16 @@ impl Capabilities {
                 tool.strict &= strict_ok(&tool.name);
             }
         }
-        if uncached {
-            dropped.push("prompt_cache");
+        if uncached || unreasoned {
             let s = settings.insert(request.settings.clone());
-            s.prompt_cache = None;
+            if uncached {
+                dropped.push("prompt_cache");
+                s.prompt_cache = None;
+            }
+            if unreasoned {
+                dropped.push("reasoning");
+                (s.reasoning_effort, s.thinking_budget) = (None, None);
+            }
             adjusted.settings = s;
         }
         if files {
@@ -234,7 +248,7 @@ mod tests {
         let bad = Capabilities::OPENAI.adjusted("vision").unwrap_err();
         assert_eq!(
             bad,
-            "LLM_CAPABILITIES: 'vision' is not one of none, strict_tools, strict_output, prompt_cache, images, documents"
+            "LLM_CAPABILITIES: 'vision' is not one of none, strict_tools, strict_output, prompt_cache, images, documents, reasoning"
         );
     }
 }

@@ -16,7 +16,7 @@ use super::{DecodeStep, Decoder, Frame, Protocol, ProviderConfig, ProviderKind};
 use crate::attachment::{Attachment, AttachmentKind};
 use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
-use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, Usage};
+use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, ToolChoice, Usage};
 use crate::provider::sse::SseEvent;
 use serde_json::{Map, Value, json};
 
@@ -156,7 +156,17 @@ pub fn request_body(
                 json!({ "type": "function", "function": function })
             })
             .collect();
-        body["tool_choice"] = json!("auto");
+        body["tool_choice"] = match &request.settings.tool_choice {
+            None | Some(ToolChoice::Auto) => json!("auto"),
+            Some(ToolChoice::Required) => json!("required"),
+            Some(ToolChoice::None) => json!("none"),
+            Some(ToolChoice::Tool(name)) => {
+                json!({ "type": "function", "function": { "name": name } })
+            }
+        };
+    }
+    if let Some(effort) = request.settings.reasoning_effort {
+        body["reasoning_effort"] = json!(effort.as_str());
     }
     if let Some(ttl) = request.settings.prompt_cache {
         // Calls of one session share their prefix: route them to the same cache.
