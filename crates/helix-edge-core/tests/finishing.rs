@@ -18,22 +18,6 @@ fn initial() -> Value {
     json!({"notes": []})
 }
 
-fn approve(runner: &TestRunner, call: &str, yes: bool) {
-    answer(runner, call, yes, None);
-}
-
-fn answer(runner: &TestRunner, call: &str, yes: bool, reason: Option<&str>) {
-    block(runner.submit(
-        SESSION,
-        Submission::Approval {
-            tool_call_id: call.into(),
-            approved: yes,
-            reason: reason.map(Into::into),
-        },
-    ))
-    .unwrap();
-}
-
 /// The order of the step's tool results in the transcript, by tool name.
 fn result_order(w: &World) -> Vec<String> {
     w.messages()

@@ -14,31 +14,6 @@ use helix_edge_core::store::{PendingKind, SessionStatus};
 use serde_json::{Value, json};
 use support::*;
 
-fn approve(
-    runner: &helix_edge_core::runner::Runner<std::rc::Rc<helix_edge_core::store::MemoryStore>>,
-    call: &str,
-    yes: bool,
-) {
-    answer(runner, call, yes, None);
-}
-
-fn answer(
-    runner: &helix_edge_core::runner::Runner<std::rc::Rc<helix_edge_core::store::MemoryStore>>,
-    call: &str,
-    yes: bool,
-    reason: Option<&str>,
-) {
-    block(runner.submit(
-        SESSION,
-        Submission::Approval {
-            tool_call_id: call.into(),
-            approved: yes,
-            reason: reason.map(Into::into),
-        },
-    ))
-    .unwrap();
-}
-
 fn initial() -> Value {
     json!({"notes": []})
 }

@@ -255,8 +255,13 @@ impl ProviderConfig {
     /// The HTTP request for one streaming call, without what the configuration lacks
     /// ([`Capabilities::apply`]).
     pub fn request(&self, request: &ModelRequest<'_>) -> HttpRequest {
+        self.request_noting(request).0
+    }
+
+    /// [`Self::request`], and the names of the features it left out.
+    fn request_noting(&self, request: &ModelRequest<'_>) -> (HttpRequest, Vec<&'static str>) {
         let (mut settings, mut messages) = (None, None);
-        let (request, _) = self
+        let (request, dropped) = self
             .capabilities
             .apply(request, &mut settings, &mut messages);
         let request = request.as_ref();
@@ -266,11 +271,12 @@ impl ProviderConfig {
             ("accept".to_string(), "text/event-stream".to_string()),
         ];
         let (path, body) = self.protocol().request(self, model, request, &mut headers);
-        HttpRequest {
+        let http = HttpRequest {
             url: format!("{}{path}", self.base_url),
             headers,
             body: body.to_string(),
-        }
+        };
+        (http, dropped)
     }
 
     /// A decoder for this provider's stream.
@@ -450,9 +456,7 @@ impl<T: Transport> Model for HttpModel<T> {
         if let Err(e) = request.check() {
             return Box::pin(async move { Err(e) });
         }
-        let (mut settings, mut messages) = (None, None);
-        let caps = &self.config.capabilities;
-        let (_, dropped) = caps.apply(&request, &mut settings, &mut messages);
+        let (http, dropped) = self.config.request_noting(&request);
         if !dropped.is_empty() {
             let detail = format!(
                 "not sent, as the provider lacks them: {}",
@@ -460,7 +464,6 @@ impl<T: Transport> Model for HttpModel<T> {
             );
             self.transport.debug("model_capability_dropped", &detail);
         }
-        let http = self.config.request(&request);
         let abort = request.abort.clone();
         Box::pin(async move { self.call(&http, &abort, on_delta).await })
     }

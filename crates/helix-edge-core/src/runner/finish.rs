@@ -9,7 +9,7 @@ use super::calls::{Plan, plan};
 use super::conclude::finish_output;
 use super::emit::Emitter;
 use super::exec::merge_into;
-use super::plan::prepare_call;
+use super::plan::{prepare_call, suspended_calls};
 use super::results::end_without_running;
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
@@ -64,7 +64,7 @@ impl<S: Store> Runner<S> {
                 out.results[i] = Some(end_without_running(call, &skipped, emitter));
                 continue;
             }
-            if out.claim && !self.claim_finish(live, call)? {
+            if out.claim && !self.claim_call(live, call)? {
                 let err = ToolError::Interrupted;
                 out.results[i] = Some(end_without_running(call, &err, emitter));
                 continue;
@@ -110,28 +110,12 @@ impl<S: Store> Runner<S> {
         state_ops: &mut Vec<PatchOp>,
         emitter: &Emitter,
     ) -> Result<Option<Value>, RunError> {
-        let Some(at) = live
-            .transcript
-            .iter()
-            .rposition(|m| matches!(m, Message::Assistant { .. }))
-        else {
-            return Ok(None);
-        };
-        let calls: Vec<ToolCall> = match &live.transcript[at] {
-            Message::Assistant { tool_calls, .. } => tool_calls.clone(),
-            _ => Vec::new(),
-        };
-        let answered = |id: &str| {
-            live.transcript[at + 1..]
-                .iter()
-                .chain(messages.iter())
-                .any(|m| matches!(m, Message::Tool { tool_call_id, .. } if tool_call_id == id))
-        };
+        let (calls, ended) = suspended_calls(live, messages);
         let plans: Vec<Plan> = calls.iter().map(|c| plan(agent, c, &live.state)).collect();
-        let todo: Vec<bool> = calls
+        let todo: Vec<bool> = plans
             .iter()
-            .zip(&plans)
-            .map(|(c, p)| matches!(p, Plan::FinishWith | Plan::Finish) && !answered(&c.id))
+            .zip(&ended)
+            .map(|(p, ended)| matches!(p, Plan::FinishWith | Plan::Finish) && ended.is_none())
             .collect();
         if !todo.contains(&true) {
             return Ok(None);
@@ -150,16 +134,5 @@ impl<S: Store> Runner<S> {
             .await?;
         messages.extend(results.into_iter().flatten());
         Ok(output)
-    }
-
-    /// Claims a finishing call for this instance in a resumption; false when another
-    /// instance claimed it first (it then ends as interrupted, never run twice).
-    fn claim_finish(&self, live: &Live, call: &ToolCall) -> Result<bool, RunError> {
-        let (head, instance) = (&live.head, self.config.instance.as_str());
-        let owner =
-            self.journal
-                .suspension
-                .claim(&head.run.run_id, head.step_count, &call.id, instance)?;
-        Ok(owner == instance)
     }
 }

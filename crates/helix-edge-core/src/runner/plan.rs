@@ -262,6 +262,12 @@ impl<S: Store> Runner<S> {
         if !step.claim {
             return Ok(true);
         }
+        self.claim_call(live, call)
+    }
+
+    /// Claims `call` of the suspended step for this instance in the journal; false when
+    /// another instance claimed it first.
+    pub(crate) fn claim_call(&self, live: &Live, call: &ToolCall) -> Result<bool, RunError> {
         let (head, instance) = (&live.head, self.config.instance.as_str());
         let owner =
             self.journal
@@ -285,31 +291,7 @@ impl<S: Store> Runner<S> {
         if memory::memory().is_none() {
             return Ok(Vec::new()); // no call is ever deferred
         }
-        let Some(at) = live
-            .transcript
-            .iter()
-            .rposition(|m| matches!(m, Message::Assistant { .. }))
-        else {
-            return Ok(Vec::new());
-        };
-        let calls: Vec<ToolCall> = match &live.transcript[at] {
-            Message::Assistant { tool_calls, .. } => tool_calls.clone(),
-            _ => Vec::new(),
-        };
-        let ended_as = |id: &str| {
-            live.transcript[at + 1..]
-                .iter()
-                .chain(messages.iter())
-                .find_map(|m| match m {
-                    Message::Tool {
-                        tool_call_id,
-                        is_error,
-                        ..
-                    } if tool_call_id == id => Some(!is_error),
-                    _ => None,
-                })
-        };
-        let ended: Vec<Option<bool>> = calls.iter().map(|c| ended_as(&c.id)).collect();
+        let (calls, ended) = suspended_calls(live, messages);
         let planned: Vec<bool> = calls
             .iter()
             .map(|c| plan(agent, c, &live.state).in_plan())
@@ -340,6 +322,36 @@ impl<S: Store> Runner<S> {
         messages.extend(ran.results.into_iter().flatten());
         Ok(ran.pending)
     }
+}
+
+/// The calls of the suspended step (the transcript's last assistant message) and how
+/// each has ended so far, in the transcript after it or in `messages` (the results of
+/// the resumption under way): `Some(true)` succeeded, `Some(false)` failed, `None` not
+/// ended.
+pub(crate) fn suspended_calls(
+    live: &Live,
+    messages: &[Message],
+) -> (Vec<ToolCall>, Vec<Option<bool>>) {
+    let at = live
+        .transcript
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }));
+    let Some(Message::Assistant { tool_calls, .. }) = at.map(|at| &live.transcript[at]) else {
+        return (Vec::new(), Vec::new());
+    };
+    let after = &live.transcript[at.map_or(0, |at| at + 1)..];
+    let ended_as = |id: &str| {
+        after.iter().chain(messages).find_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                is_error,
+                ..
+            } if tool_call_id == id => Some(!is_error),
+            _ => None,
+        })
+    };
+    let ended = tool_calls.iter().map(|c| ended_as(&c.id)).collect();
+    (tool_calls.clone(), ended)
 }
 
 /// `call` ready to run in `state` ([`memory::prepare`]): with the arguments it runs with

@@ -79,14 +79,7 @@ impl Scenario {
     /// A runner of process `instance` over the scenario's store and journal (a second
     /// one is another process: a restart).
     pub fn runner(&self, instance: &str) -> TestRunner {
-        Runner::new(
-            self.store.clone(),
-            self.agents.clone(),
-            Rc::new(OneModel(self.model.clone())),
-            self.journal.clone(),
-            self.host.clone(),
-            RunnerConfig::new(instance),
-        )
+        self.runner_on(instance, self.model.clone())
     }
 
     /// A runner of process `instance` whose agents run on `model` instead of the

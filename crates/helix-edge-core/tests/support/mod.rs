@@ -20,6 +20,24 @@ use helix_edge_core::state::PatchOp;
 use serde_json::Value;
 use std::ops::{Deref, DerefMut};
 
+/// Approves (`yes`) or denies the pending call `call` of the test session.
+pub fn approve(runner: &TestRunner, call: &str, yes: bool) {
+    answer(runner, call, yes, None);
+}
+
+/// Approves or denies the pending call `call` of the test session, with `reason`.
+pub fn answer(runner: &TestRunner, call: &str, yes: bool, reason: Option<&str>) {
+    block(runner.submit(
+        SESSION,
+        helix_edge_core::runner::Submission::Approval {
+            tool_call_id: call.into(),
+            approved: yes,
+            reason: reason.map(Into::into),
+        },
+    ))
+    .unwrap_or_else(|e| panic!("answering {call}: {e}"));
+}
+
 /// A request to create the test session.
 pub fn create_request(agent: &str, message: &str) -> CreateSession {
     CreateSession::new(SESSION, agent, message)
