@@ -208,6 +208,7 @@ export interface paths {
             };
             cookie?: never;
         };
+        /** @description Served with helix-edge's `time-travel` feature (a default one); without it 404 not_found names the feature. */
         get: operations["listRuns"];
         put?: never;
         post?: never;
@@ -226,6 +227,7 @@ export interface paths {
             };
             cookie?: never;
         };
+        /** @description Served with helix-edge's `time-travel` feature (a default one); without it 404 not_found names the feature. */
         get: operations["listCheckpoints"];
         put?: never;
         post?: never;
@@ -246,7 +248,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Restores a checkpoint of this session (its transcript and state) and runs again from it, answering `message` when there is one (it then takes the place of the checkpoint's run input when nothing answered that yet). Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input. A retry without a message from a checkpoint where its run ended is refused with 409 checkpoint_run_ended: there is nothing to continue. */
+        /** @description Restores a checkpoint of this session (its transcript and state) and runs again from it, answering `message` when there is one (it then takes the place of the checkpoint's run input when nothing answered that yet). Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input. A retry without a message from a checkpoint where its run ended is refused with 409 checkpoint_run_ended: there is nothing to continue. Served with helix-edge's `time-travel` feature (a default one); without it 404 not_found names the feature. */
         post: operations["retrySession"];
         delete?: never;
         options?: never;
@@ -265,7 +267,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Creates a new session from a checkpoint of this one (its transcript and state at that step) that continues on its own: its run goes on from the checkpoint, or answers `message`. Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input (the message then takes that input's place). The new session's stream starts with run_started and stream_resync (reason branch). From a checkpoint where its run ended (a finished session's latest, say) and without a message, there is nothing to continue: the new session is an idle copy (status completed, its stream starting with stream_resync alone) that runs on its first message. Answers as create does. */
+        /** @description Creates a new session from a checkpoint of this one (its transcript and state at that step) that continues on its own: its run goes on from the checkpoint, or answers `message`. Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input (the message then takes that input's place). The new session's stream starts with run_started and stream_resync (reason branch). From a checkpoint where its run ended (a finished session's latest, say) and without a message, there is nothing to continue: the new session is an idle copy (status completed, its stream starting with stream_resync alone) that runs on its first message. Answers as create does. Served with helix-edge's `time-travel` feature (a default one); without it 404 not_found names the feature. */
         post: operations["forkSession"];
         delete?: never;
         options?: never;

@@ -56,6 +56,14 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
     (Operation::ChatStream, None, None),
     #[cfg(feature = "openapi")]
     (Operation::OpenApi, Some(openapi), None),
+    #[cfg(feature = "time-travel")]
+    (Operation::ListRuns, None, None),
+    #[cfg(feature = "time-travel")]
+    (Operation::ListCheckpoints, None, None),
+    #[cfg(feature = "time-travel")]
+    (Operation::Retry, None, None),
+    #[cfg(feature = "time-travel")]
+    (Operation::Fork, None, None),
 ];
 
 /// `GET /v1/openapi.json`: the API's document with this worker's agents filled in,

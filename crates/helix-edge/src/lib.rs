@@ -29,7 +29,8 @@
 //!   [`api::plan`](crate::api::plan) and registers what features add to it in two
 //!   tables.
 //! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
-//!   runner (`drive`), answers its requests (`ops`, `chat`, `stream`, `delete`), orders
+//!   runner (`drive`), answers its requests (`ops`, `chat`, `stream`, `delete`,
+//!   `time_travel`), orders
 //!   children (`tree`) and replicates (`replicate`); what features add to it is one
 //!   table, `CAPABILITIES` (`object/capability.rs`: a wait kind, internal routes).
 //! - `storage`: the core's [`sqlite`] over the object's `SqlStorage`. `d1`: D1 access,
@@ -38,6 +39,7 @@
 //!   (feature `remote-subagents`): other deployments' agents over `fetch`. `list`: the
 //!   session list from D1. [`request`] (`outgoing`, on every target): an outgoing request for tools that call HTTP
 //!   APIs, without `worker::RequestInit`'s bundle cost.
+//! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
 //! - [`migrations`]: the D1 migrations this version ships, and the check that the
@@ -57,6 +59,8 @@ pub use helix_edge_core::{
 #[cfg(feature = "skills")]
 pub use helix_edge_core::{skill, skills_dir};
 
+#[cfg(all(target_arch = "wasm32", feature = "talc"))]
+mod allocator;
 #[cfg(target_arch = "wasm32")]
 mod app;
 #[cfg(all(target_arch = "wasm32", feature = "console"))]

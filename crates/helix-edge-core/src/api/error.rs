@@ -71,6 +71,12 @@ impl ApiError {
             Operation::Chat | Operation::ChatStream => {
                 "This worker does not serve the AI SDK's chat routes (helix-edge's `chat` feature)."
             }
+            Operation::ListRuns
+            | Operation::ListCheckpoints
+            | Operation::Retry
+            | Operation::Fork => {
+                "This worker does not serve a session's runs, checkpoints, retries and forks (helix-edge's `time-travel` feature)."
+            }
             _ => "This worker does not serve this route.",
         };
         Self::client(404, "not_found", message)

@@ -61,9 +61,18 @@ impl Operation {
         )
     }
 
-    /// Whether a worker serves it only with a feature (`chat`, `openapi`).
+    /// Whether a worker serves it only with a feature (`chat`, `openapi`, `time-travel`).
     pub fn is_optional(self) -> bool {
-        matches!(self, Self::Chat | Self::ChatStream | Self::OpenApi)
+        matches!(
+            self,
+            Self::Chat
+                | Self::ChatStream
+                | Self::OpenApi
+                | Self::ListRuns
+                | Self::ListCheckpoints
+                | Self::Retry
+                | Self::Fork
+        )
     }
 
     /// Who answers it.
@@ -169,6 +178,34 @@ mod tests {
                 Target::Object
             )
         );
+    }
+
+    #[test]
+    fn features_serve_the_optional_operations_and_a_worker_without_one_names_it() {
+        let optional = [
+            ("POST", "/v1/chat", "`chat`"),
+            ("GET", "/v1/chat/c1/stream", "`chat`"),
+            ("GET", "/v1/openapi.json", "`openapi`"),
+            ("GET", "/v1/sessions/s1/runs", "`time-travel`"),
+            ("GET", "/v1/sessions/s1/checkpoints", "`time-travel`"),
+            ("POST", "/v1/sessions/s1/retry", "`time-travel`"),
+            ("POST", "/v1/sessions/s1/fork", "`time-travel`"),
+        ];
+        for (method, path, feature) in optional {
+            let operation = served(method, path).0;
+            assert!(operation.is_optional(), "{method} {path}");
+            let refused = ApiError::not_served(operation);
+            assert_eq!((refused.status, refused.code), (404, "not_found"));
+            assert!(refused.message.contains(feature), "{}", refused.message);
+        }
+        for (method, path) in [
+            ("GET", "/v1/sessions/s1"),
+            ("GET", "/v1/sessions/s1/messages"),
+            ("POST", "/v1/sessions/s1/resume"),
+            ("DELETE", "/v1/sessions/s1"),
+        ] {
+            assert!(!served(method, path).0.is_optional(), "{method} {path}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! - `tree` (feature `subagents`): the session tree's messages — starting and steering
 //!   children, a child's relay of its stream and its report when it ends.
 //! - `chat` (feature `chat`): the AI SDK's chat routes.
+//! - `time_travel` (feature `time-travel`): checkpoints, retries and forks.
 //! - `testing` (feature `test-routes`): the test build's routes.
 
 mod capability;
@@ -25,6 +26,8 @@ mod replicate;
 mod stream;
 #[cfg(feature = "test-routes")]
 mod testing;
+#[cfg(feature = "time-travel")]
+mod time_travel;
 #[cfg(feature = "subagents")]
 mod tree;
 
@@ -99,6 +102,8 @@ const CAPABILITIES: &[&Capability] = &[
         waits: Some(|runner, w| crate::remote::register(runner, w.env, w.stream)),
         ..capability::NOTHING
     },
+    #[cfg(feature = "time-travel")]
+    &time_travel::TIME_TRAVEL,
     #[cfg(feature = "test-routes")]
     &testing::TESTING,
 ];
@@ -266,10 +271,6 @@ impl Inner {
             Operation::Interrupt => self.interrupt(runner, &id, &body).await,
             Operation::Resume => self.resume(runner, &id, &body).await,
             Operation::Abort => self.abort(runner, &id, &body).await,
-            Operation::Retry => self.retry(runner, &id, &body).await,
-            Operation::Fork => self.fork(runner, &id, &body).await,
-            Operation::ListRuns => self.runs(runner, &id).await,
-            Operation::ListCheckpoints => self.checkpoints(runner, &id).await,
             other => match served_operation(other) {
                 Some(handler) => handler(&self, &id, &body).await,
                 // The worker answers the rest itself.

@@ -3,8 +3,7 @@
 
 use super::{Inner, Reply, accepted};
 use crate::api::{
-    CheckpointView, CreatedView, ForkBody, MessageBody, ReasonBody, RetryBody, RunView,
-    SessionView, ToolResultBody, page, parse_body,
+    CreatedView, MessageBody, ReasonBody, SessionView, ToolResultBody, page, parse_body,
 };
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
@@ -21,7 +20,7 @@ use worker::{Date, Request};
 type R = Runner<ObjectStore>;
 
 /// An optional body: none is `{}`.
-fn or_empty(body: &[u8]) -> &[u8] {
+pub(super) fn or_empty(body: &[u8]) -> &[u8] {
     if body.is_empty() { b"{}" } else { body }
 }
 
@@ -165,58 +164,5 @@ impl Inner {
         runner.abort(id, reason).await?;
         log(Level::Info, "run_aborted", json!({ "session": id }));
         accepted()
-    }
-
-    /// `POST …/retry`.
-    pub(super) async fn retry(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Reply {
-        let (checkpoint, message) = parse_body::<RetryBody>(or_empty(body))?.into_parts()?;
-        let run_id = runner.retry(id, checkpoint.as_deref(), message).await?;
-        self.schedule(id);
-        json_response(202, &json!({ "runId": run_id }))
-    }
-
-    /// `POST …/fork`: the new session is created by its own object, from the request
-    /// this one builds out of its checkpoint; its 201 is the answer.
-    pub(super) async fn fork(&self, runner: &R, id: &str, body: &[u8]) -> Reply {
-        let generated = || format!("s_{}", crate::worker_host::random_hex(16));
-        let (checkpoint, new_id, message) =
-            parse_body::<ForkBody>(or_empty(body))?.into_parts(generated)?;
-        let request = runner
-            .fork_request(id, checkpoint.as_deref(), new_id.clone(), message)
-            .await?;
-        let body = serde_json::to_vec(&request).map_err(|e| internal("fork", e))?;
-        let create = ObjectRequest::post(crate::runner::waits::CREATE_PATH, body);
-        let resp = call_object(&self.env, self.app.sessions(), &new_id, create).await?;
-        log(
-            Level::Info,
-            "session_forked",
-            json!({ "session": id, "fork": new_id }),
-        );
-        Ok(resp)
-    }
-
-    /// `GET …/runs`.
-    pub(super) async fn runs(&self, runner: &R, id: &str) -> Reply {
-        self.head(runner, id).await?;
-        let store = runner.store();
-        let runs = store.runs(id).await.map_err(RunError::from)?;
-        let checkpoints = store.checkpoints(id).await.map_err(RunError::from)?;
-        let runs: Vec<RunView> = runs
-            .into_iter()
-            .map(|run| RunView::new(run, &checkpoints))
-            .collect();
-        json_response(200, &json!({ "runs": runs }))
-    }
-
-    /// `GET …/checkpoints`.
-    pub(super) async fn checkpoints(&self, runner: &R, id: &str) -> Reply {
-        self.head(runner, id).await?;
-        let all = runner
-            .store()
-            .checkpoints(id)
-            .await
-            .map_err(RunError::from)?;
-        let checkpoints: Vec<CheckpointView> = all.into_iter().map(CheckpointView::from).collect();
-        json_response(200, &json!({ "checkpoints": checkpoints }))
     }
 }
