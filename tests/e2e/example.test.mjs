@@ -1,6 +1,7 @@
 // The minimal example worker (examples/minimal-worker), built as a user builds it and
 // run in wrangler dev: a create, the approval request on the stream, the approval, the
-// tool calling "the shop's API" once with the worker's secret, and `end`.
+// tool calling "the shop's API" once with the worker's secret, and `end`; the routes of
+// the features it leaves out answer 404 naming them.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -56,6 +57,17 @@ test('the example worker: create, approval on the stream, approve, the tool runs
   assert.equal(llm.orders[0].authorization, 'Bearer orders-secret', 'the tool captured the secret');
   const session = await api(worker, 'GET', `/v1/sessions/${id}`);
   assert.equal(session.body.status, 'completed');
+
+  // Built without `time-travel`: its runs, checkpoints, retries and forks are not served,
+  // and nothing of the session changes.
+  for (const [method, path] of [['GET', 'runs'], ['GET', 'checkpoints'], ['POST', 'retry'], ['POST', 'fork']]) {
+    const r = await api(worker, method, `/v1/sessions/${id}/${path}`, method === 'POST' ? {} : undefined);
+    assert.equal(r.status, 404, `${method} ${path}`);
+    assert.equal(r.body.error.code, 'not_found');
+    assert.match(r.body.error.message, /`time-travel` feature/);
+  }
+  const after = await api(worker, 'GET', `/v1/sessions/${id}`);
+  assert.deepEqual(after.body, session.body);
 });
 
 test('the example worker is built without the OpenAPI and chat routes: 404, saying which feature serves them', async () => {
