@@ -39,6 +39,12 @@ fn transcript() -> Vec<Message> {
                     redacted: Some("opaque".into()),
                     ..Default::default()
                 },
+                // Another provider's reasoning (unsigned): no request carries it, neither
+                // to Anthropic (it has no signature to check) nor to OpenAI's format.
+                Thinking {
+                    content: "Reasoning of an OpenAI-format model.".into(),
+                    ..Default::default()
+                },
             ],
             metadata: None,
         },
@@ -162,6 +168,8 @@ fn compatible_servers_get_max_tokens_and_no_key_when_none_is_set() {
     );
 }
 
+/// Anthropic's own thinking goes back signed or redacted, exactly as received; unsigned
+/// thinking (another provider's) is left out.
 #[test]
 fn anthropic_messages_group_tool_results_and_send_thinking_back() {
     let c = config(&[("LLM_PROVIDER", "anthropic"), ("LLM_API_KEY", "sk-ant")]).unwrap();

@@ -122,11 +122,16 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
                 thinking,
                 ..
             } => {
+                // Thinking goes back as Anthropic signed or redacted it; another provider's
+                // (unsigned) reasoning is not Anthropic's to read.
                 let mut blocks: Vec<Value> = thinking
                     .iter()
-                    .map(|t| match &t.redacted {
-                        Some(data) => json!({ "type": "redacted_thinking", "data": data }),
-                        None => json!({ "type": "thinking", "thinking": t.content, "signature": t.signature }),
+                    .filter_map(|t| match (&t.redacted, &t.signature) {
+                        (Some(data), _) => Some(json!({ "type": "redacted_thinking", "data": data })),
+                        (None, Some(signature)) => Some(
+                            json!({ "type": "thinking", "thinking": t.content, "signature": signature }),
+                        ),
+                        (None, None) => None,
                     })
                     .collect();
                 if !content.is_empty() {
