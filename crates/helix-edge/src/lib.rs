@@ -30,9 +30,9 @@
 //!   tables.
 //! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
 //!   runner (`drive`), answers its requests (`ops`, `chat`, `stream`, `delete`,
-//!   `time_travel`), orders
-//!   children (`tree`) and replicates (`replicate`); what features add to it is one
-//!   table, `CAPABILITIES` (`object/capability.rs`: a wait kind, internal routes).
+//!   `time_travel`), orders children (`tree`) and replicates (`replicate`); what
+//!   features add to it is one table, `CAPABILITIES` (`object/capability.rs`: a wait
+//!   kind, internal routes, API operations).
 //! - `storage`: the core's [`sqlite`] over the object's `SqlStorage`. `d1`: D1 access,
 //!   the replica's record. `http`: bodies, responses and object-to-object requests.
 //!   `llm`: model providers over `fetch`. `worker_host`: clock, ids and logs. `remote`

@@ -13,7 +13,7 @@
 //! - `tree` (feature `subagents`): the session tree's messages — starting and steering
 //!   children, a child's relay of its stream and its report when it ends.
 //! - `chat` (feature `chat`): the AI SDK's chat routes.
-//! - `time_travel` (feature `time-travel`): checkpoints, retries and forks.
+//! - `time_travel` (feature `time-travel`): runs, checkpoints, retries and forks.
 //! - `testing` (feature `test-routes`): the test build's routes.
 
 mod capability;
