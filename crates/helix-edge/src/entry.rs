@@ -42,9 +42,10 @@ type Own = fn(&Setup) -> Reply;
 /// Reads the session a request's body names (a chat's), or refuses the body.
 type SessionOf = fn(&[u8]) -> Result<String, ApiError>;
 
-/// The API's operations that a feature serves — with the worker's own answer, for one
-/// that is not forwarded, and how to read the session its body names, for one whose
-/// path does not: without the feature they answer 404.
+/// The API's operations that the worker answers itself or whose session is named in
+/// the body, registered by the feature that serves them: the worker's own answer, and
+/// how to read the session the body names. (The session object's operations are its
+/// capability table's.)
 const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
     #[cfg(feature = "chat")]
     (
@@ -52,18 +53,8 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
         None,
         Some(|body| crate::chat::ChatRequest::parse(body).map(|c| c.id)),
     ),
-    #[cfg(feature = "chat")]
-    (Operation::ChatStream, None, None),
     #[cfg(feature = "openapi")]
     (Operation::OpenApi, Some(openapi), None),
-    #[cfg(feature = "time-travel")]
-    (Operation::ListRuns, None, None),
-    #[cfg(feature = "time-travel")]
-    (Operation::ListCheckpoints, None, None),
-    #[cfg(feature = "time-travel")]
-    (Operation::Retry, None, None),
-    #[cfg(feature = "time-travel")]
-    (Operation::Fork, None, None),
 ];
 
 /// `GET /v1/openapi.json`: the API's document with this worker's agents filled in,
@@ -122,7 +113,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         } => (operation, session, body, target),
     };
     let optional = OPTIONAL.iter().find(|(o, _, _)| *o == operation);
-    let served = optional.is_some() || !operation.is_optional();
+    let served = optional.is_some() || crate::object::serves(operation);
     let body = match reads_body && served {
         true => Some(read_body(&req).await?),
         false => None,

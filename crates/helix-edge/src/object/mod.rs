@@ -295,6 +295,12 @@ fn served_operation(operation: Operation) -> Option<capability::Handler> {
         .map(|(_, h)| h)
 }
 
+/// Whether this build's session object serves API operation `operation` (an optional
+/// one only with the feature that registers it).
+pub(crate) fn serves(operation: Operation) -> bool {
+    !operation.is_optional() || served_operation(operation).is_some()
+}
+
 /// `202 {"accepted": true}`.
 fn accepted() -> Reply {
     json_response(202, &json!({ "accepted": true }))
