@@ -28,6 +28,14 @@ pub struct Record {
     pub label: String,
 }
 
+/// Reports the call `ctx` of a tool with `label` to the ledger at `url`.
+async fn report_call(url: &str, ctx: &ToolContext, label: &str) -> Result<(), ToolError> {
+    let body =
+        json!({ "session": ctx.session_id(), "toolCallId": ctx.tool_call_id(), "label": label });
+    report(url, &body).await
+}
+
+/// Posts `body` to the ledger at `url`.
 async fn report(url: &str, body: &Value) -> Result<(), ToolError> {
     let failed = |e: worker::Error| ToolError::failed(format!("the ledger is unreachable: {e}"));
     let headers = Headers::new();
@@ -58,12 +66,7 @@ pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
             Tool::new("record", "Record a label (approval always).", move |input: Record, ctx: ToolContext| {
                 let url = url.clone();
                 async move {
-                    let body = json!({
-                        "session": ctx.session_id(),
-                        "toolCallId": ctx.tool_call_id(),
-                        "label": input.label,
-                    });
-                    report(&url, &body).await?;
+                    report_call(&url, &ctx, &input.label).await?;
                     Ok::<_, ToolError>(json!({ "recorded": input.label }))
                 }
             })
@@ -74,12 +77,7 @@ pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
             Tool::new("close", "Finish the run with a label (reported too).", move |input: Record, ctx: ToolContext| {
                 let url = url.clone();
                 async move {
-                    let body = json!({
-                        "session": ctx.session_id(),
-                        "toolCallId": ctx.tool_call_id(),
-                        "label": input.label,
-                    });
-                    report(&url, &body).await?;
+                    report_call(&url, &ctx, &input.label).await?;
                     Ok::<_, ToolError>(json!({ "closed": input.label }))
                 }
             })
