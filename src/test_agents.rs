@@ -7,11 +7,12 @@
 //!
 //! `typed` has typed state (`Tasks`), a tool that updates it through the type, and a
 //! client tool whose results must match a declared output schema. `lister` owes a list
-//! of strings as its output (a typed output that is not an object).
+//! of strings as its output (a typed output that is not an object). `thinker` takes notes
+//! with extended thinking on (a thinking budget).
 
 use helix_edge::agent::Agent;
 use helix_edge::error::{DefinitionError, ToolError};
-use helix_edge::model::CacheTtl;
+use helix_edge::model::{CacheTtl, ModelSettings};
 use helix_edge::tool::{Tool, ToolContext};
 use reference_agents::add_note_tool;
 use schemars::JsonSchema;
@@ -156,7 +157,21 @@ pub fn lister() -> Result<Agent, DefinitionError> {
         .build()
 }
 
-/// `agents` with the test agents: `typed`, `lister`, and `ledger` when the suite gives
+/// The `thinker` agent.
+pub fn thinker() -> Result<Agent, DefinitionError> {
+    Agent::builder("thinker")
+        .description("Test agent: notes, with extended thinking on.")
+        .system_prompt("You think, then take notes.")
+        .initial_state(json!({ "notes": [] }))
+        .model(ModelSettings {
+            thinking_budget: Some(2048),
+            ..Default::default()
+        })
+        .tool(add_note_tool())
+        .build()
+}
+
+/// `agents` with the test agents: `typed`, `lister`, `thinker`, and `ledger` when the suite gives
 /// it its `LEDGER_URL`.
 pub fn add(
     agents: helix_edge::agent::Agents,
@@ -166,5 +181,5 @@ pub fn add(
         Some(url) => agents.with(ledger(url)?)?,
         None => agents,
     };
-    agents.with(typed()?)?.with(lister()?)
+    agents.with(typed()?)?.with(lister()?)?.with(thinker()?)
 }

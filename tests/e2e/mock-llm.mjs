@@ -1,4 +1,5 @@
-// An OpenAI-compatible Chat Completions server on loopback, for the end-to-end suite.
+// An OpenAI-compatible Chat Completions server on loopback, for the end-to-end suite
+// (and Anthropic's Messages format for requests to `…/messages`).
 // Tests queue the model's answers (reasoning, text, tool calls, a refusal, a finish
 // reason, faults); every request is recorded. With an empty queue it answers "ok".
 
@@ -40,6 +41,41 @@ function chunks(answer) {
   return out;
 }
 
+/** The same answer as Anthropic Messages stream events (a request to `…/messages`):
+ *  `thinking: {text, signature}` and `redacted` (data) open the turn, as the API sends
+ *  them with extended thinking on. */
+function anthropicEvents(answer) {
+  const out = [{ type: 'message_start', message: { id: `msg_mock_${nextId++}`, type: 'message', role: 'assistant',
+    model: 'mock', content: [], stop_reason: null, usage: { input_tokens: 11, output_tokens: 1 } } }];
+  let index = 0;
+  const block = (start, ...deltas) => {
+    out.push({ type: 'content_block_start', index, content_block: start });
+    for (const delta of deltas) out.push({ type: 'content_block_delta', index, delta });
+    out.push({ type: 'content_block_stop', index });
+    index += 1;
+  };
+  if (answer.thinking) {
+    const { text, signature } = answer.thinking;
+    const half = Math.floor(text.length / 2);
+    block({ type: 'thinking', thinking: '', signature: '' },
+      { type: 'thinking_delta', thinking: text.slice(0, half) },
+      { type: 'thinking_delta', thinking: text.slice(half) },
+      { type: 'signature_delta', signature });
+  }
+  if (answer.redacted) block({ type: 'redacted_thinking', data: answer.redacted });
+  if (answer.text) block({ type: 'text', text: '' }, { type: 'text_delta', text: answer.text });
+  for (const call of answer.calls ?? []) {
+    const args = JSON.stringify(call.args ?? {});
+    block({ type: 'tool_use', id: call.id ?? `toolu_mock_${nextId++}`, name: call.name, input: {} },
+      { type: 'input_json_delta', partial_json: args.slice(0, 5) },
+      { type: 'input_json_delta', partial_json: args.slice(5) });
+  }
+  const stop = (answer.calls ?? []).length ? 'tool_use' : 'end_turn';
+  out.push({ type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 7 } });
+  out.push({ type: 'message_stop' });
+  return out;
+}
+
 export async function startMockLlm() {
   const queue = [];
   const requests = [];
@@ -69,7 +105,7 @@ export async function startMockLlm() {
       res.end(JSON.stringify({ cancelled: order[1] }));
       return;
     }
-    requests.push({ path: req.url, headers: req.headers, body: parsed, at: Date.now() });
+    requests.push({ path: req.url, headers: req.headers, body: parsed, raw: body, at: Date.now() });
     const answer = queue.shift() ?? responder?.(parsed) ?? { text: 'ok' };
     if (answer.delayMs) await sleep(answer.delayMs);
     if (answer.status) {
@@ -82,6 +118,11 @@ export async function startMockLlm() {
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
+    if (req.url.endsWith('/messages')) {
+      for (const event of anthropicEvents(answer)) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      res.end();
+      return;
+    }
     const all = chunks(answer);
     const upTo = answer.cutAfter ?? answer.stallAfter ?? all.length;
     for (const chunk of all.slice(0, upTo)) {

@@ -8,7 +8,7 @@
 
 mod fake;
 
-use fake::recorded::{anthropic_sse, config, fixture, openai_sse};
+use fake::recorded::{anthropic_sse, config, fixture, lines, openai_sse};
 use fake::{ChunkedTransport, block};
 use helix_edge_core::error::ProviderError;
 use helix_edge_core::message::Message;
@@ -359,6 +359,82 @@ fn anthropic_thinking_keeps_its_signature() {
     assert!(t.thinking[0].signature.is_some());
     assert!(t.text.ends_with("answer. ✅"));
     assert_eq!(usage(&t), (47, 496));
+}
+
+/// Thinking with tool use, as Anthropic documents it (`fixtures/documented`): a signed
+/// thinking block, a redacted one, text and a call. The next request carries both
+/// thinking blocks back byte for byte, ahead of the text and the call.
+#[test]
+fn anthropic_thinking_with_tool_use_goes_back_signed_and_redacted_byte_for_byte() {
+    let path = "documented/anthropic-thinking-tool-use.chunks.txt";
+    let t = decode_every_way("anthropic", &anthropic_sse(path));
+    let events: Vec<Value> = lines(&fixture(path))
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let signature = events[5]["delta"]["signature"].as_str().unwrap();
+    let redacted = events[7]["content_block"]["data"].as_str().unwrap();
+    assert_eq!(t.thinking.len(), 2, "{:?}", t.thinking);
+    assert_eq!(
+        t.thinking[0].content,
+        "The user wants the weather in Paris. I have a get_weather tool; I should call it with \
+         location \"Paris, France\" — in °C."
+    );
+    assert_eq!(t.thinking[0].signature.as_deref(), Some(signature));
+    assert_eq!(t.thinking[1].redacted.as_deref(), Some(redacted));
+    assert_eq!(t.text, "I'll check the current weather in Paris for you.");
+    let paris = json!({"location": "Paris, France", "unit": "celsius"});
+    assert_eq!(
+        call(&t, 0),
+        ("toolu_01CswdEQBMshySk6Y9DFKrfq", "get_weather", &paris)
+    );
+    assert_eq!((t.stop, usage(&t)), (StopReason::ToolUse, (412, 157)));
+
+    let messages = [
+        Message::user("What's the weather in Paris?"),
+        Message::Assistant {
+            content: t.text.clone(),
+            tool_calls: t.tool_calls.clone(),
+            thinking: t.thinking.clone(),
+            metadata: None,
+        },
+        Message::tool_result(&t.tool_calls[0], json!({"temperature": 18})),
+    ];
+    let settings = ModelSettings {
+        thinking_budget: Some(2048),
+        ..Default::default()
+    };
+    let request = ModelRequest {
+        system: String::new(),
+        messages: &messages,
+        tools: vec![],
+        settings: &settings,
+        session_id: "s1",
+        abort: Default::default(),
+    };
+    let body = config("anthropic").request(&request).body;
+    for raw in [
+        format!(r#""signature":"{signature}""#),
+        format!(r#""data":"{redacted}""#),
+    ] {
+        assert!(body.contains(&raw), "{raw} goes back untouched: {body}");
+    }
+    let sent: Value = serde_json::from_str(&body).unwrap();
+    let content = sent["messages"][1]["content"].as_array().unwrap();
+    assert_eq!(
+        content[..2],
+        [
+            json!({"type": "thinking", "thinking": t.thinking[0].content, "signature": signature}),
+            json!({"type": "redacted_thinking", "data": redacted}),
+        ],
+        "the assistant turn opens with its thinking as received"
+    );
+    let kinds: Vec<&str> = content
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["thinking", "redacted_thinking", "text", "tool_use"]);
+    assert_eq!(sent["thinking"]["budget_tokens"], 2048);
 }
 
 #[test]
