@@ -3,7 +3,9 @@
 //! `ledger` has `add_note` and `record`, which needs approval and reports each execution
 //! to `LEDGER_URL` (the test's mock server) before it answers. The report is the
 //! durable record outside the worker that lets a test killing the worker at random
-//! count how often each approved call really ran.
+//! count how often each approved call really ran. Its `track` notes a label, then
+//! reports it: while the mock holds the report, the note is a live write of a running
+//! tool.
 //!
 //! `typed` has typed state (`Tasks`), a tool that updates it through the type, and a
 //! client tool whose results must match a declared output schema. `lister` owes a list
@@ -57,7 +59,7 @@ async fn report(url: &str, body: &Value) -> Result<(), ToolError> {
 
 /// The `ledger` agent, reporting to `url`.
 pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
-    let (lookup_url, close_url) = (url.clone(), url.clone());
+    let (lookup_url, close_url, track_url) = (url.clone(), url.clone(), url.clone());
     Agent::builder("ledger")
         .description("Test agent: notes, an approved tool that records each execution outside the worker, and a finish that reports too.")
         .system_prompt("You record things.")
@@ -83,6 +85,17 @@ pub fn ledger(url: String) -> Result<Agent, DefinitionError> {
                 }
             })
             .finish_with()
+        })
+        .tool({
+            let url = track_url;
+            Tool::new("track", "Note a label, then report it.", move |input: Record, ctx: ToolContext| {
+                let url = url.clone();
+                async move {
+                    ctx.append("/notes", json!({ "text": input.label }))?;
+                    report_call(&url, &ctx, &input.label).await?;
+                    Ok::<_, ToolError>(json!({ "tracked": input.label }))
+                }
+            })
         })
         .tool(
             Tool::new("lookup", "Report a label, giving up after a second.", move |input: Record, ctx: ToolContext| {

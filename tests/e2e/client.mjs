@@ -135,11 +135,24 @@ export async function waitFor(worker, id, pred, timeoutMs = 15_000, token = API_
   throw new Error(`session ${id} did not reach the expected state: ${JSON.stringify(last?.body)}`);
 }
 
-/** Applies every state_patch of `events` (RFC 6902 add/remove/replace) to `initial`. */
+/** `events` without those a `stream_resync` disowned (from its `fromSequence` to itself). */
+export function withoutTorn(events) {
+  const torn = new Set();
+  for (const e of events) {
+    if (e.type !== 'stream_resync') continue;
+    for (let seq = e.json.fromSequence; seq <= e.id; seq++) torn.add(seq);
+  }
+  return events.filter((e) => !torn.has(e.id));
+}
+
+/**
+ * Applies every state_patch of `events` (RFC 6902 add/remove/replace) that no
+ * `stream_resync` disowned to `initial`: the README's rule for following the state.
+ */
 export function replayPatches(initial, events) {
   const state = structuredClone(initial);
   const unescape = (s) => s.replace(/~1/g, '/').replace(/~0/g, '~');
-  for (const e of events) {
+  for (const e of withoutTorn(events)) {
     if (e.type !== 'state_patch') continue;
     for (const op of e.json.patches) {
       const parts = op.path.split('/').slice(1).map(unescape);

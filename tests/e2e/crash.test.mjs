@@ -16,7 +16,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { API_TOKEN, api, gapFree, replayPatches } from './client.mjs';
+import { API_TOKEN, api, gapFree, replayPatches, withoutTorn } from './client.mjs';
 import { ROOT, startWorker } from './harness.mjs';
 import { startMockLlm } from './mock-llm.mjs';
 import { openStream } from './sse.mjs';
@@ -155,16 +155,6 @@ async function replay(id) {
   await Promise.race([sse.closed, sleep(10_000)]);
   sse.close();
   return sse.events;
-}
-
-/** Drops the chunks each `stream_resync` disowns: `fromSequence` up to the resync. */
-function withoutTorn(events) {
-  const torn = new Set();
-  for (const e of events) {
-    if (e.type !== 'stream_resync') continue;
-    for (let seq = e.json.fromSequence; seq <= e.id; seq++) torn.add(seq);
-  }
-  return events.filter((e) => !torn.has(e.id));
 }
 
 /** Every consistency check of one finished session; returns what the tool outcome was. */

@@ -1,8 +1,10 @@
 // A live copy of a session: its snapshot from `GET`, then every event of its stream
-// after the snapshot's `streamSequence`, applied in order — state patches (RFC 6902,
-// through immutable-json-patch), pending calls, status. Whenever it cannot be sure it
-// still matches the server (a `stream_resync`, a `truncated` notice, a gap in the
-// sequence, a patch that does not apply) it refetches the snapshot instead of drifting.
+// after the snapshot's `streamSequence` (the newest committed one), applied in order —
+// state patches (RFC 6902: a running tool's live writes, then what its step's commit
+// corrects), pending calls, status. Whenever it cannot be sure it still matches the
+// server (a `stream_resync` — which disowns a torn step's live patches —, a `truncated`
+// notice, a gap in the sequence, a patch that does not apply) it refetches the snapshot
+// instead of drifting.
 
 import { applyPatch, type Operation } from 'rfc6902';
 import type { EventStream, EventStreamOptions } from './events.js';

@@ -456,7 +456,7 @@ export interface components {
              * @enum {string}
              */
             resumeReason: "interrupted" | "running" | "awaiting_tool_results" | "awaiting_subagents" | "completed" | "failed" | "aborted";
-            /** @description The newest stream event this view reflects: reading the stream with `?after=` this sequence and applying its `state_patch` chunks to `state` follows the session with no patch missed or repeated. */
+            /** @description The newest committed stream event this view reflects: reading the stream with `?after=` this sequence and applying its `state_patch` chunks to `state` follows the session with no patch missed or repeated (a step in progress streams again from its start: its live patches are not in `state` until it commits). */
             streamSequence: number;
         };
         ErrorInfo: {
@@ -727,10 +727,13 @@ export interface components {
              */
             type: "tool_end";
         };
+        /** @description State changes (RFC 6902), in order. A tool's write streams the moment the tool makes it, with `toolCallId` (live: a step's chunks count once its `step_committed` arrives; a `stream_resync` disowns those of a step that never committed); the step's commit then streams, without `toolCallId`, what turns the state shown so far into the committed one, and nothing when the writes committed as shown. Applying every `state_patch` that no `stream_resync` disowned, in order, gives the committed state after each `step_committed`. */
         StatePatchChunk: components["schemas"]["ChunkHead"] & {
             /** @constant */
             type: "state_patch";
             patches: components["schemas"]["PatchOp"][];
+            /** @description The call whose write this is, streamed as it made it (live). */
+            toolCallId?: string;
         } & {
             /**
              * @description discriminator enum property added by openapi-typescript

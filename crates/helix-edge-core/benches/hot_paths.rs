@@ -272,6 +272,7 @@ fn encoding() {
                     path: "/items/-".into(),
                     value: json!({ "title": "new item", "done": false }),
                 }],
+                tool_call_id: None,
             }),
         ),
     ];

@@ -91,10 +91,14 @@ pub enum ChunkBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
-    /// Committed state changes (RFC 6902), in order.
+    /// State changes (RFC 6902), in order: a tool's write as it makes it (live, with
+    /// its call), or what its step's commit changes beyond what was shown.
     StatePatch {
         /// The operations.
         patches: Vec<PatchOp>,
+        /// The call that wrote them, for a tool's live write.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
     },
     /// An event a tool emitted.
     Custom {
@@ -334,6 +338,7 @@ mod tests {
                     path: "/notes/-".into(),
                     value: json!({"text": "a"}),
                 }],
+                tool_call_id: Some("call_1".into()),
             },
             ChunkBody::RunSuspended {
                 reason: SuspendReason::ClientTool,

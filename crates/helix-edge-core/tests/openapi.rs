@@ -382,6 +382,7 @@ fn one_of_each_chunk() -> Vec<ChunkBody> {
                     value: json!("x"),
                 },
             ],
+            tool_call_id: Some(call().0),
         },
         ChunkBody::Custom {
             event_name: "e".into(),

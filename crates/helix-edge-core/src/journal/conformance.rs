@@ -69,11 +69,20 @@ fn a_staged_batch_appears_only_when_released(log: &dyn StreamLog) -> Result<(), 
         seqs(log) == [1, 2],
         "a staged batch is not in the stream yet"
     );
+    ensure!(
+        log.unconfirmed_from() == Some(1),
+        "live events wait for a commit to confirm them: {:?}",
+        log.unconfirmed_from()
+    );
     log.release("c1");
     ensure!(
         seqs(log) == [1, 2, 3, 4],
         "released in order: {:?}",
         seqs(log)
+    );
+    ensure!(
+        log.unconfirmed_from().is_none(),
+        "a release confirms everything before it"
     );
     let frames = log.replay(3);
     ensure!(
@@ -132,6 +141,11 @@ fn recovery_releases_the_batch_of_the_landed_commit(log: &dyn StreamLog) -> Resu
 
 fn recovery_drops_other_batches_and_reports_torn_chunks(log: &dyn StreamLog) -> Result<(), String> {
     let torn = log.emit(end(9));
+    ensure!(
+        log.unconfirmed_from() == Some(torn),
+        "a live chunk after the last commit is unconfirmed from {torn}: {:?}",
+        log.unconfirmed_from()
+    );
     log.stage("c6", 6, vec![end(10)]);
     let recovery = log.recover(5, "c5");
     ensure!(
@@ -145,7 +159,7 @@ fn recovery_drops_other_batches_and_reports_torn_chunks(log: &dyn StreamLog) -> 
     );
     log.confirm(5);
     ensure!(
-        log.recover(5, "c5").torn_from.is_none(),
+        log.recover(5, "c5").torn_from.is_none() && log.unconfirmed_from().is_none(),
         "confirmed chunks are not torn again"
     );
     Ok(())

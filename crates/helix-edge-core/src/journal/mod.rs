@@ -89,6 +89,9 @@ impl StreamLog for MemoryJournal {
     fn confirm(&self, version: u64) {
         self.stream.confirm(version)
     }
+    fn unconfirmed_from(&self) -> Option<u64> {
+        self.stream.unconfirmed_from()
+    }
     fn replay(&self, after: u64) -> Vec<Frame> {
         self.stream.replay(after)
     }

@@ -53,6 +53,8 @@ pub trait StreamLog {
     fn recover(&self, version: u64, commit_id: &str) -> Recovery;
     /// Marks every event so far as confirmed at `version` (after a resync).
     fn confirm(&self, version: u64);
+    /// The first sequence number of live chunks no commit has confirmed yet, if any.
+    fn unconfirmed_from(&self) -> Option<u64>;
     /// The stored events after sequence `after`, in order (the oldest may have been
     /// dropped by retention).
     fn replay(&self, after: u64) -> Vec<Frame>;
@@ -132,6 +134,11 @@ impl StreamLog for MemoryStreamLog {
 
     fn confirm(&self, _version: u64) {
         self.confirmed.set(self.events.borrow().len());
+    }
+
+    fn unconfirmed_from(&self) -> Option<u64> {
+        let confirmed = self.confirmed.get();
+        (self.events.borrow().len() > confirmed).then_some(confirmed as u64 + 1)
     }
 
     fn replay(&self, after: u64) -> Vec<Frame> {

@@ -20,6 +20,7 @@ use crate::store::{
     CheckpointRecord, CheckpointStatus, Commit, PendingCall, PendingKind, SessionHead,
     SessionStatus, StateChange, Store, SubSession,
 };
+use serde_json::Value;
 
 /// An outcome applied to a head: the checkpoint status, the events that follow the
 /// commit, the calls suspended on and the child sessions to record.
@@ -47,8 +48,13 @@ impl<S: Store> Runner<S> {
         head.step_count = step;
         head.run.step_count += 1;
         let concluded = self.close(agent, &mut head, outcome, emitter);
-        let (mut commit, mut events) =
-            self.checkpointed_commit(head, messages, state_ops, concluded.status, emitter);
+        let (mut commit, mut events) = self.checkpointed_commit(
+            head,
+            messages,
+            (state_ops, &live.state),
+            concluded.status,
+            emitter,
+        );
         // The step's model call, recorded with its checkpoint (`GET …/runs` shows it).
         if let Some(checkpoint) = &mut commit.checkpoint {
             checkpoint.usage = Some(usage);
@@ -186,14 +192,15 @@ impl<S: Store> Runner<S> {
     }
 
     /// Builds a commit that closes a step (or a resumption): it appends `messages`,
-    /// applies `state_ops`, and checkpoints the result with `status`. Returns it with
-    /// the events that open its post-commit batch: `state_patch` (if any) and
+    /// applies `state_ops` (which lead to `state`), and checkpoints the result with
+    /// `status`. Returns it with the events that open its post-commit batch:
+    /// `state_patch` (what the step's live patches did not show, if anything) and
     /// `step_committed`.
     pub(crate) fn checkpointed_commit(
         &self,
         mut head: SessionHead,
         messages: Vec<Message>,
-        state_ops: Vec<PatchOp>,
+        (state_ops, state): (Vec<PatchOp>, &Value),
         status: CheckpointStatus,
         emitter: &Emitter,
     ) -> (Commit, Vec<StreamEvent>) {
@@ -213,12 +220,16 @@ impl<S: Store> Runner<S> {
         };
         head.checkpoint_id = Some(checkpoint.id.clone());
         let mut events = Vec::new();
+        let patches = emitter.committed_patch(&state_ops, state);
+        if !patches.is_empty() {
+            events.push(emitter.event(ChunkBody::StatePatch {
+                patches,
+                tool_call_id: None,
+            }));
+        }
         let state = if state_ops.is_empty() {
             StateChange::None
         } else {
-            events.push(emitter.event(ChunkBody::StatePatch {
-                patches: state_ops.clone(),
-            }));
             StateChange::Patch(state_ops)
         };
         events.push(emitter.event(ChunkBody::StepCommitted {

@@ -52,6 +52,8 @@ impl<S: Store> Runner<S> {
                     // Someone else committed (an abort, say): continue from their state.
                     stale += 1;
                     live = self.load_with(id, false, true).await?;
+                    // The step that lost streamed chunks of its own: they are disowned.
+                    self.resync(&live);
                 }
                 // Content over a storage limit: nothing was written, and redoing the step
                 // would only repeat it. The run fails with the reason instead.
@@ -59,7 +61,12 @@ impl<S: Store> Runner<S> {
                     self.fail_run(&mut live, ErrorInfo::of(&e)).await?;
                     return Ok(Progress::Idle(SessionStatus::Failed));
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    // A commit that failed leaves its step's live chunks unconfirmed: the
+                    // next load disowns them.
+                    self.recovered.set(false);
+                    return Err(e);
+                }
             }
         }
     }

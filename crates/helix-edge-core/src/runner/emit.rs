@@ -1,10 +1,15 @@
 //! Stamps chunks with their common head (session, agent, run, step, time) and sends
-//! them to the journal, live or staged.
+//! them to the journal, live or staged; keeps what the step's live patches have shown
+//! ([`Shown`]).
 
+use super::shown::Shown;
 use crate::chunk::{Chunk, ChunkBody, StreamEvent};
 use crate::host::Host;
 use crate::journal::StreamLog;
+use crate::state::PatchOp;
 use crate::store::SessionHead;
+use serde_json::Value;
+use std::cell::RefCell;
 use std::rc::Rc;
 
 /// A chunk factory for one session, run and step.
@@ -16,6 +21,7 @@ pub(crate) struct Emitter {
     agent_type: String,
     run_id: String,
     step: Option<u32>,
+    shown: Rc<RefCell<Shown>>,
 }
 
 impl Emitter {
@@ -32,6 +38,7 @@ impl Emitter {
             agent_type: head.agent.clone(),
             run_id: head.run.run_id.clone(),
             step,
+            shown: Rc::default(),
         }
     }
 
@@ -74,5 +81,33 @@ impl Emitter {
     /// Emits `body` live; returns its sequence number.
     pub fn chunk(&self, body: ChunkBody) -> u64 {
         self.journal.emit(self.event(body))
+    }
+
+    /// Streams call `tool_call_id`'s write (made on `base`) live, if it applies to what
+    /// the step has shown.
+    pub fn live_patch(&self, tool_call_id: &str, base: &Value, patches: Vec<PatchOp>) {
+        let (merged, write) = self.shown.borrow_mut().show(base, patches);
+        for (patches, tool_call_id) in [
+            (merged, None),
+            (write.unwrap_or_default(), Some(tool_call_id)),
+        ] {
+            if !patches.is_empty() {
+                self.chunk(ChunkBody::StatePatch {
+                    patches,
+                    tool_call_id: tool_call_id.map(String::from),
+                });
+            }
+        }
+    }
+
+    /// Writes merged into the step's state, as they applied.
+    pub fn merged(&self, applied: &[PatchOp]) {
+        self.shown.borrow_mut().merged(applied);
+    }
+
+    /// The patch the step's commit streams: what turns the shown state into
+    /// `committed`, reached by `ops` from the step's start ([`Shown::committed`]).
+    pub fn committed_patch(&self, ops: &[PatchOp], committed: &Value) -> Vec<PatchOp> {
+        self.shown.take().committed(ops, committed)
     }
 }

@@ -89,16 +89,20 @@ impl ToolRunner<'_> {
             executor: Executor::Server,
             deadline: None,
         });
-        let custom = emitter.clone();
+        let (custom, live) = (emitter.clone(), emitter.clone());
+        let id = call.id.clone();
         let signal = self.abort.child();
         let ctx = ToolContext::new(
             emitter.session_id(),
             &call.id,
             self.host.now_ms(),
             base.clone(),
-            Rc::new(move |event_name, data| {
-                custom.chunk(ChunkBody::Custom { event_name, data });
-            }),
+            (
+                Rc::new(move |event_name, data| {
+                    custom.chunk(ChunkBody::Custom { event_name, data });
+                }),
+                Rc::new(move |base, ops| live.live_patch(&id, base, ops)),
+            ),
             signal.clone(),
         );
         let started = self.host.now_ms();
@@ -140,6 +144,9 @@ impl ToolRunner<'_> {
         let outcome = match result {
             Ok(value) => {
                 let (message, stored) = result_message(call, value.clone(), output, &base);
+                if let Some(op) = &stored {
+                    emitter.live_patch(&call.id, &base, vec![op.clone()]);
+                }
                 writes.extend(stored);
                 CallOutcome {
                     message,
@@ -167,6 +174,7 @@ pub(crate) fn merge_into(
     emitter: &Emitter,
 ) {
     let merged = merge(state, writes);
+    emitter.merged(&merged.applied);
     for (op, err) in merged.conflicts {
         emitter.chunk(ChunkBody::Error {
             code: err.code().into(),

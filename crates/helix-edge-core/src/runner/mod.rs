@@ -12,7 +12,8 @@
 //!   and classify the model's calls), `plan` (run them in dependency order), `exec`
 //!   (the [`ToolRunner`](exec::ToolRunner) that runs server calls), `results` (how a
 //!   call ends), `conclude` (what the step leads to, decided purely), `commit` (the
-//!   step's commit and the events it releases).
+//!   step's commit and the events it releases), `shown` (live state: tools' writes
+//!   streamed as they make them, corrected by the commit).
 //! - `resume`: a suspended step resumed from its answers; `waited`: how long each
 //!   call waited.
 //! - `pipeline`: the commit pipeline — commits landing, and a step's commit sent ahead
@@ -53,6 +54,7 @@ mod pipeline;
 mod plan;
 mod results;
 mod resume;
+mod shown;
 mod step;
 mod waited;
 pub mod waits;
@@ -335,15 +337,24 @@ impl<S: Store> Runner<S> {
             .stream
             .recover(live.head.version, &live.head.commit_id);
         if let Some(from_sequence) = recovery.torn_from {
-            let emitter = self.emitter(&live.head, None);
-            emitter.chunk(ChunkBody::StreamResync {
-                checkpoint_id: live.head.checkpoint_id.clone().unwrap_or_default(),
-                step_count: live.head.step_count,
-                message_count: live.head.message_count,
+            self.journal.stream.emit(torn(
+                &self.emitter(&live.head, None),
+                &live.head,
                 from_sequence,
-                reason: ResyncReason::CrashRecovery,
-            });
+            ));
             self.journal.stream.confirm(live.head.version);
         }
     }
+}
+
+/// The `stream_resync` that disowns the live chunks from `from_sequence` on (a step
+/// that never committed), naming where the session stands: `head`.
+fn torn(emitter: &Emitter, head: &SessionHead, from_sequence: u64) -> crate::chunk::StreamEvent {
+    emitter.event(ChunkBody::StreamResync {
+        checkpoint_id: head.checkpoint_id.clone().unwrap_or_default(),
+        step_count: head.step_count,
+        message_count: head.message_count,
+        from_sequence,
+        reason: ResyncReason::CrashRecovery,
+    })
 }

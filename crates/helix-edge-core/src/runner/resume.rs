@@ -184,8 +184,13 @@ impl<S: Store> Runner<S> {
         if let Some(outcome) = closing {
             let completes = matches!(outcome, Outcome::Complete(_));
             let concluded = self.close(agent, &mut head, outcome, &emitter);
-            let (mut commit, mut events) =
-                self.checkpointed_commit(head, messages, state_ops, concluded.status, &emitter);
+            let (mut commit, mut events) = self.checkpointed_commit(
+                head,
+                messages,
+                (state_ops, &live.state),
+                concluded.status,
+                &emitter,
+            );
             commit.subsessions = children;
             commit.subsessions.extend(concluded.children);
             record_waits(&mut commit, waits);
@@ -197,7 +202,7 @@ impl<S: Store> Runner<S> {
         let (mut commit, post) = self.checkpointed_commit(
             head,
             messages,
-            state_ops,
+            (state_ops, &live.state),
             CheckpointStatus::Active,
             &emitter,
         );

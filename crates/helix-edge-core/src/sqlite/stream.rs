@@ -216,6 +216,13 @@ impl SqliteStreamLog {
         self.last_seq.get()
     }
 
+    /// The sequence number of the newest event a commit confirmed: a step in progress
+    /// streams after it (its live chunks, until it commits).
+    pub fn committed_seq(&self) -> u64 {
+        self.unconfirmed_from()
+            .map_or(self.last_seq.get(), |from| from - 1)
+    }
+
     /// The sequence number of the newest retained `run_started` of session `id` (not
     /// of a child's, relayed here), if any.
     pub fn run_start(&self, id: &str) -> Option<u64> {
@@ -402,6 +409,11 @@ impl StreamLog for SqliteStreamLog {
 
     fn confirm(&self, _version: u64) {
         self.set_confirmed();
+    }
+
+    fn unconfirmed_from(&self) -> Option<u64> {
+        let confirmed = counter(&*self.db, "confirmed");
+        (self.last_seq.get() > confirmed).then_some(confirmed + 1)
     }
 
     fn replay(&self, after: u64) -> Vec<Frame> {

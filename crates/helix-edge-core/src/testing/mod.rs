@@ -169,14 +169,15 @@ impl Scenario {
         chunks_of(&self.journal.events())
     }
 
-    /// What must hold after any run: the stream's patches replay to the stored state
-    /// (from `initial`), the transcript is as long as the head says, every call is
-    /// answered at most once, and no patch is empty or replaces the root.
+    /// What must hold after any run: the stream's patches (those no `stream_resync`
+    /// disowned) replay to the stored state (from `initial`), the transcript is as long
+    /// as the head says, every call is answered at most once, and no patch is empty or
+    /// replaces the root.
     pub fn assert_consistent(&self, initial: &Value) {
         let session = self.session();
         let mut state = initial.clone();
-        for body in self.chunks() {
-            if let ChunkBody::StatePatch { patches } = body {
+        for body in chunks_of(&owned(&self.journal.events())) {
+            if let ChunkBody::StatePatch { patches, .. } = body {
                 assert!(
                     !patches.is_empty() && patches.iter().all(|p| !p.path().is_empty()),
                     "state patches are non-empty and never replace the root"
@@ -204,6 +205,22 @@ impl Scenario {
             "every call is answered at most once: {answered:?}"
         );
     }
+}
+
+/// `events` (a whole stream, from sequence 1) without those a `stream_resync`
+/// disowned: from its `fromSequence` to itself.
+pub fn owned(events: &[StreamEvent]) -> Vec<StreamEvent> {
+    let mut kept: Vec<(u64, &StreamEvent)> = Vec::new();
+    for (seq, event) in (1..).zip(events) {
+        if let StreamEvent::Chunk(c) = event
+            && let ChunkBody::StreamResync { from_sequence, .. } = c.body
+        {
+            kept.retain(|(s, _)| *s < from_sequence);
+            continue;
+        }
+        kept.push((seq, event));
+    }
+    kept.into_iter().map(|(_, e)| e.clone()).collect()
 }
 
 /// The chunks among `events`.

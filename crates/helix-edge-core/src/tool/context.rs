@@ -1,6 +1,6 @@
 //! What a running tool sees: the session's state (read, and written as RFC 6902
-//! operations), its ids and the step's time, a way to emit custom stream events, and
-//! the run's abort signal.
+//! operations, each write streamed as it is made), its ids and the step's time, a way
+//! to emit custom stream events, and the run's abort signal.
 
 use crate::abort::AbortSignal;
 use crate::error::StateError;
@@ -14,6 +14,10 @@ use std::rc::Rc;
 /// Sends a `custom` chunk: `(event_name, data)`.
 pub(crate) type EmitFn = Rc<dyn Fn(String, Value)>;
 
+/// Streams a write as it is made: `(base, operations)`, `base` the state the call's
+/// view started from.
+pub(crate) type ShowFn = Rc<dyn Fn(&Value, Vec<PatchOp>)>;
+
 /// What a running tool can see and do: read and update the session state, emit custom
 /// events, check for abort. Cheap to clone; never holds a borrow across an await.
 #[derive(Clone)]
@@ -25,8 +29,10 @@ struct ContextInner {
     session_id: String,
     tool_call_id: String,
     now_ms: u64,
+    base: Rc<Value>,
     state: RefCell<StateWriter>,
     emit: EmitFn,
+    show: ShowFn,
     abort: AbortSignal,
 }
 
@@ -37,7 +43,7 @@ impl ToolContext {
         tool_call_id: &str,
         now_ms: u64,
         base: Rc<Value>,
-        emit: EmitFn,
+        (emit, show): (EmitFn, ShowFn),
         abort: AbortSignal,
     ) -> Self {
         Self {
@@ -45,8 +51,10 @@ impl ToolContext {
                 session_id: session_id.into(),
                 tool_call_id: tool_call_id.into(),
                 now_ms,
-                state: RefCell::new(StateWriter::new(base)),
+                state: RefCell::new(StateWriter::new(base.clone())),
+                base,
                 emit,
+                show,
                 abort,
             }),
         }
@@ -96,24 +104,41 @@ impl ToolContext {
         self.writer().ok()?.current().pointer(pointer).cloned()
     }
 
+    /// Makes a write and streams its operations (a `state_patch` with this call's id).
+    fn write(
+        &self,
+        f: impl FnOnce(&mut StateWriter) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let ops = {
+            let mut writer = self.writer()?;
+            let from = writer.ops().len();
+            f(&mut writer)?;
+            writer.ops()[from..].to_vec()
+        };
+        if !ops.is_empty() {
+            (self.inner.show)(&self.inner.base, ops);
+        }
+        Ok(())
+    }
+
     /// Appends to the array at `pointer`.
     pub fn append(&self, pointer: &str, value: Value) -> Result<(), StateError> {
-        self.writer()?.append(pointer, value)
+        self.write(|w| w.append(pointer, value))
     }
 
     /// Sets the value at `pointer` (replace or add).
     pub fn set(&self, pointer: &str, value: Value) -> Result<(), StateError> {
-        self.writer()?.set(pointer, value)
+        self.write(|w| w.set(pointer, value))
     }
 
     /// Removes the value at `pointer`.
     pub fn remove(&self, pointer: &str) -> Result<(), StateError> {
-        self.writer()?.remove(pointer)
+        self.write(|w| w.remove(pointer))
     }
 
     /// Applies an arbitrary mutation; its patches are derived by diffing.
     pub fn update(&self, f: impl FnOnce(&mut Value)) -> Result<(), StateError> {
-        self.writer()?.update(f)
+        self.write(|w| w.update(f))
     }
 
     /// The state as the agent's state type `S` (this call's view of it).

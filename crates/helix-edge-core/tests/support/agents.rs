@@ -231,6 +231,22 @@ pub fn tester(exec: &Executions) -> Agent {
         .tool(Tool::new("fail", "d", |_: Value, _| async {
             Err::<Value, _>(ToolError::failed("it broke"))
         }))
+        .tool(Tool::new(
+            "note_then_fail",
+            "d",
+            |i: AddNote, ctx| async move {
+                ctx.append("/notes", json!({"text": i.text}))?;
+                Err::<Value, _>(ToolError::failed("it broke after writing"))
+            },
+        ))
+        .tool(Tool::new("late_note", "d", |i: AddNote, ctx| async move {
+            // Writes after the step's other calls have written.
+            for _ in 0..8 {
+                yield_now().await;
+            }
+            ctx.append("/notes", json!({"text": i.text}))?;
+            Ok::<_, ToolError>(json!({"ok": true}))
+        }))
         .tool(
             Tool::new("hang_after_note", "d", move |i: AddNote, ctx| {
                 let e = e3.clone();

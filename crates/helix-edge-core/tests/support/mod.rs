@@ -10,8 +10,8 @@ pub mod children;
 
 pub use agents::*;
 pub use helix_edge_core::testing::{
-    SESSION, Scenario, TestRunner, block, chunks_of, drive, drive_and_crash, run_until_stalled,
-    yield_now,
+    SESSION, Scenario, TestRunner, block, chunks_of, drive, drive_and_crash, owned,
+    run_until_stalled, yield_now,
 };
 
 use helix_edge_core::chunk::{ChunkBody, StreamEvent};
@@ -76,12 +76,12 @@ pub fn drive_advancing(world: &World, runner: &TestRunner, step_ms: u64, steps: 
     helix_edge_core::testing::drive_advancing(&world.host, runner, step_ms, steps)
 }
 
-/// Replays every `state_patch` in the stream (honouring `stream_resync`, although the
-/// runner never puts an unconfirmed patch in the stream) from `initial`.
+/// Replays every `state_patch` in the stream that no `stream_resync` disowned (a torn
+/// step's live patches) from `initial`.
 pub fn replay(events: &[StreamEvent], initial: &Value) -> Value {
     let mut state = initial.clone();
-    for body in chunks_of(events) {
-        if let ChunkBody::StatePatch { patches } = body {
+    for body in chunks_of(&owned(events)) {
+        if let ChunkBody::StatePatch { patches, .. } = body {
             let patch: json_patch::Patch =
                 serde_json::from_value(serde_json::to_value(&patches).unwrap()).unwrap();
             json_patch::patch(&mut state, &patch).unwrap();
@@ -108,7 +108,7 @@ pub fn patch_paths(world: &World) -> Vec<String> {
         .chunks()
         .into_iter()
         .flat_map(|c| match c {
-            ChunkBody::StatePatch { patches } => patches
+            ChunkBody::StatePatch { patches, .. } => patches
                 .iter()
                 .map(|p| PatchOp::path(p).to_string())
                 .collect(),

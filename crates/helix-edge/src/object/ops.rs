@@ -56,8 +56,10 @@ impl Inner {
         let loaded = runner.store().load(id).await.map_err(RunError::from)?;
         let loaded = loaded.ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?;
         // Read with the state, before anything else can commit: a client that applies
-        // the stream after this sequence to this state never misses or repeats a patch.
-        let sequence = self.parts()?.stream.last_seq();
+        // the stream after this sequence to this state never misses or repeats a patch
+        // (a step in progress streams again from its start: its live patches are not in
+        // the state yet).
+        let sequence = self.parts()?.stream.committed_seq();
         self.touch(runner, id, &loaded.head);
         let below = runner.descendant_calls(&loaded.head).await?;
         let view = SessionView::from(loaded).at_sequence(sequence);

@@ -91,6 +91,13 @@ impl<S: Store> Runner<S> {
                 }));
                 post.push(StreamEvent::Fail { error });
             }
+            // A step in progress never commits: its live chunks are disowned.
+            if let Some(from) = self.journal.stream.unconfirmed_from() {
+                post.insert(
+                    0,
+                    crate::runner::torn(&self.emitter(&live.head, None), &live.head, from),
+                );
+            }
             let waited_on = live.head.clone();
             let committed = self
                 .pipeline()

@@ -67,7 +67,10 @@ impl<S: Store> Runner<S> {
                 let mut patches = Vec::new();
                 diff("", &live.state, &r.state, &mut patches);
                 if !patches.is_empty() {
-                    post.push(emitter.event(ChunkBody::StatePatch { patches }));
+                    post.push(emitter.event(ChunkBody::StatePatch {
+                        patches,
+                        tool_call_id: None,
+                    }));
                 }
                 head.step_count = r.checkpoint.step_count;
                 head.message_count = r.keep;
