@@ -111,6 +111,7 @@ test('a retry with a message replaces the run\'s input, announced as a rollback'
   assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'original' })).status, 201);
   assert.equal((await waitFor(worker, id, (s) => s.status === 'completed', 20_000)).state.notes.length, 1);
   assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/retry`, { message: '  ' })).status, 400);
+  const firstBranch = (await api(worker, 'GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.map((c) => c.checkpointId ?? c.id);
 
   llm.push({ text: 'Second answer.' });
   const retry = await api(worker, 'POST', `/v1/sessions/${id}/retry`, { message: 'edited' });
@@ -125,6 +126,15 @@ test('a retry with a message replaces the run\'s input, announced as a rollback'
   assert.equal(resync.json.messageCount, 0);
   const all = await (await stream(id)).until((e) => e.type === 'run_finished' && e.id > resync.id);
   assert.deepEqual(replayPatches({ notes: [] }, all), done.state, 'patches still replay to the state');
+  // The checkpoints of the branch the rollback abandoned (each held the replaced input)
+  // are gone: not listed, and going back to one is 404.
+  const listed = (await api(worker, 'GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.map((c) => c.checkpointId ?? c.id);
+  assert.ok(firstBranch.length > 0 && firstBranch.every((c) => !listed.includes(c)), `${firstBranch} vs ${listed}`);
+  for (const checkpointId of firstBranch) {
+    const fork = await api(worker, 'POST', `/v1/sessions/${id}/fork`, { checkpointId });
+    assert.equal(fork.status, 404, JSON.stringify(fork.body));
+    assert.equal(fork.body.error.code, 'checkpoint_not_found');
+  }
 });
 
 test('a fork continues from a checkpoint in a new session; the source stays as it was', async () => {

@@ -1354,7 +1354,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Every checkpoint, oldest first. */
+            /** @description Every checkpoint, oldest first: those of a branch a retry rolled back are gone (their messages were replaced). */
             200: {
                 headers: {
                     [name: string]: unknown;

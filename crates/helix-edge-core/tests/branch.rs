@@ -266,3 +266,63 @@ fn a_fork_copies_a_checkpoint_into_a_session_that_continues_on_its_own() {
     let taken = block(r.fork_request(SESSION, None, "fork1".into(), None)).unwrap();
     assert!(matches!(block(r.create(taken)), Err(RunError::Store(_))));
 }
+
+/// A rollback abandons the checkpoints past what it keeps of the transcript: their
+/// messages are gone (replaced by the new branch's), so they are no longer listed, and
+/// going back to one is `checkpoint_not_found` (it used to fail in the store, or fork a
+/// transcript of the new branch with the old branch's state).
+#[test]
+fn a_rollback_drops_the_checkpoints_of_the_branch_it_abandons() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "old"}))])
+        .text("first answer");
+    w.create(&r, "tester", "original question");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let before = block(w.store.checkpoints(SESSION)).unwrap();
+    let abandoned: Vec<_> = before.iter().filter(|c| c.message_count > 0).collect();
+    assert_eq!(
+        abandoned.len(),
+        3,
+        "the create's and the two steps' (each holds the replaced input): {before:?}"
+    );
+
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "new"}))])
+        .text("second answer");
+    block(r.retry(SESSION, None, Some("edited question".into()))).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let after = block(w.store.checkpoints(SESSION)).unwrap();
+    for gone in &abandoned {
+        assert!(
+            after.iter().all(|c| c.id != gone.id),
+            "{} is not listed",
+            gone.id
+        );
+        let retry = block(r.retry(SESSION, Some(&gone.id), None));
+        assert!(
+            matches!(retry, Err(RunError::CheckpointNotFound(_))),
+            "{retry:?}"
+        );
+        let fork = block(r.fork_request(SESSION, Some(&gone.id), "copy".into(), None));
+        assert!(
+            matches!(fork, Err(RunError::CheckpointNotFound(_))),
+            "{fork:?}"
+        );
+    }
+    assert_eq!(after.len(), 2, "the new branch's two steps: {after:?}");
+    // The new branch's checkpoints restore as they were.
+    let latest = after.last().unwrap().id.clone();
+    let fork = block(r.fork_request(SESSION, Some(&latest), "copy".into(), None)).unwrap();
+    assert_eq!(
+        texts(&[fork.history.clone(), fork.input.clone()].concat()),
+        [
+            "user: edited question",
+            "assistant: ",
+            "tool: add_note",
+            "assistant: second answer"
+        ]
+    );
+    assert_consistent(&w, &json!({"notes": []}));
+}

@@ -195,6 +195,10 @@ impl Store for MemoryStore {
             }
             e.messages.truncate(base as usize);
             e.messages.extend(commit.messages);
+            if let Some(n) = commit.truncate_messages_to {
+                // The abandoned branch's checkpoints: their messages are gone.
+                e.checkpoints.retain(|(c, _)| c.message_count <= n);
+            }
             e.head = commit.head;
             e.head.version = expected_version + 1;
             upsert_run(&mut e.runs, &e.head.run);

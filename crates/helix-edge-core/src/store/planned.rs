@@ -43,6 +43,12 @@ impl Planned {
             ) {
                 self.state_log.push((version, kind.clone(), body.clone()));
             }
+            if let (true, [_, Arg::Int(kept)]) = (
+                s.sql.starts_with("DELETE FROM checkpoints"),
+                s.args.as_slice(),
+            ) {
+                self.checkpoints.retain(|(c, _)| c.message_count <= *kept);
+            }
         }
         let run = &self.image.head.run;
         match self.runs.iter_mut().find(|r| r.run_id == run.run_id) {

@@ -504,6 +504,12 @@ pub fn plan_commit(
             sql: "DELETE FROM messages WHERE session_id = ?1 AND seq >= ?2",
             args: vec![text(&id), Arg::Int(n)],
         });
+        // The checkpoints past what is kept belong to the branch a rollback abandons:
+        // their messages are gone.
+        batch.push(Statement {
+            sql: "DELETE FROM checkpoints WHERE session_id = ?1 AND json_extract(body, '$.messageCount') > ?2",
+            args: vec![text(&id), Arg::Int(n)],
+        });
     }
     batch.extend(message_inserts(&id, base, &commit.messages)?);
     let (run, checkpoint) = (

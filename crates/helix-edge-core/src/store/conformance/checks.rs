@@ -322,6 +322,25 @@ pub(super) async fn a_checkpoint_restores_state_and_transcript<S: Store>(
         runs.len() == 2 && runs[1].turn == 2,
         "a second run is recorded: {runs:?}"
     );
+    let kept: Vec<String> = store
+        .checkpoints(id)
+        .await
+        .map_err(e)?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ensure!(
+        kept.contains(&k1) && !kept.contains(&format!("{id}-k2")),
+        "the rollback drops the checkpoints past what it keeps (their messages are gone): {kept:?}"
+    );
+    ensure!(
+        store
+            .checkpoint_state(id, &format!("{id}-k2"))
+            .await
+            .map_err(e)?
+            .is_none(),
+        "an abandoned checkpoint is not found"
+    );
     Ok(())
 }
 
