@@ -2,19 +2,22 @@
 //! `assistant` starts from `{"notes": []}` with five tools covering every kind of call:
 //! plain server tools, an always-approved one, a conditionally approved one and a
 //! client-executed one with a deadline. `coordinator` delegates to `researcher` through
-//! the sub-agent tool `research`; each call runs a child session. `orders` ([`orders`])
-//! wires its tools through its state: results stored with `_outputPath`, arguments that
-//! reference them, a whole fetch → check → store plan in one step. `team` ([`team`],
+//! the sub-agent tool `research`; each call runs a child session. `orders` ([`orders`],
+//! feature `orders`) wires its tools through its state: results stored with
+//! `_outputPath`, arguments that reference them, a whole fetch → check → store plan in
+//! one step. `team` ([`team`],
 //! feature `persistent-children`) leads researcher helpers that are persistent children.
 //! `dispatcher` ([`dispatcher`], feature `remote-subagents`) hands tasks to the
 //! `assistant` of another deployment.
 
 #[cfg(feature = "remote-subagents")]
 mod dispatcher;
+#[cfg(feature = "orders")]
 mod orders;
 #[cfg(feature = "persistent-children")]
 mod team;
 
+#[cfg(feature = "orders")]
 pub use orders::{
     APPROVAL_OVER, Check, CheckOrder, FetchOrder, Order, OrdersState, StoreOrder, Stored, orders,
 };
