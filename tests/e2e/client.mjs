@@ -135,25 +135,34 @@ export async function waitFor(worker, id, pred, timeoutMs = 15_000, token = API_
   throw new Error(`session ${id} did not reach the expected state: ${JSON.stringify(last?.body)}`);
 }
 
-/** `events` without those a `stream_resync` disowned (from its `fromSequence` to itself). */
+/** The session a stream is of: its first chunk's (relayed sub-agent chunks name theirs). */
+const ownSession = (events) => events.find((e) => e.json?.sessionId)?.json.sessionId;
+
+/**
+ * `events` without those a `stream_resync` of the stream's own session disowned (from
+ * its `fromSequence` to itself; a relayed sub-agent's resync counts in its own stream).
+ */
 export function withoutTorn(events) {
+  const own = ownSession(events);
   const torn = new Set();
   for (const e of events) {
-    if (e.type !== 'stream_resync') continue;
+    if (e.type !== 'stream_resync' || e.json.sessionId !== own) continue;
     for (let seq = e.json.fromSequence; seq <= e.id; seq++) torn.add(seq);
   }
   return events.filter((e) => !torn.has(e.id));
 }
 
 /**
- * Applies every state_patch of `events` (RFC 6902 add/remove/replace) that no
- * `stream_resync` disowned to `initial`: the README's rule for following the state.
+ * Applies every state_patch of the stream's own session in `events` (RFC 6902
+ * add/remove/replace) that no `stream_resync` disowned to `initial`: the README's rule
+ * for following the state.
  */
 export function replayPatches(initial, events) {
   const state = structuredClone(initial);
   const unescape = (s) => s.replace(/~1/g, '/').replace(/~0/g, '~');
+  const own = ownSession(events);
   for (const e of withoutTorn(events)) {
-    if (e.type !== 'state_patch') continue;
+    if (e.type !== 'state_patch' || e.json.sessionId !== own) continue;
     for (const op of e.json.patches) {
       const parts = op.path.split('/').slice(1).map(unescape);
       const last = parts.pop();
