@@ -365,6 +365,20 @@ fn an_abort_during_a_step_signals_its_tools_and_the_step_never_commits() {
     assert_eq!(s.state, initial(), "the aborted step's writes never landed");
     assert_eq!(s.head.step_count, 0);
     assert_eq!(w.model.remaining(), 1, "no model call after the abort");
+    // `add_note` ran before `wait_for_abort` started: its write was streamed live, and
+    // the abort's batch disowns it.
+    let live_at = (1u64..)
+        .zip(w.journal.events())
+        .find_map(|(seq, e)| match e {
+            StreamEvent::Chunk(c) if matches!(c.body, ChunkBody::StatePatch { .. }) => Some(seq),
+            _ => None,
+        })
+        .expect("the write was streamed live");
+    assert!(
+        matches!(resyncs(&w)[..], [from] if from <= live_at),
+        "the abort's resync disowns the live patch: {:?}",
+        resyncs(&w)
+    );
     assert_consistent(&w, &initial());
 }
 
