@@ -33,9 +33,12 @@ fi
 worker-build --release ${features:+--features "$features"}
 
 # Shrink the wasm: -Oz without the names section, with the feature set worker-build
-# would enable (what workerd supports).
+# would enable (what workerd supports). --low-memory-unused lets wasm-opt fold a pointer's
+# constant offset into the load or store (~1.5 KiB gzip less): valid as Rust's pointers
+# never wrap around the 32-bit address space.
 wasm=build/index_bg.wasm
-wasm-opt "$wasm" -o "$wasm.opt" -Oz --gufa --dae-optimizing -Oz --converge --strip-debug --strip-producers \
+wasm-opt "$wasm" -o "$wasm.opt" -Oz --gufa --dae-optimizing -Oz --converge --low-memory-unused \
+  --strip-debug --strip-producers \
   --enable-mutable-globals --enable-sign-ext --enable-nontrapping-float-to-int \
   --enable-bulk-memory --enable-multivalue --enable-reference-types --enable-exception-handling
 mv "$wasm.opt" "$wasm"
