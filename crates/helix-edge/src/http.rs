@@ -51,6 +51,11 @@ pub fn header(req: &RawRequest, name: &str) -> Option<String> {
 
 /// An internal failure: logged in detail, answered with a safe 500.
 pub fn internal(what: &str, e: impl std::fmt::Display) -> ApiError {
+    internal_error(what, &e)
+}
+
+/// [`internal`] for any error: one copy in the bundle, not one per error type.
+fn internal_error(what: &str, e: &dyn std::fmt::Display) -> ApiError {
     log(
         Level::Error,
         "internal_error",
