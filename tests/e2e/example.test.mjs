@@ -81,3 +81,17 @@ test('the example worker is built without the OpenAPI and chat routes: 404, sayi
   const resume = await api(worker, 'GET', '/v1/chat/c/stream');
   assert.equal(resume.status, 404);
 });
+
+test('the example worker is built without per-request options: a create that gives them is refused, naming the feature', async () => {
+  const id = `example-options-${process.pid}`;
+  const r = await api(worker, 'POST', '/v1/sessions',
+    { agent: 'support', sessionId: id, input: 'hi', providerOptions: { reasoningEffort: 'low' } });
+  assert.equal(r.status, 400, JSON.stringify(r.body));
+  assert.equal(r.body.error.code, 'validation_error');
+  assert.match(r.body.error.message, /`provider-options` feature/);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).status, 404, 'nothing was created');
+  // The name in a message's text is only text.
+  const said = await api(worker, 'POST', '/v1/sessions',
+    { agent: 'support', sessionId: id, input: { message: 'what are providerOptions?' } });
+  assert.equal(said.status, 201, JSON.stringify(said.body));
+});

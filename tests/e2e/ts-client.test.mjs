@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HelixClient, HttpError } from '@helix-edge/client';
-import { API_TOKEN, api } from './client.mjs';
+import { API_TOKEN, api, waitFor } from './client.mjs';
 import { startWorker } from './harness.mjs';
 import { openStream } from './sse.mjs';
 
@@ -121,6 +121,26 @@ test('reconnects forced at random points of a running stream: exactly the server
     assert.ok(states.includes('reconnecting'));
   }
   assert.ok(cuts >= 3, `streams were cut (${cuts})`);
+});
+
+test('a run\'s model options go through the client on a create and a follow-up, checked by the server', async () => {
+  const c = client();
+  const refused = await c.createSession({ agent: 'assistant', input: 'hi', providerOptions: { toolChoice: { tool: 'no_such_tool' } } })
+    .then(() => null, (e) => e);
+  assert.ok(refused instanceof HttpError, String(refused));
+  assert.equal(refused.status, 400);
+  assert.match(refused.message, /no_such_tool/);
+  const session = await c.createSession({ agent: 'assistant', input: 'note buy milk; delete /tmp/x', providerOptions: { reasoningEffort: 'low' } });
+  const waiting = await waitFor(worker, session.id, (s) => s.pendingToolCalls.length === 1, 20_000);
+  await session.approve(waiting.pendingToolCalls[0].toolCallId);
+  await waitFor(worker, session.id, (s) => s.status === 'completed', 20_000);
+  const badFollow = await session.send('note eggs', { providerOptions: { thinkingBudget: 10 } }).then(() => null, (e) => e);
+  assert.equal(badFollow?.status, 400);
+  assert.match(badFollow.message, /at least 1024/);
+  const { runId } = await session.send('note eggs', { providerOptions: { toolChoice: 'auto' } });
+  assert.match(runId, /./);
+  await waitFor(worker, session.id, (s) => s.status === 'completed' && s.state.notes.length === 2, 20_000);
+  assert.equal((await session.get()).state.notes.length, 2);
 });
 
 test('the state mirror ends equal to GET, with the pending calls seen on the way', async () => {

@@ -1,14 +1,16 @@
 """Schemathesis hooks for the helix-edge API (`tests/e2e/schemathesis.test.mjs`).
 
-Two rules of the API cannot be written in JSON Schema: a create's `messages` history
+Three rules of the API cannot be written in JSON Schema: a create's `messages` history
 must pair every assistant tool call with one tool message (same id and name) before the
-next user or assistant message, with call ids unique; and a chat's newest user message
-needs a text part that is not blank. The document states them in words and the server
+next user or assistant message, with call ids unique; a chat's newest user message
+needs a text part that is not blank; and `providerOptions` name only a tool of the
+session's agent in `toolChoice`, in at most 8 KiB. The document states them in words and the server
 refuses a body that breaks them (400 naming what is wrong); this hook keeps generated
 cases to bodies that follow them, as a client following the document would send.
 Anything else the generator makes goes to the server as it is.
 """
 
+import json
 import re
 
 import schemathesis
@@ -67,11 +69,24 @@ def _says_something(messages):
     return any(not _BLANK.fullmatch(c) for c in text)
 
 
+def _options_fit(options):
+    """Whether a body's `providerOptions` name no tool (which one the session's agent has
+    is not in the document) and fit in 8 KiB; True for malformed ones."""
+    if not isinstance(options, dict):
+        return True
+    if isinstance(options.get("toolChoice"), dict):
+        return False
+    compact = json.dumps(options, ensure_ascii=False, separators=(",", ":"))
+    return len(compact.encode()) <= 8 * 1024
+
+
 @schemathesis.hook
 def filter_case(ctx, case):
     body = case.body
     if not isinstance(body, dict):
         return True
+    if not _options_fit(body.get("providerOptions")):
+        return False
     if case.operation.label == "POST /v1/chat":
         return _says_something(body.get("messages"))
     if case.operation.label != "POST /v1/sessions":

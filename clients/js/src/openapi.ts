@@ -335,6 +335,25 @@ export interface components {
             input: string | components["schemas"]["InputOne"] | components["schemas"]["InputMany"] | components["schemas"]["UserMessages"];
             /** @description The conversation the session starts from, in the form GET …/messages returns: user, assistant and tool messages. Every tool call of an assistant message (ids unique) is answered by one tool message of the same toolCallId and toolName before the next user or assistant message; a history that breaks this is refused with 400 `validation_error` naming the message. */
             messages?: components["schemas"]["HistoryMessage"][];
+            providerOptions?: components["schemas"]["ProviderOptions"];
+        };
+        /** @description A run's model options: every model call of the run the request starts applies them over the agent's settings, also after a suspension or a restart (they are stored with the run); the next run has the agent's settings again. An option the provider's capability profile lacks (reasoning) is left out with a debug log line. Together at most 8 KiB as JSON. */
+        ProviderOptions: {
+            /** @description Which tools the model must or may call. A named tool must be one of the agent's (400 validation_error otherwise). */
+            toolChoice?: ("auto" | "required" | "none") | {
+                tool: string;
+            };
+            /**
+             * @description OpenAI's reasoning_effort.
+             * @enum {string}
+             */
+            reasoningEffort?: "low" | "medium" | "high";
+            /** @description Anthropic extended thinking: the tokens it may spend (max_tokens is raised above it; temperature is not sent with it). */
+            thinkingBudget?: number;
+            /** @description Fields merged into OpenAI-format (OpenAI, Workers AI, compatible servers) request bodies as they are, key by key, over the agent's own: unchecked (the provider judges them). The fields helix-edge sets itself (model, messages, stream, stream_options, tools, system) are refused. */
+            openai?: Record<string, unknown>;
+            /** @description Fields merged into Anthropic Messages request bodies as they are, key by key, over the agent's own: unchecked (the provider judges them), e.g. {"thinking": {"type": "adaptive"}} where the model offers it. The fields helix-edge sets itself (model, messages, stream, stream_options, tools, system) are refused. */
+            anthropic?: Record<string, unknown>;
         };
         InputOne: {
             message: string;
@@ -487,12 +506,14 @@ export interface components {
             message: string;
             metadata?: Record<string, unknown>;
             attachments?: components["schemas"]["Attachments"];
+            providerOptions?: components["schemas"]["ProviderOptions"];
         } | {
             message?: unknown;
         } | {
             attachments: unknown;
         }) | {
             messages: components["schemas"]["UserMessages"];
+            providerOptions?: components["schemas"]["ProviderOptions"];
         };
         ToolResult: {
             /** @constant */
@@ -612,7 +633,7 @@ export interface components {
             /** @enum {string} */
             outcome: "approved" | "denied" | "result" | "error" | "expired";
         };
-        /** @description What the AI SDK's DefaultChatTransport posts; its `body` option adds `agent`. Other fields are ignored. */
+        /** @description What the AI SDK's DefaultChatTransport posts; its `body` option adds `agent` and `providerOptions` (the model options of the run a new user message starts). Other fields are ignored. */
         ChatRequest: {
             /** @description The chat id: the session id. */
             id: string;
@@ -626,6 +647,7 @@ export interface components {
             /** @description The assistant message an answer continues. */
             messageId?: string;
             messages: components["schemas"]["UiMessage"][];
+            providerOptions?: components["schemas"]["ProviderOptions"];
         };
         /** @description An AI SDK UI message. Only the newest user message's text parts and the tool parts of the last assistant message are read. */
         UiMessage: {

@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Checkpoint, Created, HistoryMessage, MessagePage, Run, Session, SessionEvent } from './types.js';
+import type { Checkpoint, Created, HistoryMessage, MessagePage, ProviderOptions, Run, Session, SessionEvent } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -55,9 +55,13 @@ export class SessionHandle {
     return body.checkpoints;
   }
 
-  /** A follow-up message: a new run (409 `session_busy` while one is active). */
-  send(message: string, { signal }: Signal = {}): Promise<{ runId: string }> {
-    return this.started(this.transport.json('POST', `${this.path}/messages`, { body: { message }, signal }));
+  /** A follow-up message: a new run (409 `session_busy` while one is active), with its model options if given. */
+  send(
+    message: string,
+    { signal, providerOptions }: Signal & { providerOptions?: ProviderOptions } = {},
+  ): Promise<{ runId: string }> {
+    const body = providerOptions ? { message, providerOptions } : { message };
+    return this.started(this.transport.json('POST', `${this.path}/messages`, { body, signal }));
   }
 
   /** Asks the run to stop at its next step boundary (status `interrupted`). */

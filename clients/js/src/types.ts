@@ -69,10 +69,14 @@ export interface UnknownEvent extends Sequenced {
 /** One event of a session's stream. */
 export type SessionEvent = ChunkEvent | EndEvent | FailEvent | TruncatedEvent | UnknownEvent;
 
-/** The body of a create: the session's agent, its first input, an optional id. */
+/** A run's model options (`providerOptions`): applied over the agent's settings by every model call of that run. */
+export type ProviderOptions = Schemas['ProviderOptions'];
+
+/** The body of a create: the session's agent, its first input, an optional id, the first run's model options. */
 export interface CreateSessionInput {
   agent: string;
   input: CreateSession['input'];
   sessionId?: string;
   messages?: CreateSession['messages'];
+  providerOptions?: ProviderOptions;
 }

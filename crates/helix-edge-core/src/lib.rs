@@ -11,7 +11,8 @@
 //!   [`abort`] (the cancellation signal), [`schema`] (the JSON Schema checks tools use),
 //!   [`state`] (RFC 6902 patches, diffs and merges), [`attachment`] (files users attach
 //!   to messages), [`message`] (the transcript), [`chunk`] (stream chunks).
-//! - Definitions: [`model`] (the model interface), [`tool`] (typed tools and their
+//! - Definitions: [`model`] (the model interface), [`provider_options`] (a run's model
+//!   options, checked against its agent's tools), [`tool`] (typed tools and their
 //!   context; a sub-agent tool names its agent), [`memory`] (state as the workflow's
 //!   memory: `_outputPath`, state references, plans), [`agent`] (agents, their builder
 //!   and the registry), `skill` (feature `skills`: skills an agent loads when a task
@@ -59,6 +60,7 @@ pub mod memory;
 pub mod message;
 pub mod model;
 pub mod provider;
+pub mod provider_options;
 pub mod runner;
 pub mod schema;
 pub mod scripted;

@@ -36,6 +36,13 @@ pub struct ModelSettings {
     /// `max_tokens` is raised above it, and `temperature` is not sent with it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget: Option<u32>,
+    /// Fields merged into OpenAI-format request bodies as they are (unchecked; a run's
+    /// `providerOptions.openai` goes over them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openai_fields: Option<serde_json::Map<String, Value>>,
+    /// Fields merged into Anthropic Messages request bodies as they are (unchecked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anthropic_fields: Option<serde_json::Map<String, Value>>,
 }
 
 /// Which tools the model must or may call.
@@ -102,6 +109,9 @@ pub struct ModelRequest<'a> {
     pub tools: Vec<ToolSpec>,
     /// Settings of the agent.
     pub settings: &'a ModelSettings,
+    /// The run's own model options (`providerOptions` as its request gave them, checked
+    /// then), which a provider applies over `settings`.
+    pub options: Option<&'a Value>,
     /// The session the call is for (the prompt cache key).
     pub session_id: &'a str,
     /// Raised when the run is aborted: a streaming call stops reading and cancels.

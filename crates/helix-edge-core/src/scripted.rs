@@ -5,7 +5,7 @@
 use crate::agent::FINISH_TOOL;
 use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
-use crate::model::{Delta, Model, ModelRequest, ModelTurn, StopReason, Usage};
+use crate::model::{Delta, Model, ModelRequest, ModelSettings, ModelTurn, StopReason, Usage};
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
@@ -31,6 +31,9 @@ pub struct Seen {
     pub messages: Vec<Message>,
     /// Names of the tools offered.
     pub tools: Vec<String>,
+    /// The settings the call went with (the agent's, with its run's options applied, as a
+    /// provider applies them).
+    pub settings: ModelSettings,
 }
 
 /// A model that answers from a script.
@@ -156,6 +159,10 @@ impl Model for ScriptedModel {
             system: request.system.clone(),
             messages: request.messages.to_vec(),
             tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+            settings: request
+                .options
+                .and_then(|given| crate::provider_options::apply(given, request.settings))
+                .unwrap_or_else(|| request.settings.clone()),
         });
         // Refused as the HTTP models refuse it, before the script moves on: every test
         // that runs on this model checks that no path asks a model to answer itself.

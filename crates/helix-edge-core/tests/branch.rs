@@ -186,6 +186,7 @@ fn no_model_is_asked_to_answer_a_transcript_that_ends_with_its_own_answer() {
         messages: &request_messages,
         tools: Vec::new(),
         settings: &settings,
+        options: None,
         session_id: SESSION,
         abort: helix_edge_core::abort::AbortSignal::new(),
     };

@@ -13,6 +13,7 @@ use helix_edge_core::api::{
 use helix_edge_core::chat::ChatRequest;
 use helix_edge_core::chunk::{Chunk, ChunkBody, StreamEvent};
 use helix_edge_core::error::ErrorInfo;
+use helix_edge_core::provider_options::{ProviderOptions, take};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -89,16 +90,25 @@ fn accepts<T: DeserializeOwned>(body: &Value) -> bool {
     parse_body::<T>(body.to_string().as_bytes()).is_ok()
 }
 
-/// Whether a create with this body is accepted (parsed and checked).
+/// Whether a create with this body is accepted (its options taken, parsed and checked, as
+/// the worker does).
 fn creates(body: &Value) -> bool {
-    parse_body::<CreateSessionBody>(body.to_string().as_bytes())
+    let text = body.to_string();
+    let Ok((_, rest)) = take(text.as_bytes()) else {
+        return false;
+    };
+    parse_body::<CreateSessionBody>(&rest)
         .and_then(|b| b.into_request(|| "gen".into()))
         .is_ok()
 }
 
-/// Whether a follow-up with this body is accepted.
+/// Whether a follow-up with this body is accepted (as `creates`).
 fn follows(body: &Value) -> bool {
-    parse_body::<MessageBody>(body.to_string().as_bytes())
+    let text = body.to_string();
+    let Ok((_, rest)) = take(text.as_bytes()) else {
+        return false;
+    };
+    parse_body::<MessageBody>(&rest)
         .and_then(MessageBody::into_messages)
         .is_ok()
 }
@@ -159,8 +169,23 @@ fn request_body_schemas_agree_with_the_parsers() {
         &schema("CreateSession"),
         json!({"agent": "assistant", "sessionId": "s-1", "input": "hi", "messages": [
             {"role": "user", "content": "earlier"}
-        ]}),
+        ], "providerOptions": {"reasoningEffort": "low"}}),
         creates,
+    );
+    // The runner reads a run's options (with its agent) before anything changes.
+    agrees(
+        &schema("ProviderOptions"),
+        json!({"toolChoice": {"tool": "add_note"}, "reasoningEffort": "high", "thinkingBudget": 2048,
+               "openai": {"seed": 1}, "anthropic": {"top_k": 5}}),
+        |v| ProviderOptions::read(v).is_ok(),
+    );
+    for choice in ["auto", "required", "none"] {
+        let body = json!({"agent": "a", "input": "hi", "providerOptions": {"toolChoice": choice}});
+        assert!(creates(&body), "{choice}");
+    }
+    assert!(
+        !creates(&json!({"agent": "a", "input": {"message": "hi", "providerOptions": {}}})),
+        "providerOptions go at the top of a create, not in its input"
     );
     agrees(
         &schema("InputOne"),
@@ -227,10 +252,14 @@ fn request_body_schemas_agree_with_the_parsers() {
     let [one, many] = [0, 1].map(|i| schema("SendMessage")["oneOf"][i].clone());
     agrees(
         &one,
-        json!({"message": "more", "metadata": {}, "attachments": [png]}),
+        json!({"message": "more", "metadata": {}, "attachments": [png], "providerOptions": {}}),
         follows,
     );
-    agrees(&many, json!({"messages": ["a", "b"]}), follows);
+    agrees(
+        &many,
+        json!({"messages": ["a", "b"], "providerOptions": {"thinkingBudget": 4096}}),
+        follows,
+    );
     assert!(!follows(&json!({"message": "m", "state": {}})));
     agrees(
         &schema("Reason"),
@@ -286,7 +315,8 @@ fn request_body_schemas_agree_with_the_parsers() {
     let said = json!({"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}], "metadata": {}});
     agrees(
         &schema("ChatRequest"),
-        json!({"id": "chat-1", "agent": "assistant", "trigger": "submit-message", "messageId": "m1", "messages": [said]}),
+        json!({"id": "chat-1", "agent": "assistant", "trigger": "submit-message", "messageId": "m1",
+               "providerOptions": {"toolChoice": "none"}, "messages": [said]}),
         chats,
     );
     agrees(&schema("UiMessage"), said.clone(), |m| {

@@ -36,6 +36,7 @@ fn decode(
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        options: None,
         session_id: "s1",
         abort: Default::default(),
     };
@@ -409,6 +410,7 @@ fn anthropic_thinking_with_tool_use_goes_back_signed_and_redacted_byte_for_byte(
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        options: None,
         session_id: "s1",
         abort: Default::default(),
     };
@@ -596,6 +598,7 @@ fn an_aborted_call_stops_reading_and_is_not_retried() {
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        options: None,
         session_id: "s1",
         abort,
     };

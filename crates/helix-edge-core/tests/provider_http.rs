@@ -252,6 +252,7 @@ fn run(model: &HttpModel<SocketTransport>) -> (Result<ModelTurn, ProviderError>,
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        options: None,
         session_id: "s1",
         abort: Default::default(),
     };

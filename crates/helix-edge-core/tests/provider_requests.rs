@@ -82,6 +82,7 @@ fn body(
         messages: &messages,
         tools: tools(),
         settings,
+        options: None,
         session_id: "s1",
         abort: Default::default(),
     };
@@ -291,6 +292,7 @@ fn strict_tools_are_sent_closed_and_marked_strict_to_both_providers() {
         messages: &messages,
         tools: tools(strict),
         settings: &settings,
+        options: None,
         session_id: "s1",
         abort: Default::default(),
     };
@@ -353,6 +355,7 @@ fn attachments_reach_each_provider_in_its_own_content_parts() {
         messages: &messages,
         tools: vec![],
         settings: &settings,
+        options: None,
         session_id: "s1",
         abort: Default::default(),
     };
@@ -395,6 +398,7 @@ fn prompt_caching_marks_anthropic_breakpoints_and_keys_openai_by_session() {
         messages: &messages,
         tools: tools(),
         settings,
+        options: None,
         session_id: "sess-42",
         abort: Default::default(),
     };
@@ -492,6 +496,7 @@ fn a_configuration_never_sends_what_its_profile_lacks() {
             strict: true,
         }],
         settings: &settings,
+        options: None,
         session_id: "s1",
         abort: Default::default(),
     };
@@ -558,6 +563,7 @@ fn tool_choice_reasoning_effort_and_thinking_budgets_reach_each_provider_as_it_s
             messages: &messages,
             tools: tools.clone(),
             settings,
+            options: None,
             session_id: "s1",
             abort: Default::default(),
         };
@@ -624,4 +630,31 @@ fn tool_choice_reasoning_effort_and_thinking_budgets_reach_each_provider_as_it_s
     ];
     let workers = body(&config(&workers).unwrap(), &reasoning);
     assert_eq!(workers.get("reasoning_effort"), None);
+}
+
+/// Pass-through fields (an agent's, a run's `providerOptions`) land in their own
+/// provider's body key by key, and only there.
+#[test]
+fn pass_through_fields_reach_only_their_own_providers_body() {
+    let settings = ModelSettings {
+        openai_fields: Some(Map::from_iter([("seed".to_string(), json!(7))])),
+        anthropic_fields: Some(Map::from_iter([(
+            "thinking".to_string(),
+            json!({"type": "adaptive"}),
+        )])),
+        thinking_budget: Some(2048),
+        ..Default::default()
+    };
+    let openai = config(&[("LLM_PROVIDER", "openai"), ("LLM_API_KEY", "sk")]).unwrap();
+    let (_, _, sent) = body(&openai, &settings);
+    assert_eq!(sent["seed"], 7);
+    assert_eq!(sent.get("thinking"), None);
+    let anthropic = config(&[("LLM_PROVIDER", "anthropic"), ("LLM_API_KEY", "sk-ant")]).unwrap();
+    let (_, _, sent) = body(&anthropic, &settings);
+    assert_eq!(sent.get("seed"), None);
+    assert_eq!(
+        sent["thinking"],
+        json!({"type": "adaptive"}),
+        "a pass-through field goes over what the adapter wrote"
+    );
 }

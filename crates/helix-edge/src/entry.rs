@@ -13,6 +13,7 @@ use crate::auth::authorize;
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
 };
+use crate::runner::CreateSession;
 use crate::runner::waits::CREATE_PATH;
 use crate::setup::Setup;
 use crate::worker_host::random_hex;
@@ -177,8 +178,12 @@ fn credential(req: &RawRequest) -> Option<String> {
 /// `POST /v1/sessions`: the body is parsed and validated here, once; the session's
 /// object gets the runner's request and answers the 201 itself.
 async fn create(env: &Env, app: &App, body: Vec<u8>) -> Reply {
+    let (options, body) = crate::provider_options::take(&body).map_err(ApiError::validation)?;
     let parsed: CreateSessionBody = parse_body(&body)?;
-    let request = parsed.into_request(|| format!("s_{}", random_hex(16)))?;
+    let request = CreateSession {
+        options,
+        ..parsed.into_request(|| format!("s_{}", random_hex(16)))?
+    };
     let id = request.session_id.clone();
     let body = serde_json::to_vec(&request).map_err(|e| internal("create", e))?;
     call_object(

@@ -54,7 +54,7 @@ pub use helix_edge_core::demo;
 pub use helix_edge_core::testing;
 pub use helix_edge_core::{
     agent, api, attachment, auth, chat, chunk, error, host, journal, lifecycle, memory, message,
-    model, provider, runner, schema, scripted, sqlite, state, store, tool,
+    model, provider, provider_options, runner, schema, scripted, sqlite, state, store, tool,
 };
 #[cfg(feature = "skills")]
 pub use helix_edge_core::{skill, skills_dir};

@@ -84,6 +84,7 @@ impl CreateSessionBody {
             parent: None,
             fork: None,
             idle: false,
+            options: None,
         })
     }
 }

@@ -26,6 +26,9 @@ pub struct ChatRequest {
     /// The id of the assistant message the answers continue (the client appends the
     /// response to it); `None` for a new user turn.
     pub continues: Option<String>,
+    /// The model options of the run a new user message starts (`body:
+    /// {providerOptions}`, as `useChat` sends extra body fields).
+    pub provider_options: Option<Value>,
 }
 
 /// An answer the client claims to give.
@@ -244,12 +247,15 @@ impl ChatRequest {
             None => last["id"].as_str().map(str::to_string),
             Some(_) => None,
         };
+        // Read and checked by the runner, with the session's agent.
+        let provider_options = body.get("providerOptions").cloned();
         Ok(Self {
             id,
             agent,
             user_text,
             answers,
             continues,
+            provider_options,
         })
     }
 }
@@ -344,6 +350,14 @@ mod tests {
         assert_eq!(request.agent.as_deref(), Some("assistant"));
         assert_eq!(request.user_text.as_deref(), Some("hi"));
         assert!(request.answers.is_empty());
+        assert_eq!(request.provider_options, None);
+        let with_options = parse(json!({
+            "id": "chat-1", "providerOptions": {"reasoningEffort": "high"},
+            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]
+        }))
+        .expect("valid");
+        let options = with_options.provider_options.expect("read");
+        assert_eq!(options, json!({"reasoningEffort": "high"}));
     }
 
     #[test]
@@ -456,6 +470,7 @@ mod tests {
             user_text: user_text.map(str::to_string),
             answers,
             continues: Some("m1".into()),
+            provider_options: None,
         };
         let approve = |id: &str| ChatAnswer::Approval {
             call_id: id.into(),

@@ -260,6 +260,22 @@ impl ProviderConfig {
 
     /// [`Self::request`], and the names of the features it left out.
     fn request_noting(&self, request: &ModelRequest<'_>) -> (HttpRequest, Vec<&'static str>) {
+        // The run's own options over the agent's settings (checked when the run started;
+        // a worker without the reader applies none).
+        let applied = request
+            .options
+            .and_then(|o| crate::provider_options::apply(o, request.settings));
+        let with_options;
+        let request = match &applied {
+            Some(settings) => {
+                with_options = ModelRequest {
+                    settings,
+                    ..request.clone()
+                };
+                &with_options
+            }
+            None => request,
+        };
         let (mut settings, mut messages) = (None, None);
         let (request, dropped) = self
             .capabilities

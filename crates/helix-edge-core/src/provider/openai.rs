@@ -18,6 +18,7 @@ use crate::error::ProviderError;
 use crate::message::{Message, ToolCall};
 use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, ToolChoice, Usage};
 use crate::provider::sse::SseEvent;
+use crate::provider_options::pass_through;
 use serde_json::{Map, Value, json};
 
 /// The Chat Completions protocol.
@@ -185,6 +186,7 @@ pub fn request_body(
         };
         body[key] = json!(n);
     }
+    pass_through(&mut body, &request.settings.openai_fields);
     body
 }
 

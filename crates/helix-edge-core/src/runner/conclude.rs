@@ -233,6 +233,7 @@ mod tests {
             nudges,
             deferred_output: None,
             input_at: 0,
+            options: None,
         }
     }
 

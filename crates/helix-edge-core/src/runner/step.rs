@@ -154,6 +154,7 @@ impl<S: Store> Runner<S> {
             messages: prompt,
             tools: agent.tool_specs(),
             settings: agent.model(),
+            options: live.head.run.options.as_ref(),
             session_id: &live.head.id,
             abort: self.abort.borrow().clone(),
         };

@@ -83,6 +83,11 @@ pub struct RunRecord {
     /// with once those sub-agents have ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deferred_output: Option<Value>,
+    /// The model options the request that started it gave (`providerOptions`, as given;
+    /// read by [`crate::provider_options`]): every model call of the run applies them over
+    /// the agent's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Value>,
 }
 
 /// Where a child session reports: the parent session and the parent's tool call.

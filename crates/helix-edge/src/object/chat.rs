@@ -71,7 +71,11 @@ impl Inner {
                         .ok_or_else(|| internal("chat", "no agents"))?,
                 };
                 self.remember(id)?;
-                let created = runner.create(CreateSession::new(id, agent, text)).await?;
+                let create = CreateSession {
+                    options: request.provider_options,
+                    ..CreateSession::new(id, agent, text)
+                };
+                let created = runner.create(create).await?;
                 self.schedule(id);
                 (created.run_id, Vec::new())
             }
@@ -91,7 +95,8 @@ impl Inner {
                     }
                     ChatTurn::Message(text) => {
                         let message = crate::message::Message::user(text);
-                        let run_id = runner.send_messages(id, vec![message]).await?;
+                        let options = request.provider_options.clone();
+                        let run_id = runner.send_messages(id, vec![message], options).await?;
                         self.schedule(id);
                         (false, run_id)
                     }

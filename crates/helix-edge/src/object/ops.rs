@@ -3,7 +3,7 @@
 
 use super::{Inner, Reply, accepted};
 use crate::api::{
-    CreatedView, MessageBody, ReasonBody, SessionView, ToolResultBody, page, parse_body,
+    ApiError, CreatedView, MessageBody, ReasonBody, SessionView, ToolResultBody, page, parse_body,
 };
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
@@ -138,8 +138,9 @@ impl Inner {
 
     /// `POST …/messages`: a follow-up run.
     pub(super) async fn send_message(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Reply {
-        let messages = parse_body::<MessageBody>(body)?.into_messages()?;
-        let run_id = runner.send_messages(id, messages).await?;
+        let (options, body) = crate::provider_options::take(body).map_err(ApiError::validation)?;
+        let messages = parse_body::<MessageBody>(&body)?.into_messages()?;
+        let run_id = runner.send_messages(id, messages, options).await?;
         self.schedule(id);
         json_response(202, &json!({ "runId": run_id }))
     }

@@ -7,6 +7,7 @@ use crate::attachment::{Attachment, AttachmentKind};
 use crate::message::Message;
 use crate::model::{CacheTtl, ModelRequest, ToolChoice};
 use crate::provider::strict::strict_schema;
+use crate::provider_options::pass_through;
 use serde_json::{Value, json};
 
 /// The content of an inline `text/*` file, for a text document block.
@@ -215,6 +216,7 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
             }
         }
     }
+    pass_through(&mut body, &request.settings.anthropic_fields);
     body
 }
 

@@ -49,7 +49,8 @@ impl<S: Store> Runner<S> {
             return Err(RunError::RunEnded(restore.checkpoint.id));
         }
         let messages = message.map(Message::user).into_iter().collect();
-        self.start_run(&mut live, messages, Some(restore)).await
+        self.start_run(&mut live, messages, Some(restore), None)
+            .await
     }
 
     /// The request that creates `new_id` as a fork of this session at a checkpoint (see
@@ -83,6 +84,7 @@ impl<S: Store> Runner<S> {
                 step_count: restore.checkpoint.step_count,
             }),
             idle,
+            options: None,
         })
     }
 

@@ -1,7 +1,7 @@
 //! Creating a session: its first run, atomically (of concurrent creators of one id,
 //! exactly one wins), with the first events staged for its commit.
 
-use super::{CreateSession, Created, new_run};
+use super::{CreateSession, Created, check_options, new_run};
 use crate::chunk::{ChunkBody, ResyncReason, RunStatus};
 use crate::runner::{RunError, Runner};
 use crate::store::{
@@ -14,6 +14,9 @@ impl<S: Store> Runner<S> {
     /// wins; the others get `session_exists`.
     pub async fn create(&self, request: CreateSession) -> Result<Created, RunError> {
         let agent = self.agent(&request.agent)?;
+        if let Some(given) = &request.options {
+            check_options(given, &agent)?;
+        }
         if request.input.is_empty() && request.fork.is_none() {
             return Err(RunError::Invalid(
                 "input must hold at least one message".into(),
@@ -45,6 +48,7 @@ impl<S: Store> Runner<S> {
         // A fork of where a run ended, with nothing to answer: an idle copy.
         let idle = request.idle && request.fork.is_some() && input_at == messages.len() as u64;
         let mut run = new_run(run_id.clone(), 1, now, input_at);
+        run.options = request.options;
         if idle {
             run.status = RunStatus::Completed;
             run.completed_at = Some(now);

@@ -19,4 +19,4 @@ mod requests;
 mod run;
 
 pub use requests::{CreateSession, Created, Routed, Submission};
-pub(crate) use requests::{ensure_idle, head_only, new_run};
+pub(crate) use requests::{check_options, ensure_idle, head_only, new_run};

@@ -41,6 +41,10 @@ pub struct CreateSession {
     /// idle (`completed`, as the run was there) and runs on its first message.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub idle: bool,
+    /// The first run's model options (`providerOptions`, as given), checked
+    /// against the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<serde_json::Value>,
 }
 
 impl CreateSession {
@@ -59,6 +63,7 @@ impl CreateSession {
             parent: None,
             fork: None,
             idle: false,
+            options: None,
         }
     }
 }
@@ -163,5 +168,15 @@ pub(crate) fn new_run(run_id: String, turn: u32, now: u64, input_at: u64) -> Run
         nudges: 0,
         deferred_output: None,
         input_at,
+        options: None,
     }
+}
+
+/// Checks a request's `providerOptions` (as given) for a run of `agent`.
+pub(crate) fn check_options(
+    given: &serde_json::Value,
+    agent: &crate::agent::Agent,
+) -> Result<(), RunError> {
+    let has_tool = |name: &str| agent.tool(name).is_some();
+    crate::provider_options::check(given, agent.name(), &has_tool).map_err(RunError::Invalid)
 }

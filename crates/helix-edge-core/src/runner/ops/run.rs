@@ -10,6 +10,7 @@ use crate::message::Message;
 use crate::runner::{Live, RunError, Runner};
 use crate::state::diff;
 use crate::store::{Commit, FollowUp, InterruptRequest, SessionStatus, StateChange, Store};
+use serde_json::Value;
 
 impl<S: Store> Runner<S> {
     /// Starts a new run in the session with a follow-up message.
@@ -18,20 +19,26 @@ impl<S: Store> Runner<S> {
         session_id: &str,
         message: String,
     ) -> Result<String, RunError> {
-        self.send_messages(session_id, vec![Message::user(message)])
+        self.send_messages(session_id, vec![Message::user(message)], None)
             .await
     }
 
     /// Starts a new run in the session answering `messages` (user messages, checked by
-    /// the API layer).
+    /// the API layer), with the run's model options (`providerOptions`, as given) if
+    /// given, checked against the session's agent.
     pub async fn send_messages(
         &self,
         session_id: &str,
         messages: Vec<Message>,
+        options: Option<Value>,
     ) -> Result<String, RunError> {
         let mut live = self.load(session_id).await?;
+        if let Some(given) = &options {
+            let agent = self.agent(&live.head.agent)?;
+            super::check_options(given, &agent)?;
+        }
         ensure_idle(&live.head)?;
-        self.start_run(&mut live, messages, None).await
+        self.start_run(&mut live, messages, None, options).await
     }
 
     /// Starts a new run: a follow-up message, or a restore of a checkpoint (with a
@@ -41,6 +48,7 @@ impl<S: Store> Runner<S> {
         live: &mut Live,
         messages: Vec<Message>,
         restore: Option<Restore>,
+        options: Option<Value>,
     ) -> Result<String, RunError> {
         let now = self.host.now_ms();
         let mut head = live.head.clone();
@@ -51,6 +59,7 @@ impl<S: Store> Runner<S> {
             None => head.message_count,
         };
         head.run = new_run(run_id.clone(), live.head.run.turn + 1, now, input_at);
+        head.run.options = options;
         head.status = SessionStatus::Active;
         head.pending.clear();
         head.suspended_reason = None;
@@ -156,7 +165,7 @@ impl<S: Store> Runner<S> {
         if let Some(parent) = live.head.parent.as_mut() {
             parent.tool_call_id = then.tool_call_id;
         }
-        self.start_run(live, vec![Message::user(then.message)], None)
+        self.start_run(live, vec![Message::user(then.message)], None, None)
             .await
             .map(drop)
     }

@@ -31,6 +31,7 @@ pub(super) fn head(id: &str) -> SessionHead {
             nudges: 0,
             deferred_output: None,
             input_at: 0,
+            options: None,
         },
         pending: vec![],
         suspended_reason: None,

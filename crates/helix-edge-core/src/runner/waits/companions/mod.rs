@@ -489,7 +489,7 @@ async fn turn_ended<S: Store>(
         SessionStatus::Completed | SessionStatus::Failed
     );
     if !stored && notice && finished && rt.agent(&live.head.agent)?.wakes_on_children() {
-        rt.start_run(live, Vec::new(), None).await?;
+        rt.start_run(live, Vec::new(), None, None).await?;
         return Ok(true);
     }
     Ok(stored)
