@@ -337,7 +337,7 @@ export interface components {
             messages?: components["schemas"]["HistoryMessage"][];
             providerOptions?: components["schemas"]["ProviderOptions"];
         };
-        /** @description A run's model options: every model call of the run the request starts applies them over the agent's settings, also after a suspension or a restart (they are stored with the run); the next run has the agent's settings again. An option the provider's capability profile lacks (reasoning) is left out with a debug log line. Together at most 8 KiB as JSON. */
+        /** @description A run's model options: every model call of the run the request starts applies them over the agent's settings, also after a suspension or a restart (they are stored with the run); the next run has the agent's settings again, and a retry or fork at a checkpoint redoes that checkpoint's run with its options. An option the provider's capability profile lacks (reasoning) is left out with a debug log line. Together at most 8 KiB as JSON. */
         ProviderOptions: {
             /** @description Which tools the model must or may call. A named tool must be one of the agent's (400 validation_error otherwise). */
             toolChoice?: ("auto" | "required" | "none") | {

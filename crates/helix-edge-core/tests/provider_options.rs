@@ -9,7 +9,7 @@ mod support;
 use helix_edge_core::message::Message;
 use helix_edge_core::model::{ReasoningEffort, ToolChoice};
 use helix_edge_core::runner::{CreateSession, Progress, RunError};
-use helix_edge_core::store::{SessionStatus, Store};
+use helix_edge_core::store::{CheckpointStatus, SessionStatus, Store};
 use serde_json::{Value, json};
 use support::*;
 
@@ -124,4 +124,50 @@ fn options_the_agent_cannot_take_are_refused_and_nothing_changes() {
         "{follow_up:?}"
     );
     assert_eq!(w.session().head, before.head, "the session is unchanged");
+}
+
+#[test]
+fn a_retry_or_a_fork_redoes_its_checkpoints_run_with_that_runs_options() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model.text("One.").text("Two.");
+    let first = json!({"reasoningEffort": "high"});
+    let create = CreateSession {
+        options: Some(first.clone()),
+        ..create_request("tester", "first")
+    };
+    block(r.create(create)).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let first_run = w.session().head.run.run_id;
+    block(r.send_messages(SESSION, vec![Message::user("second")], None)).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    // Back to the first run's start (an older run: its options come from the runs).
+    let checkpoints = block(w.store.checkpoints(SESSION)).unwrap();
+    let start = checkpoints
+        .iter()
+        .find(|c| c.run_id == first_run && c.status == CheckpointStatus::Active)
+        .unwrap();
+    w.model.text("One again.");
+    block(r.retry(SESSION, Some(&start.id), None)).unwrap();
+    assert_eq!(w.session().head.run.options, Some(first.clone()));
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let redone = w.model.seen().last().unwrap().settings.reasoning_effort;
+    assert_eq!(redone, Some(ReasoningEffort::High));
+
+    // The latest run, its message edited, in a fork: the retried run's options go along.
+    w.model.text("Forked.");
+    let fork = block(r.fork_request(SESSION, None, "copy".into(), Some("edited".into()))).unwrap();
+    assert_eq!(fork.options, Some(first.clone()));
+    block(r.create(fork)).unwrap();
+    assert_eq!(
+        block(r.drive("copy", 10)).unwrap(),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    let forked = w.model.seen().last().unwrap().settings.reasoning_effort;
+    assert_eq!(forked, Some(ReasoningEffort::High));
+    // An idle copy continues no run: its first message's run has its own options.
+    let idle = block(r.fork_request(SESSION, None, "idle".into(), None)).unwrap();
+    assert!(idle.idle);
+    assert_eq!(idle.options, None);
 }

@@ -9,7 +9,8 @@
 //! A checkpoint where its run ended (completed) holds nothing to continue: without a
 //! message, a fork of it is an idle copy that runs on its first message, and a retry
 //! of it is refused (`checkpoint_run_ended`). No model is ever asked to answer its own
-//! final answer.
+//! final answer. The run a retry or fork starts redoes the checkpoint's run, with that
+//! run's model options (`providerOptions`).
 
 use super::{CreateSession, ensure_idle};
 use crate::message::Message;
@@ -48,8 +49,11 @@ impl<S: Store> Runner<S> {
         if restore.ended && message.is_none() {
             return Err(RunError::RunEnded(restore.checkpoint.id));
         }
+        let options = self
+            .options_of(&live.head, &restore.checkpoint.run_id)
+            .await?;
         let messages = message.map(Message::user).into_iter().collect();
-        self.start_run(&mut live, messages, Some(restore), None)
+        self.start_run(&mut live, messages, Some(restore), options)
             .await
     }
 
@@ -71,6 +75,13 @@ impl<S: Store> Runner<S> {
             return Err(StoreError::Corrupt("a checkpoint's state is not an object".into()).into());
         };
         let idle = restore.ended && message.is_none();
+        let options = match idle {
+            true => None,
+            false => {
+                self.options_of(&live.head, &restore.checkpoint.run_id)
+                    .await?
+            }
+        };
         Ok(CreateSession {
             session_id: new_id,
             agent: live.head.agent.clone(),
@@ -84,8 +95,24 @@ impl<S: Store> Runner<S> {
                 step_count: restore.checkpoint.step_count,
             }),
             idle,
-            options: None,
+            options,
         })
+    }
+
+    /// The model options run `run_id` of the session had.
+    async fn options_of(
+        &self,
+        head: &SessionHead,
+        run_id: &str,
+    ) -> Result<Option<Value>, RunError> {
+        if head.run.run_id == run_id {
+            return Ok(head.run.options.clone());
+        }
+        let runs = self.store.runs(&head.id).await?;
+        Ok(runs
+            .into_iter()
+            .find(|r| r.run_id == run_id)
+            .and_then(|r| r.options))
     }
 
     /// The checkpoint to go back to and what of it to keep.
