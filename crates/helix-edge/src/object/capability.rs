@@ -13,8 +13,17 @@ use futures::future::LocalBoxFuture;
 use std::rc::Rc;
 use worker::Env;
 
-/// Serves a request of the object for session `id` with `body`.
-pub(super) type Handler = for<'a> fn(&'a Rc<Inner>, &'a str, &'a [u8]) -> LocalBoxFuture<'a, Reply>;
+/// A request of the object, as a handler sees it.
+#[allow(dead_code, reason = "read by the handlers a build registers")]
+pub(super) struct Call<'a> {
+    /// The session it is for.
+    pub id: &'a str,
+    /// Its body (empty but for a POST).
+    pub body: &'a [u8],
+}
+
+/// Serves a request of the object.
+pub(super) type Handler = for<'a> fn(&'a Rc<Inner>, &'a Call<'a>) -> LocalBoxFuture<'a, Reply>;
 
 /// After a slice of work on session `id`: whether what it owes others went through.
 pub(super) type AfterSlice = for<'a> fn(&'a Inner, &'a str) -> LocalBoxFuture<'a, bool>;

@@ -21,11 +21,11 @@ use worker::Response;
 /// The AI SDK's chat routes.
 pub(super) const CHAT: Capability = Capability {
     operations: &[
-        (Operation::Chat, |inner, id, body| {
-            Box::pin(inner.chat(id, body))
+        (Operation::Chat, |inner, call| {
+            Box::pin(inner.chat(call.id, call.body))
         }),
-        (Operation::ChatStream, |inner, id, _| {
-            Box::pin(inner.chat_stream(id))
+        (Operation::ChatStream, |inner, call| {
+            Box::pin(inner.chat_stream(call.id))
         }),
     ],
     ..NOTHING

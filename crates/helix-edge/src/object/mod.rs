@@ -43,7 +43,7 @@ use crate::setup::Setup;
 use crate::sqlite::{self, SqliteAttempts, SqliteStreamLog, SqliteSuspension};
 use crate::storage::{ObjectReplica, ObjectStore, Sql};
 use crate::worker_host::{WorkerHost, log};
-use capability::Capability;
+use capability::{Call, Capability};
 use serde_json::json;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -255,8 +255,12 @@ impl Inner {
             DELETE_PATH => return self.delete(&*self.attach(&id)?, &id, true).await,
             _ => {}
         }
+        let call = Call {
+            id: &id,
+            body: &body,
+        };
         if let Some(handler) = internal_route(&path) {
-            return handler(&self, &id, &body).await;
+            return handler(&self, &call).await;
         }
         let parts = self.attach(&id)?;
         let route = crate::api::route(method.as_ref(), &path)?;
@@ -272,7 +276,7 @@ impl Inner {
             Operation::Resume => self.resume(runner, &id, &body).await,
             Operation::Abort => self.abort(runner, &id, &body).await,
             other => match served_operation(other) {
-                Some(handler) => handler(&self, &id, &body).await,
+                Some(handler) => handler(&self, &call).await,
                 // The worker answers the rest itself.
                 None => Err(internal("object route", format!("{other:?}"))),
             },

@@ -27,14 +27,14 @@ const LAGS_KEPT: usize = 256;
 /// The test build's routes and hooks.
 pub(super) const TESTING: Capability = Capability {
     routes: &[
-        (FLOOR_PATH, |inner, _, _| Box::pin(inner.floor())),
-        (CONFORMANCE_PATH, |inner, id, _| {
-            Box::pin(inner.conformance(id))
+        (FLOOR_PATH, |inner, _| Box::pin(inner.floor())),
+        (CONFORMANCE_PATH, |inner, call| {
+            Box::pin(inner.conformance(call.id))
         }),
-        (REPLICA_PATH, |inner, id, _| {
-            Box::pin(inner.replica_report(id))
+        (REPLICA_PATH, |inner, call| {
+            Box::pin(inner.replica_report(call.id))
         }),
-        (FORGET_PATH, |inner, _, _| Box::pin(inner.forget())),
+        (FORGET_PATH, |inner, _| Box::pin(inner.forget())),
     ],
     d1_fault: Some(|env| config_value(env, "TEST_D1_FAULT")),
     on_replicated: Some(record_lags),

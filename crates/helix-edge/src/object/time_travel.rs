@@ -19,15 +19,17 @@ use std::rc::Rc;
 /// Runs, checkpoints, retries and forks.
 pub(super) const TIME_TRAVEL: Capability = Capability {
     operations: &[
-        (Operation::ListRuns, |inner, id, _| Box::pin(inner.runs(id))),
-        (Operation::ListCheckpoints, |inner, id, _| {
-            Box::pin(inner.checkpoints(id))
+        (Operation::ListRuns, |inner, call| {
+            Box::pin(inner.runs(call.id))
         }),
-        (Operation::Retry, |inner, id, body| {
-            Box::pin(inner.retry(id, body))
+        (Operation::ListCheckpoints, |inner, call| {
+            Box::pin(inner.checkpoints(call.id))
         }),
-        (Operation::Fork, |inner, id, body| {
-            Box::pin(inner.fork(id, body))
+        (Operation::Retry, |inner, call| {
+            Box::pin(inner.retry(call.id, call.body))
+        }),
+        (Operation::Fork, |inner, call| {
+            Box::pin(inner.fork(call.id, call.body))
         }),
     ],
     ..NOTHING

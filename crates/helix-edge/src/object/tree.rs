@@ -31,14 +31,14 @@ const RELAY_BATCH: u64 = 500;
 pub(super) const SUBAGENTS: Capability = Capability {
     waits: Some(|runner, wiring| with_children(runner, wiring).with_waits([WaitKind::subagents()])),
     routes: &[
-        (ENDED_PATH, |inner, id, body| {
-            Box::pin(inner.child_ended(id, body))
+        (ENDED_PATH, |inner, call| {
+            Box::pin(inner.child_ended(call.id, call.body))
         }),
-        (RELAY_PATH, |inner, id, body| {
-            Box::pin(inner.take_relay(id, body))
+        (RELAY_PATH, |inner, call| {
+            Box::pin(inner.take_relay(call.id, call.body))
         }),
-        (MESSAGE_PATH, |inner, id, body| {
-            Box::pin(inner.parent_message(id, body))
+        (MESSAGE_PATH, |inner, call| {
+            Box::pin(inner.parent_message(call.id, call.body))
         }),
     ],
     after_slice: Some(|inner, id| Box::pin(inner.report_to_parent(id))),
