@@ -63,6 +63,12 @@ test('the console: start, approval card, reload and reattach, approve, completed
   await page.waitForFunction(() => /delete_file returned/.test(document.querySelector('#transcript')?.textContent ?? ''));
   await page.waitForFunction(() => /turn 1 · completed/.test(document.querySelector('#runs')?.textContent ?? ''));
   assert.ok((await page.$$('#checkpoints li')).length >= 2);
+  // The first checkpoint opens the session as it was there, beside its state now.
+  await page.click('#checkpoints li:first-child button');
+  await page.waitForFunction(() => /At step \d+/.test(document.querySelector('#checkpoint h3')?.textContent ?? ''));
+  const past = await text(page, '#checkpoint');
+  assert.match(past, /Then[\s\S]*Now/);
+  assert.match(past, /Changed since[\s\S]*add \/notes\/- \{"text":"buy milk"\}/);
 
   // The server agrees with what the page shows.
   const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);

@@ -171,6 +171,47 @@ test('a fork continues from a checkpoint in a new session; the source stays as i
   assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/fork`, { sessionId: forkId })).status, 409, 'the id is taken');
 });
 
+test('a checkpoint read later is the session as GET answered when it stood there', async () => {
+  const id = newId('past');
+  llm.push(
+    { calls: [{ name: 'add_note', args: { text: 'first' } }] },
+    { calls: [{ name: 'delete_file', args: { path: '/tmp/x' } }] },
+    { text: 'Deleted.' },
+  );
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'note, then delete' })).status, 201);
+  const waiting = await waitFor(worker, id, (s) => s.pendingToolCalls.length === 1, 20_000);
+  const then = (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=100`)).body;
+  const at = (await api(worker, 'GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.at(-1);
+  assert.equal(at.status, 'suspended');
+
+  // The session moves on: the approval, then a follow-up that writes again.
+  const call = waiting.pendingToolCalls[0].toolCallId;
+  await api(worker, 'POST', `/v1/sessions/${id}/tool-results`, { kind: 'approval-response', toolCallId: call, approved: true });
+  await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  llm.push({ calls: [{ name: 'add_note', args: { text: 'later' } }] }, { text: 'Noted.' });
+  assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'note later' })).status, 202);
+  const now = await waitFor(worker, id, (s) => s.status === 'completed' && s.state.notes.length === 2, 20_000);
+
+  const read = await api(worker, 'GET', `/v1/sessions/${id}/checkpoints/${at.id}?limit=100`);
+  assert.equal(read.status, 200, JSON.stringify(read.body));
+  assert.deepEqual(read.body.checkpoint, at);
+  assert.deepEqual(read.body.state, waiting.state, 'the state GET answered then');
+  assert.notDeepEqual(read.body.state, now.state);
+  assert.deepEqual(read.body.messages, then.messages, 'the transcript GET answered then');
+  assert.deepEqual([read.body.total, read.body.offset, read.body.hasMore], [then.total, 0, false]);
+  const page = (await api(worker, 'GET', `/v1/sessions/${id}/checkpoints/${at.id}?offset=1&limit=1`)).body;
+  assert.deepEqual(page.messages, [then.messages[1]]);
+  assert.deepEqual([page.total, page.offset, page.limit, page.hasMore], [then.total, 1, 1, true]);
+  const past = (await api(worker, 'GET', `/v1/sessions/${id}/checkpoints/${at.id}?offset=100`)).body;
+  assert.deepEqual([past.messages, past.hasMore], [[], false]);
+
+  const missing = await api(worker, 'GET', `/v1/sessions/${id}/checkpoints/ckpt_nope`);
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.error.code, 'checkpoint_not_found');
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}/checkpoints/${at.id}?limit=0`)).status, 400);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/nope-${id}/checkpoints/${at.id}`)).status, 404);
+});
+
 test('a finished session forks into an idle copy; its retry without a message is refused; no model call', async () => {
   const id = newId('finished');
   llm.push({ calls: [{ name: 'add_note', args: { text: 'a' } }, { name: 'add_note', args: { text: 'b' } }] }, { text: 'Noted.' });

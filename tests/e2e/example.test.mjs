@@ -60,7 +60,7 @@ test('the example worker: create, approval on the stream, approve, the tool runs
 
   // Built without `time-travel`: its runs, checkpoints, retries and forks are not served,
   // and nothing of the session changes.
-  for (const [method, path] of [['GET', 'runs'], ['GET', 'checkpoints'], ['POST', 'retry'], ['POST', 'fork']]) {
+  for (const [method, path] of [['GET', 'runs'], ['GET', 'checkpoints'], ['GET', 'checkpoints/ckpt_1'], ['POST', 'retry'], ['POST', 'fork']]) {
     const r = await api(worker, method, `/v1/sessions/${id}/${path}`, method === 'POST' ? {} : undefined);
     assert.equal(r.status, 404, `${method} ${path}`);
     assert.equal(r.body.error.code, 'not_found');

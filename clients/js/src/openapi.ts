@@ -237,6 +237,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/checkpoints/{checkpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description A checkpoint's id, as GET …/checkpoints lists it. */
+                checkpointId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Served with helix-edge's `time-travel` feature (a default one); without it 404 not_found names the feature. 404 checkpoint_not_found for a checkpoint the session does not have (a retry drops those of the branch it abandons). */
+        get: operations["getCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/retry": {
         parameters: {
             query?: never;
@@ -605,6 +626,28 @@ export interface components {
                 /** @description For a resumption's checkpoint: the calls it answered. */
                 waits?: components["schemas"]["CallWait"][];
             }[];
+        };
+        /** @description The session as it was at a checkpoint: the checkpoint, the state there and a page of the transcript up to it (`total` is its length there). A read of a checkpoint equals what GET /v1/sessions/{id} and its messages answered when the session stood there. */
+        CheckpointAt: components["schemas"]["MessagePage"] & {
+            /** @description The checkpoint, as GET …/checkpoints lists it. */
+            checkpoint: {
+                id: string;
+                runId: string;
+                stepCount: number;
+                timestamp: number;
+                /**
+                 * @description Where the run stood: only active and completed checkpoints can be retried from or forked.
+                 * @enum {string}
+                 */
+                status: "active" | "suspended" | "completed" | "failed";
+                /** @description For a model step's checkpoint: the call's tokens. */
+                usage?: components["schemas"]["Usage"];
+                stopReason?: components["schemas"]["StopReason"];
+                /** @description For a resumption's checkpoint: the calls it answered. */
+                waits?: components["schemas"]["CallWait"][];
+            };
+            /** @description The session's state at the checkpoint. */
+            state: Record<string, unknown>;
         };
         /** @description Tokens used by model calls. */
         Usage: {
@@ -1383,6 +1426,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CheckpointList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    getCheckpoint: {
+        parameters: {
+            query?: {
+                offset?: number;
+                limit?: number;
+                /** @description false drops assistant messages' reasoning blocks. */
+                includeThinking?: boolean;
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description A checkpoint's id, as GET …/checkpoints lists it. */
+                checkpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session at the checkpoint: its state and a page of its transcript there. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointAt"];
                 };
             };
             400: components["responses"]["Error"];

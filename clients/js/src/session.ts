@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Checkpoint, Created, HistoryMessage, MessagePage, ProviderOptions, Run, Session, SessionEvent } from './types.js';
+import type { Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, ProviderOptions, Run, Session, SessionEvent } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -53,6 +53,12 @@ export class SessionHandle {
   async checkpoints({ signal }: Signal = {}): Promise<Checkpoint[]> {
     const body = await this.transport.json<{ checkpoints: Checkpoint[] }>('GET', `${this.path}/checkpoints`, { signal });
     return body.checkpoints;
+  }
+
+  /** The session as it was at checkpoint `id`: its state and a page of the transcript up to it. */
+  checkpoint(id: string, offset = 0, limit = 50, { signal }: Signal = {}): Promise<CheckpointAt> {
+    const path = `${this.path}/checkpoints/${encodeURIComponent(id)}`;
+    return this.transport.json('GET', path, { query: { offset, limit }, signal });
   }
 
   /** A follow-up message: a new run (409 `session_busy` while one is active), with its model options if given. */

@@ -17,6 +17,8 @@ export type HistoryMessage = MessagePage["messages"][number];
 export type MessagePage = Schemas['MessagePage'];
 export type Run = Schemas['RunList']['runs'][number];
 export type Checkpoint = Schemas['CheckpointList']['checkpoints'][number];
+/** The session as it was at a checkpoint: the checkpoint, its state, a page of the transcript up to it. */
+export type CheckpointAt = Schemas['CheckpointAt'];
 export type ErrorInfo = Schemas['ErrorInfo'];
 export type PatchOp = Schemas['PatchOp'];
 export type StreamChunk = Schemas['StreamChunk'];

@@ -7,13 +7,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 use helix_edge_core::api::{
-    CreateSessionBody, ForkBody, MessageBody, NOT_BLANK, OPENAPI, ROUTES, ReasonBody, RetryBody,
-    ToolResultBody, is_blank, parse_body,
+    CheckpointAt, CreateSessionBody, ForkBody, MessageBody, MessagesQuery, NOT_BLANK, OPENAPI,
+    ROUTES, ReasonBody, RetryBody, ToolResultBody, is_blank, parse_body,
 };
 use helix_edge_core::chat::ChatRequest;
 use helix_edge_core::chunk::{Chunk, ChunkBody, StreamEvent};
 use helix_edge_core::error::ErrorInfo;
+use helix_edge_core::message::Message;
 use helix_edge_core::provider_options::{ProviderOptions, take};
+use helix_edge_core::store::{CheckpointRecord, CheckpointStatus};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -583,4 +585,37 @@ fn chunk_types_are_documented_exactly_as_they_are_sent() {
         )
         .is_err()
     );
+}
+
+#[test]
+fn a_checkpoint_read_is_documented_as_it_is_sent() {
+    let doc = doc();
+    let record = CheckpointRecord {
+        id: "ckpt_1".into(),
+        step_count: 1,
+        message_count: 2,
+        timestamp: 3,
+        status: CheckpointStatus::Suspended,
+        run_id: "run_1".into(),
+        usage: None,
+        stop_reason: None,
+        waits: Vec::new(),
+    };
+    let query = MessagesQuery {
+        offset: 0,
+        limit: 50,
+        include_thinking: true,
+    };
+    let messages = vec![Message::user("hi")];
+    let view = CheckpointAt::new(record, json!({"notes": []}), messages, &query);
+    let sent = serde_json::to_value(&view).unwrap();
+    let at = schema("CheckpointAt");
+    conforms(&doc, &at, &sent).unwrap();
+    // Its checkpoint is one as the list shows it (a copy in the document: a shared
+    // component would be taken for a resource by link inference).
+    let listed = &schema("CheckpointList")["properties"]["checkpoints"]["items"];
+    let mut embedded = at["allOf"][1]["properties"]["checkpoint"].clone();
+    embedded.as_object_mut().unwrap().remove("description");
+    assert_eq!(&embedded, listed);
+    conforms(&doc, listed, &sent["checkpoint"]).unwrap();
 }

@@ -73,6 +73,7 @@ impl ApiError {
             }
             Operation::ListRuns
             | Operation::ListCheckpoints
+            | Operation::GetCheckpoint
             | Operation::Retry
             | Operation::Fork => {
                 "This worker does not serve a session's runs, checkpoints, retries and forks (helix-edge's `time-travel` feature)."

@@ -26,7 +26,9 @@ pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, Session
 pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, StreamQuery, page, path_and_query, query_pairs};
-pub use views::{AgentsView, CheckpointView, CreatedView, ResumeReason, RunView, SessionView};
+pub use views::{
+    AgentsView, CheckpointAt, CheckpointView, CreatedView, ResumeReason, RunView, SessionView,
+};
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),
 /// served at `GET /v1/openapi.json` with the hosted agents filled in ([`document`]). `tests/openapi.rs` keeps it in line with

@@ -70,6 +70,7 @@ impl Operation {
                 | Self::OpenApi
                 | Self::ListRuns
                 | Self::ListCheckpoints
+                | Self::GetCheckpoint
                 | Self::Retry
                 | Self::Fork
         )

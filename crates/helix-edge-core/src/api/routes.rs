@@ -41,6 +41,8 @@ pub enum Operation {
     ListRuns,
     /// `GET /v1/sessions/{id}/checkpoints`.
     ListCheckpoints,
+    /// `GET /v1/sessions/{id}/checkpoints/{checkpointId}`: the session as it was there.
+    GetCheckpoint,
     /// `POST /v1/sessions/{id}/retry`.
     Retry,
     /// `POST /v1/sessions/{id}/fork`.
@@ -51,7 +53,8 @@ pub enum Operation {
     ChatStream,
 }
 
-/// One route: a method, a path template (`{id}` is a session id) and its operation.
+/// One route: a method, a path template (`{id}` is a session id, another `{…}` the id of
+/// an item of the session) and its operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouteSpec {
     /// `GET`, `POST` or `DELETE`.
@@ -96,6 +99,11 @@ pub const ROUTES: &[RouteSpec] = &[
         "/v1/sessions/{id}/checkpoints",
         Operation::ListCheckpoints,
     ),
+    r(
+        "GET",
+        "/v1/sessions/{id}/checkpoints/{checkpointId}",
+        Operation::GetCheckpoint,
+    ),
     r("POST", "/v1/sessions/{id}/retry", Operation::Retry),
     r("POST", "/v1/sessions/{id}/fork", Operation::Fork),
     r("POST", "/v1/chat", Operation::Chat),
@@ -109,6 +117,8 @@ pub struct Route<'a> {
     pub operation: Operation,
     /// The session it is about (validated), for `/v1/sessions/{id}…` routes.
     pub session: Option<&'a str>,
+    /// The item of the session it is about (as given), for routes with one.
+    pub item: Option<&'a str>,
 }
 
 impl Operation {
@@ -118,20 +128,23 @@ impl Operation {
     }
 }
 
-/// The session id `template` captures from `path`, or `None` when they do not match
-/// (`Some(None)`: they match with nothing to capture).
-fn capture<'a>(template: &str, path: &'a str) -> Option<Option<&'a str>> {
-    let mut id = None;
+/// What `template` captures from `path` (the session id, the item id), or `None` when
+/// they do not match.
+type Captured<'a> = (Option<&'a str>, Option<&'a str>);
+
+fn capture<'a>(template: &str, path: &'a str) -> Option<Captured<'a>> {
+    let (mut id, mut item) = (None, None);
     let mut parts = path.split('/');
     for expected in template.split('/') {
         let part = parts.next()?;
         match expected {
             "{id}" if !part.is_empty() => id = Some(part),
+            _ if expected.starts_with('{') && !part.is_empty() => item = Some(part),
             _ if expected == part => {}
             _ => return None,
         }
     }
-    parts.next().is_none().then_some(id)
+    parts.next().is_none().then_some((id, item))
 }
 
 /// Matches `method` and `path` (without the query) against [`ROUTES`]: 404 when no
@@ -140,7 +153,7 @@ fn capture<'a>(template: &str, path: &'a str) -> Option<Option<&'a str>> {
 pub fn route<'a>(method: &str, path: &'a str) -> Result<Route<'a>, ApiError> {
     let mut allowed: Vec<&'static str> = Vec::new();
     for spec in ROUTES {
-        let Some(session) = capture(spec.path, path) else {
+        let Some((session, item)) = capture(spec.path, path) else {
             continue;
         };
         if let Some(id) = session
@@ -154,7 +167,11 @@ pub fn route<'a>(method: &str, path: &'a str) -> Result<Route<'a>, ApiError> {
         }
         if spec.method == method {
             let operation = spec.operation;
-            return Ok(Route { operation, session });
+            return Ok(Route {
+                operation,
+                session,
+                item,
+            });
         }
         allowed.push(spec.method);
     }
@@ -176,10 +193,13 @@ mod tests {
     fn every_route_of_the_table_parses_to_its_operation() {
         for spec in ROUTES {
             let path = spec.path.replace("{id}", "s-1");
+            let path = path.replace("{checkpointId}", "cp_1");
             let route = route(spec.method, &path).unwrap();
             assert_eq!(route.operation, spec.operation, "{} {path}", spec.method);
             let expected = spec.path.contains("{id}").then_some("s-1");
             assert_eq!(route.session, expected);
+            let item = spec.path.contains("{checkpointId}").then_some("cp_1");
+            assert_eq!(route.item, item);
         }
     }
 

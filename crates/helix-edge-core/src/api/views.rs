@@ -1,7 +1,9 @@
 //! Response bodies: the session, its runs and its checkpoints as the API shows them.
 
+use super::MessagesQuery;
 use crate::agent::{Agent, Agents};
 use crate::error::ErrorInfo;
+use crate::message::Message;
 use crate::model::StopReason;
 use crate::model::Usage;
 use crate::store::{
@@ -265,6 +267,52 @@ impl From<CheckpointRecord> for CheckpointView {
     }
 }
 
+/// The session as it was at a checkpoint (`GET …/checkpoints/{checkpointId}`): the
+/// checkpoint, the state there and a page of the transcript up to it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointAt {
+    checkpoint: CheckpointView,
+    state: Value,
+    messages: Vec<Message>,
+    total: u64,
+    offset: u64,
+    limit: u64,
+    has_more: bool,
+}
+
+impl CheckpointAt {
+    /// The messages `query` asks for at `checkpoint`: where they start and how many to
+    /// read (none past the checkpoint's transcript).
+    pub fn window(checkpoint: &CheckpointRecord, query: &MessagesQuery) -> (u64, u64) {
+        let left = checkpoint.message_count.saturating_sub(query.offset);
+        (query.offset, query.limit.min(left))
+    }
+
+    /// `checkpoint` with its `state` and the `messages` of its [`window`](Self::window).
+    pub fn new(
+        checkpoint: CheckpointRecord,
+        state: Value,
+        mut messages: Vec<Message>,
+        query: &MessagesQuery,
+    ) -> Self {
+        if !query.include_thinking {
+            messages.iter_mut().for_each(Message::strip_thinking);
+        }
+        let total = checkpoint.message_count;
+        let has_more = query.offset.saturating_add(messages.len() as u64) < total;
+        Self {
+            checkpoint: checkpoint.into(),
+            state,
+            messages,
+            total,
+            offset: query.offset,
+            limit: query.limit,
+            has_more,
+        }
+    }
+}
+
 /// Body of `GET /v1/agents`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgentsView {
@@ -354,5 +402,38 @@ mod tests {
         let open = serde_json::to_value(CreatedView::new(created(), &AuthConfig::Open, 0)).unwrap();
         assert_eq!(open["sessionToken"], serde_json::Value::Null);
         assert_eq!(open["streamUrl"], "/v1/sessions/s1/stream");
+    }
+
+    #[test]
+    fn a_checkpoint_is_read_within_its_own_transcript() {
+        let checkpoint = CheckpointRecord {
+            id: "ckpt_1".into(),
+            step_count: 2,
+            message_count: 3,
+            timestamp: 5,
+            status: CheckpointStatus::Suspended,
+            run_id: "run-1".into(),
+            usage: None,
+            stop_reason: None,
+            waits: Vec::new(),
+        };
+        let query = |offset, limit| MessagesQuery {
+            offset,
+            limit,
+            include_thinking: true,
+        };
+        // Never past the checkpoint, however long the transcript grew since.
+        assert_eq!(CheckpointAt::window(&checkpoint, &query(0, 50)), (0, 3));
+        assert_eq!(CheckpointAt::window(&checkpoint, &query(1, 1)), (1, 1));
+        assert_eq!(CheckpointAt::window(&checkpoint, &query(7, 50)), (7, 0));
+        let said = vec![Message::user("b")];
+        let view = CheckpointAt::new(checkpoint, serde_json::json!({"k": 1}), said, &query(1, 1));
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(json["checkpoint"]["id"], "ckpt_1");
+        assert_eq!(json["state"], serde_json::json!({"k": 1}));
+        assert_eq!(
+            (&json["total"], &json["hasMore"]),
+            (&3.into(), &true.into())
+        );
     }
 }

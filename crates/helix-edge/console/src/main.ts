@@ -11,6 +11,7 @@ import {
   type SessionHandle,
   type StateMirror,
 } from '@helix-edge/client';
+import { createPatch } from 'rfc6902';
 import { h, jsonTree, text } from './dom.js';
 
 const TOKEN = 'helix-edge.token';
@@ -35,6 +36,7 @@ const ui = {
   state: byId('state'),
   runs: byId<HTMLOListElement>('runs'),
   checkpoints: byId<HTMLOListElement>('checkpoints'),
+  checkpoint: byId('checkpoint'),
 };
 
 const client = new HelixClient({
@@ -136,8 +138,27 @@ async function refresh(): Promise<void> {
     ...runs.map((r) => h('li', {}, `${r.runId} · turn ${r.turn} · ${r.status} · ${r.stepCount} step${r.stepCount === 1 ? '' : 's'}`)),
   );
   ui.checkpoints.replaceChildren(
-    ...checkpoints.map((c) => h('li', {}, `step ${c.stepCount} · ${c.status} · ${new Date(c.timestamp).toLocaleTimeString()}`)),
+    ...checkpoints.map((c) => {
+      const label = `step ${c.stepCount} · ${c.status} · ${new Date(c.timestamp).toLocaleTimeString()}`;
+      return h('li', {}, h('button', { type: 'button', class: 'link', onclick: () => attempt(() => openCheckpoint(c.id)) }, label));
+    }),
   );
+}
+
+/** The session as it was at checkpoint `id`: its state there beside today's, and what changed between. */
+async function openCheckpoint(id: string): Promise<void> {
+  if (!session || !mirror) return;
+  const at = await session.checkpoint(id, 0, 1);
+  const changes = createPatch(at.state, mirror.state);
+  ui.checkpoint.replaceChildren(
+    h('h3', {}, `At step ${at.checkpoint.stepCount} (${at.total} message${at.total === 1 ? '' : 's'})`),
+    h('div', { class: 'side-by-side' },
+      h('section', { 'aria-label': 'State then' }, h('h4', {}, 'Then'), jsonTree(at.state)),
+      h('section', { 'aria-label': 'State now' }, h('h4', {}, 'Now'), jsonTree(mirror.state))),
+    h('h4', {}, changes.length === 0 ? 'No change since' : 'Changed since'),
+    h('ul', { class: 'changes' }, ...changes.map((c) => h('li', {}, `${c.op} ${c.path}${'value' in c ? ` ${JSON.stringify(c.value)}` : ''}`))),
+  );
+  ui.checkpoint.hidden = false;
 }
 
 interface Message {

@@ -11,7 +11,7 @@ use crate::sqlite::SqliteStreamLog;
 use crate::storage::{ObjectStore, Sql};
 use futures::future::LocalBoxFuture;
 use std::rc::Rc;
-use worker::Env;
+use worker::{Env, Request};
 
 /// A request of the object, as a handler sees it.
 #[allow(dead_code, reason = "read by the handlers a build registers")]
@@ -20,6 +20,10 @@ pub(super) struct Call<'a> {
     pub id: &'a str,
     /// Its body (empty but for a POST).
     pub body: &'a [u8],
+    /// The item of the session its route names (`{checkpointId}`), if any.
+    pub item: Option<&'a str>,
+    /// The request itself (its query).
+    pub req: &'a Request,
 }
 
 /// Serves a request of the object.

@@ -258,6 +258,8 @@ impl Inner {
         let call = Call {
             id: &id,
             body: &body,
+            item: None,
+            req: &req,
         };
         if let Some(handler) = internal_route(&path) {
             return handler(&self, &call).await;
@@ -276,7 +278,13 @@ impl Inner {
             Operation::Resume => self.resume(runner, &id, &body).await,
             Operation::Abort => self.abort(runner, &id, &body).await,
             other => match served_operation(other) {
-                Some(handler) => handler(&self, &call).await,
+                Some(handler) => {
+                    let call = Call {
+                        item: route.item,
+                        ..call
+                    };
+                    handler(&self, &call).await
+                }
                 // The worker answers the rest itself.
                 None => Err(internal("object route", format!("{other:?}"))),
             },

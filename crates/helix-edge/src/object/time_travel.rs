@@ -1,13 +1,17 @@
 //! A session's past and going back to it (feature `time-travel`), as the session's object
 //! serves them: `GET …/runs` lists the runs with what each step's checkpoint recorded,
-//! `GET …/checkpoints` where the session can go back to, `POST …/retry` runs again from
+//! `GET …/checkpoints` where the session can go back to (and `…/checkpoints/{id}` the
+//! session as it was at one), `POST …/retry` runs again from
 //! one of them in the same session, `POST …/fork` starts a new session from one (created
 //! by its own object, from the request this one builds).
 
-use super::capability::{Capability, NOTHING};
+use super::capability::{Call, Capability, NOTHING};
 use super::ops::or_empty;
 use super::{Inner, Reply};
-use crate::api::{CheckpointView, ForkBody, Operation, RetryBody, RunView, parse_body};
+use crate::api::{
+    CheckpointAt, CheckpointView, ForkBody, Operation, RetryBody, RunView, page, parse_body,
+    query_pairs,
+};
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
 use crate::runner::RunError;
@@ -24,6 +28,9 @@ pub(super) const TIME_TRAVEL: Capability = Capability {
         }),
         (Operation::ListCheckpoints, |inner, call| {
             Box::pin(inner.checkpoints(call.id))
+        }),
+        (Operation::GetCheckpoint, |inner, call| {
+            Box::pin(inner.checkpoint(call))
         }),
         (Operation::Retry, |inner, call| {
             Box::pin(inner.retry(call.id, call.body))
@@ -63,6 +70,31 @@ impl Inner {
             .map_err(RunError::from)?;
         let checkpoints: Vec<CheckpointView> = all.into_iter().map(CheckpointView::from).collect();
         json_response(200, &json!({ "checkpoints": checkpoints }))
+    }
+
+    /// `GET …/checkpoints/{checkpointId}`: the session as it was there.
+    async fn checkpoint(&self, call: &Call<'_>) -> Reply {
+        let id = call.id;
+        let parts = self.attach(id)?;
+        let runner = &parts.runner;
+        self.head(runner, id).await?;
+        let query = page(&query_pairs(&call.req.inner().url()))?;
+        let store = runner.store();
+        let wanted = call.item.unwrap_or_default();
+        let (checkpoint, state) = store
+            .checkpoint_state(id, wanted)
+            .await
+            .map_err(RunError::from)?
+            .ok_or_else(|| RunError::CheckpointNotFound(wanted.into()))?;
+        let (offset, limit) = CheckpointAt::window(&checkpoint, &query);
+        let messages = match limit {
+            0 => Vec::new(),
+            _ => store
+                .messages(id, offset, limit)
+                .await
+                .map_err(RunError::from)?,
+        };
+        json_response(200, &CheckpointAt::new(checkpoint, state, messages, &query))
     }
 
     /// `POST …/retry`.
