@@ -292,3 +292,40 @@ test('rich input: history, several messages, metadata and attachments reach the 
   await waitFor(worker, id, (s) => s.status === 'completed' && s.stepCount === 2, 20_000);
   assert.equal((await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'x', state: {} })).status, 400);
 });
+
+test('rich input on a retry and a fork: the edited message keeps its metadata and attachments', async () => {
+  const id = newId('rich-retry');
+  const png = { type: 'image', mediaType: 'image/png', data: 'iVBORw0KGgo=' };
+  llm.push({ text: 'First.' });
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'What is it?' })).status, 201);
+  await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  const before = llm.requests.length;
+  for (const bad of [{ attachments: [png] }, { message: 'a', messages: ['b'] }, { message: 'x', attachments: [{ ...png, mediaType: 'image/tiff' }] }]) {
+    const r = await api(worker, 'POST', `/v1/sessions/${id}/retry`, bad);
+    assert.equal(r.status, 400, JSON.stringify(bad));
+  }
+  assert.equal(llm.requests.length, before, 'nothing ran');
+
+  llm.push({ text: 'A pixel.' });
+  const retry = await api(worker, 'POST', `/v1/sessions/${id}/retry`,
+    { message: 'What is this picture?', metadata: { edited: true }, attachments: [png] });
+  assert.equal(retry.status, 202, JSON.stringify(retry.body));
+  await waitFor(worker, id, (s) => s.status === 'completed' && s.stepCount > 0, 20_000);
+  assert.deepEqual(llm.requests.at(-1).body.messages.at(-1).content, [
+    { type: 'text', text: 'What is this picture?' },
+    { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+  ]);
+  const kept = (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=100`)).body.messages;
+  assert.deepEqual([kept.length, kept[0].metadata, kept[0].attachments], [2, { edited: true }, [png]]);
+
+  // A fork answering two messages.
+  const forkId = newId('rich-fork');
+  llm.push({ text: 'Both seen.' });
+  const fork = await api(worker, 'POST', `/v1/sessions/${id}/fork`,
+    { sessionId: forkId, messages: ['And this one?', { message: 'Same?', attachments: [png] }] });
+  assert.equal(fork.status, 201, JSON.stringify(fork.body));
+  await waitFor(worker, forkId, (s) => s.status === 'completed', 20_000);
+  const said = (await api(worker, 'GET', `/v1/sessions/${forkId}/messages?limit=100`)).body.messages;
+  assert.deepEqual(said.slice(-3).map((m) => [m.role, m.content]), [['user', 'And this one?'], ['user', 'Same?'], ['assistant', 'Both seen.']]);
+  assert.deepEqual(said.at(-2).attachments, [png]);
+});

@@ -553,15 +553,42 @@ export interface components {
         Reason: {
             reason?: string;
         };
-        Retry: {
+        /** @description Where to go back to, and what the user says there: one `message` (with its `metadata` and `attachments`) or a list of `messages`, in place of the retried run's input (or after the checkpoint, when something answered that input); or nothing, and the run goes on from the checkpoint. */
+        Retry: ({
             checkpointId?: string;
-            /** @description A user message in place of the retried run's input (or after the checkpoint, when something answered that input). */
-            message?: string;
+            /** @description A user message in place of the retried run's input (or after the checkpoint). */
+            message: string;
+            metadata?: Record<string, unknown>;
+            attachments?: components["schemas"]["Attachments"];
+        } | {
+            message?: unknown;
+        } | {
+            attachments: unknown;
+        }) | {
+            checkpointId?: string;
+            messages: components["schemas"]["UserMessages"];
+        } | {
+            checkpointId?: string;
         };
-        Fork: {
+        /** @description The checkpoint to copy, the new session's id, and what the user says there (as for a retry). */
+        Fork: ({
             checkpointId?: string;
             sessionId?: string;
-            message?: string;
+            /** @description A user message the fork's run answers. */
+            message: string;
+            metadata?: Record<string, unknown>;
+            attachments?: components["schemas"]["Attachments"];
+        } | {
+            message?: unknown;
+        } | {
+            attachments: unknown;
+        }) | {
+            checkpointId?: string;
+            sessionId?: string;
+            messages: components["schemas"]["UserMessages"];
+        } | {
+            checkpointId?: string;
+            sessionId?: string;
         };
         AgentList: {
             agents: {

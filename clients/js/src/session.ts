@@ -3,9 +3,17 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, ProviderOptions, Run, Session, SessionEvent } from './types.js';
+import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, ProviderOptions, Run, Session, SessionEvent, UserMessages } from './types.js';
 
 type Signal = { signal?: AbortSignal };
+
+/** What the user says at a retried or forked checkpoint: one message (with its metadata and attachments) or several. */
+type BranchInput = {
+  message?: string;
+  metadata?: Record<string, unknown>;
+  attachments?: Attachment[];
+  messages?: UserMessages;
+};
 
 export class SessionHandle {
   private readonly path: string;
@@ -85,14 +93,14 @@ export class SessionHandle {
     return this.transport.json('POST', `${this.path}/abort`, { body: reason ? { reason } : {}, signal });
   }
 
-  /** Restores a checkpoint (default: the latest) and runs again. */
-  retry(checkpointId?: string, { signal }: Signal = {}): Promise<{ runId: string }> {
-    const body = checkpointId ? { checkpointId } : {};
+  /** Restores a checkpoint (default: the latest) and runs again, answering what the user says there if anything. */
+  retry(checkpointId?: string, { signal, ...input }: Signal & BranchInput = {}): Promise<{ runId: string }> {
+    const body = checkpointId ? { checkpointId, ...input } : input;
     return this.started(this.transport.json('POST', `${this.path}/retry`, { body, signal }));
   }
 
   /** A new session from a checkpoint of this one (default: the latest). */
-  fork(options: { checkpointId?: string; sessionId?: string } & Signal = {}): Promise<Created> {
+  fork(options: { checkpointId?: string; sessionId?: string } & BranchInput & Signal = {}): Promise<Created> {
     const { signal, ...body } = options;
     return this.transport.json('POST', `${this.path}/fork`, { body, signal });
   }

@@ -19,6 +19,10 @@ export type Run = Schemas['RunList']['runs'][number];
 export type Checkpoint = Schemas['CheckpointList']['checkpoints'][number];
 /** The session as it was at a checkpoint: the checkpoint, its state, a page of the transcript up to it. */
 export type CheckpointAt = Schemas['CheckpointAt'];
+/** A message's attachments (images, documents), as a follow-up takes them. */
+export type Attachment = Schemas['Attachments'][number];
+/** Several user messages, as a follow-up takes them. */
+export type UserMessages = Schemas['UserMessages'];
 export type ErrorInfo = Schemas['ErrorInfo'];
 export type PatchOp = Schemas['PatchOp'];
 export type StreamChunk = Schemas['StreamChunk'];

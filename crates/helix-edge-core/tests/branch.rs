@@ -312,7 +312,15 @@ fn a_rollback_drops_the_checkpoints_of_the_branch_it_abandons() {
             "{fork:?}"
         );
     }
-    assert_eq!(after.len(), 2, "the new branch's two steps: {after:?}");
+    assert_eq!(
+        after.len(),
+        3,
+        "the new branch's start (at the edited question) and its two steps: {after:?}"
+    );
+    assert_eq!(
+        (after[0].message_count, after[0].step_count, after[0].status),
+        (1, 0, CheckpointStatus::Active)
+    );
     // The new branch's checkpoints restore as they were.
     let latest = after.last().unwrap().id.clone();
     let fork = block(r.fork_request(SESSION, Some(&latest), "copy".into(), None)).unwrap();
@@ -324,6 +332,12 @@ fn a_rollback_drops_the_checkpoints_of_the_branch_it_abandons() {
             "tool: add_note",
             "assistant: second answer"
         ]
+    );
+    // Edited again, with no checkpoint named: back to before the edited question.
+    let again = block(r.fork_request(SESSION, None, "again".into(), Some("third".into()))).unwrap();
+    assert_eq!(
+        texts(&[again.history, again.input].concat()),
+        ["user: third"]
     );
     assert_consistent(&w, &json!({"notes": []}));
 }

@@ -268,15 +268,69 @@ fn request_body_schemas_agree_with_the_parsers() {
         json!({"reason": "why"}),
         accepts::<ReasonBody>,
     );
+    // A retry and a fork say one message (with its metadata and attachments), several,
+    // or nothing.
+    let retries = |body: &Value| {
+        serde_json::from_value::<RetryBody>(body.clone()).is_ok_and(|b| b.into_parts().is_ok())
+    };
+    let forks = |body: &Value| {
+        serde_json::from_value::<ForkBody>(body.clone())
+            .is_ok_and(|b| b.into_parts(|| "gen".into()).is_ok())
+    };
+    // Each form is checked as that form: accepted, and saying what the form says (without
+    // its required field the body is another form, the one that says nothing).
+    fn as_form<'a>(
+        form: &'static str,
+        parses: &'a dyn Fn(&Value) -> bool,
+    ) -> impl Fn(&Value) -> bool + 'a {
+        move |b: &Value| parses(b) && b.get(form).is_some()
+    }
+    let [one, many, none] = [0, 1, 2].map(|i| schema("Retry")["oneOf"][i].clone());
     agrees(
-        &schema("Retry"),
-        json!({"checkpointId": "ckpt_1", "message": "edited"}),
-        accepts::<RetryBody>,
+        &one,
+        json!({"checkpointId": "ckpt_1", "message": "edited", "metadata": {"k": 1}, "attachments": [png]}),
+        as_form("message", &retries),
     );
     agrees(
-        &schema("Fork"),
-        json!({"checkpointId": "ckpt_1", "sessionId": "f-1", "message": "and then?"}),
-        accepts::<ForkBody>,
+        &many,
+        json!({"checkpointId": "ckpt_1", "messages": ["a", {"message": "b"}]}),
+        as_form("messages", &retries),
+    );
+    agrees(&none, json!({"checkpointId": "ckpt_1"}), retries);
+    let [one, many, none] = [0, 1, 2].map(|i| schema("Fork")["oneOf"][i].clone());
+    agrees(
+        &one,
+        json!({"checkpointId": "ckpt_1", "sessionId": "f-1", "message": "and then?", "metadata": {}, "attachments": [png]}),
+        as_form("message", &forks),
+    );
+    agrees(
+        &many,
+        json!({"checkpointId": "c", "sessionId": "f-1", "messages": ["a"]}),
+        as_form("messages", &forks),
+    );
+    agrees(
+        &none,
+        json!({"checkpointId": "c", "sessionId": "f-1"}),
+        forks,
+    );
+    for wrong in [
+        json!({"message": "m", "messages": ["a"]}),
+        json!({"attachments": [png]}),
+        json!({"metadata": {}}),
+        json!({"message": "  "}),
+        json!({"messages": []}),
+        json!({"messages": ["a"], "metadata": {}}),
+    ] {
+        assert!(!retries(&wrong), "{wrong}");
+        assert!(!forks(&wrong), "{wrong}");
+    }
+    assert!(
+        retries(&json!({"message": " ", "attachments": [png]})),
+        "an attachment says something"
+    );
+    assert!(
+        !retries(&json!({"sessionId": "f-1"})),
+        "a retry stays in its session"
     );
 
     let [approval, client] = [0, 1].map(|i| schema("ToolResult")["oneOf"][i].clone());

@@ -2,7 +2,8 @@
 //! missing fields are a 400 that names the field), then the checks serde cannot express.
 
 use super::ApiError;
-use super::input::{Input, InputObject, check_history};
+use super::input::{Input, InputObject, RichInput, UserInput, check_history};
+use crate::attachment::Attachment;
 use crate::auth::valid_session_id;
 use crate::message::Message;
 use crate::runner::{CreateSession, Submission};
@@ -10,7 +11,7 @@ use crate::wire::wire_enum;
 use crate::wire::{absent, present, required};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Parses a JSON request body, rejecting invalid UTF-8, invalid JSON, wrong types,
 /// missing and unknown fields with a 400 that says what is wrong.
@@ -233,64 +234,80 @@ pub struct ReasonBody {
     pub reason: Option<String>,
 }
 
-/// Body of `retry` (optional).
+/// Body of `retry` and of `fork` (both optional): the checkpoint to go back to, and what
+/// the user says there — one `message` (with its `metadata` and `attachments`) or a list
+/// of `messages`, in place of the checkpoint's run input (or after the checkpoint).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RetryBody {
-    /// The checkpoint to restore (by default the latest restorable one; with a message,
-    /// the latest one before the latest run's input).
+struct BranchBody {
     #[serde(default, deserialize_with = "present")]
-    pub checkpoint_id: Option<String>,
-    /// A user message in place of the run's input (or after the checkpoint).
+    checkpoint_id: Option<String>,
+    /// A fork's new session id.
     #[serde(default, deserialize_with = "present")]
-    pub message: Option<String>,
+    session_id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    message: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    attachments: Vec<Attachment>,
+    #[serde(default, deserialize_with = "present")]
+    messages: Option<Vec<UserInput>>,
 }
 
-impl RetryBody {
-    /// The checkpoint and the message, validated (a message must not be blank).
-    pub fn into_parts(self) -> Result<(Option<String>, Option<String>), ApiError> {
-        Ok((self.checkpoint_id, not_blank(self.message)?))
+impl BranchBody {
+    /// The user messages it gives (none when it gives none), checked.
+    fn input(&mut self) -> Result<Vec<Message>, ApiError> {
+        let rich = RichInput {
+            message: self.message.take(),
+            metadata: self.metadata.take(),
+            attachments: std::mem::take(&mut self.attachments),
+            messages: self.messages.take(),
+        };
+        match rich.is_empty() {
+            true => Ok(Vec::new()),
+            false => rich.into_messages("body"),
+        }
     }
 }
 
-/// Body of `fork` (optional).
+/// Body of `retry` (optional): [`BranchBody`] without a session id.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ForkBody {
-    /// The checkpoint to copy (as for `retry`).
-    #[serde(default, deserialize_with = "present")]
-    pub checkpoint_id: Option<String>,
-    /// The new session's id (generated when absent).
-    #[serde(default, deserialize_with = "present")]
-    pub session_id: Option<String>,
-    /// A user message the fork's run answers (as for `retry`).
-    #[serde(default, deserialize_with = "present")]
-    pub message: Option<String>,
+#[serde(transparent)]
+pub struct RetryBody(BranchBody);
+
+impl RetryBody {
+    /// The checkpoint and the user messages (none, or checked).
+    pub fn into_parts(mut self) -> Result<(Option<String>, Vec<Message>), ApiError> {
+        if self.0.session_id.is_some() {
+            return Err(ApiError::validation(
+                "sessionId names a fork's new session; a retry stays in its own.",
+            ));
+        }
+        let input = self.0.input()?;
+        Ok((self.0.checkpoint_id, input))
+    }
 }
+
+/// Body of `fork` (optional): [`BranchBody`].
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct ForkBody(BranchBody);
 
 impl ForkBody {
     /// The checkpoint, the new session's id (given and valid, or `generated()`) and the
-    /// message (not blank).
+    /// user messages (none, or checked).
     pub fn into_parts(
-        self,
+        mut self,
         generated: impl FnOnce() -> String,
-    ) -> Result<(Option<String>, String, Option<String>), ApiError> {
-        let id = match self.session_id {
+    ) -> Result<(Option<String>, String, Vec<Message>), ApiError> {
+        let id = match self.0.session_id.take() {
             Some(id) if valid_session_id(&id) => id,
             Some(_) => return Err(invalid_session_id()),
             None => generated(),
         };
-        Ok((self.checkpoint_id, id, not_blank(self.message)?))
-    }
-}
-
-/// A message that is absent, or present and not blank.
-fn not_blank(message: Option<String>) -> Result<Option<String>, ApiError> {
-    match message {
-        Some(m) if super::input::is_blank(&m) => {
-            Err(ApiError::validation("message must not be empty."))
-        }
-        other => Ok(other),
+        let input = self.0.input()?;
+        Ok((self.0.checkpoint_id, id, input))
     }
 }
 

@@ -104,6 +104,42 @@ pub struct InputObject {
 impl InputObject {
     /// The user messages, checked; `at` is the field's name in errors.
     pub fn into_messages(self, at: &str) -> Result<Vec<Message>, ApiError> {
+        let rich = RichInput {
+            message: self.message,
+            metadata: self.metadata,
+            attachments: self.attachments,
+            messages: self.messages,
+        };
+        rich.into_messages(at)
+    }
+}
+
+/// The user messages a body gives: one `message` with its `metadata` and `attachments`,
+/// or a list of `messages` (each with its own).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RichInput {
+    /// One message's text.
+    pub message: Option<String>,
+    /// That message's metadata.
+    pub metadata: Option<Map<String, Value>>,
+    /// That message's attachments.
+    pub attachments: Vec<Attachment>,
+    /// Several messages instead.
+    pub messages: Option<Vec<UserInput>>,
+}
+
+impl RichInput {
+    /// Whether it gives nothing at all.
+    pub fn is_empty(&self) -> bool {
+        self.message.is_none()
+            && self.metadata.is_none()
+            && self.attachments.is_empty()
+            && self.messages.is_none()
+    }
+
+    /// The user messages, checked (exactly one of `message` and `messages`); `at` is the
+    /// field's name in errors.
+    pub fn into_messages(self, at: &str) -> Result<Vec<Message>, ApiError> {
         match (self.message, self.messages) {
             (Some(message), None) => {
                 let one = UserInput {

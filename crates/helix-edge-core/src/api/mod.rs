@@ -20,7 +20,8 @@ pub use bodies::{
 pub use document::document;
 pub use error::ApiError;
 pub use input::{
-    Input, InputObject, MAX_INPUT_MESSAGES, NOT_BLANK, UserInput, check_history, is_blank,
+    Input, InputObject, MAX_INPUT_MESSAGES, NOT_BLANK, RichInput, UserInput, check_history,
+    is_blank,
 };
 pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
 pub use plan::{Plan, Target, plan};

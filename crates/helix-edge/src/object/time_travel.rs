@@ -100,10 +100,10 @@ impl Inner {
     /// `POST …/retry`.
     async fn retry(self: &Rc<Self>, id: &str, body: &[u8]) -> Reply {
         let parts = self.attach(id)?;
-        let (checkpoint, message) = parse_body::<RetryBody>(or_empty(body))?.into_parts()?;
+        let (checkpoint, input) = parse_body::<RetryBody>(or_empty(body))?.into_parts()?;
         let run_id = parts
             .runner
-            .retry(id, checkpoint.as_deref(), message)
+            .retry_with(id, checkpoint.as_deref(), input)
             .await?;
         self.schedule(id);
         json_response(202, &json!({ "runId": run_id }))
@@ -114,11 +114,11 @@ impl Inner {
     async fn fork(&self, id: &str, body: &[u8]) -> Reply {
         let parts = self.attach(id)?;
         let generated = || format!("s_{}", crate::worker_host::random_hex(16));
-        let (checkpoint, new_id, message) =
+        let (checkpoint, new_id, input) =
             parse_body::<ForkBody>(or_empty(body))?.into_parts(generated)?;
         let request = parts
             .runner
-            .fork_request(id, checkpoint.as_deref(), new_id.clone(), message)
+            .fork_request_with(id, checkpoint.as_deref(), new_id.clone(), input)
             .await?;
         let body = serde_json::to_vec(&request).map_err(|e| internal("fork", e))?;
         let create = ObjectRequest::post(crate::runner::waits::CREATE_PATH, body);

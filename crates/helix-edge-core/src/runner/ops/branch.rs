@@ -41,19 +41,29 @@ impl<S: Store> Runner<S> {
         checkpoint_id: Option<&str>,
         message: Option<String>,
     ) -> Result<String, RunError> {
+        let input = message.map(Message::user).into_iter().collect();
+        self.retry_with(session_id, checkpoint_id, input).await
+    }
+
+    /// [`Self::retry`] answering `input` (user messages, checked by the API layer; none:
+    /// the run goes on from the checkpoint).
+    pub async fn retry_with(
+        &self,
+        session_id: &str,
+        checkpoint_id: Option<&str>,
+        input: Vec<Message>,
+    ) -> Result<String, RunError> {
         let mut live = self.load(session_id).await?;
         ensure_idle(&live.head)?;
-        let restore = self
-            .restore_point(&live.head, checkpoint_id, message.is_some())
-            .await?;
-        if restore.ended && message.is_none() {
+        let says = !input.is_empty();
+        let restore = self.restore_point(&live.head, checkpoint_id, says).await?;
+        if restore.ended && !says {
             return Err(RunError::RunEnded(restore.checkpoint.id));
         }
         let options = self
             .options_of(&live.head, &restore.checkpoint.run_id)
             .await?;
-        let messages = message.map(Message::user).into_iter().collect();
-        self.start_run(&mut live, messages, Some(restore), options)
+        self.start_run(&mut live, input, Some(restore), options)
             .await
     }
 
@@ -66,15 +76,28 @@ impl<S: Store> Runner<S> {
         new_id: String,
         message: Option<String>,
     ) -> Result<CreateSession, RunError> {
+        let input = message.map(Message::user).into_iter().collect();
+        self.fork_request_with(session_id, checkpoint_id, new_id, input)
+            .await
+    }
+
+    /// [`Self::fork_request`] answering `input` (user messages, checked by the API layer;
+    /// none: the fork goes on from the checkpoint).
+    pub async fn fork_request_with(
+        &self,
+        session_id: &str,
+        checkpoint_id: Option<&str>,
+        new_id: String,
+        input: Vec<Message>,
+    ) -> Result<CreateSession, RunError> {
         let live = self.load(session_id).await?;
-        let restore = self
-            .restore_point(&live.head, checkpoint_id, message.is_some())
-            .await?;
+        let says = !input.is_empty();
+        let restore = self.restore_point(&live.head, checkpoint_id, says).await?;
         let history = self.store.messages(session_id, 0, restore.keep).await?;
         let Value::Object(state) = restore.state else {
             return Err(StoreError::Corrupt("a checkpoint's state is not an object".into()).into());
         };
-        let idle = restore.ended && message.is_none();
+        let idle = restore.ended && !says;
         let options = match idle {
             true => None,
             false => {
@@ -86,7 +109,7 @@ impl<S: Store> Runner<S> {
             session_id: new_id,
             agent: live.head.agent.clone(),
             history,
-            input: message.map(Message::user).into_iter().collect(),
+            input,
             state: Some(state),
             parent: None,
             fork: Some(ForkOrigin {

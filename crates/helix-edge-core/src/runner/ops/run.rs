@@ -9,7 +9,10 @@ use crate::chunk::{ChunkBody, ResyncReason};
 use crate::message::Message;
 use crate::runner::{Live, RunError, Runner};
 use crate::state::diff;
-use crate::store::{Commit, FollowUp, InterruptRequest, SessionStatus, StateChange, Store};
+use crate::store::{
+    CheckpointRecord, CheckpointStatus, Commit, FollowUp, InterruptRequest, SessionStatus,
+    StateChange, Store,
+};
 use serde_json::Value;
 
 impl<S: Store> Runner<S> {
@@ -71,6 +74,7 @@ impl<S: Store> Runner<S> {
             turn: head.run.turn,
         })];
         let mut rollback = None;
+        let mut branch = None;
         let (truncate, state) = match restore {
             Some(r) => {
                 let mut patches = Vec::new();
@@ -84,6 +88,23 @@ impl<S: Store> Runner<S> {
                 head.step_count = r.checkpoint.step_count;
                 head.message_count = r.keep;
                 head.checkpoint_id = Some(r.checkpoint.id.clone());
+                if !messages.is_empty() && r.keep < r.checkpoint.message_count {
+                    // The messages replace the checkpoint's input: the checkpoint goes
+                    // with the branch this abandons, and the new branch starts at them.
+                    let start = CheckpointRecord {
+                        id: self.host.new_id("ckpt"),
+                        step_count: r.checkpoint.step_count,
+                        message_count: r.keep + messages.len() as u64,
+                        timestamp: now,
+                        status: CheckpointStatus::Active,
+                        run_id: run_id.clone(),
+                        usage: None,
+                        stop_reason: None,
+                        waits: Vec::new(),
+                    };
+                    head.checkpoint_id = Some(start.id.clone());
+                    branch = Some(start);
+                }
                 live.state = r.state.clone();
                 rollback = Some((r.checkpoint, r.keep));
                 (Some(r.keep), StateChange::Replace(r.state))
@@ -96,7 +117,7 @@ impl<S: Store> Runner<S> {
             truncate_messages_to: truncate,
             messages,
             state,
-            checkpoint: None,
+            checkpoint: branch,
             clear_interrupt: true,
             subsessions: Vec::new(),
         };
