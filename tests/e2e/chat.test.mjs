@@ -104,6 +104,32 @@ test('a message streams reasoning and text into one assistant message; the sessi
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}/messages`)).body.total, 4);
 });
 
+test('files sent with a message reach the model as its content parts, on the first turn and the next', async () => {
+  const id = newId('files');
+  const png = 'iVBORw0KGgo=';
+  llm.push({ text: 'A pixel.' }, { text: 'A report.' });
+  const c = chat(id);
+  await c.sendMessage({ text: 'What is this?', files: [{ type: 'file', mediaType: 'image/png', url: `data:image/png;base64,${png}`, filename: 'a.png' }] });
+  await until(c, (m) => m.role === 'assistant' && textOf(m) === 'A pixel.');
+  assert.deepEqual(llm.requests.at(-1).body.messages.at(-1).content, [
+    { type: 'text', text: 'What is this?' },
+    { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+  ]);
+  await c.sendMessage({ text: 'And this?', files: [{ type: 'file', mediaType: 'application/pdf', url: 'https://example.com/r.pdf', filename: 'r.pdf' }] });
+  await until(c, (m) => m.role === 'assistant' && textOf(m) === 'A report.');
+  const kept = (await api(worker, 'GET', `/v1/sessions/${id}/messages`)).body.messages;
+  assert.deepEqual(kept[0].attachments, [{ type: 'image', mediaType: 'image/png', data: png, name: 'a.png' }]);
+  assert.deepEqual(kept[2].attachments, [{ type: 'file', mediaType: 'application/pdf', url: 'https://example.com/r.pdf', name: 'r.pdf' }]);
+
+  const tiff = await fetch(`${worker.baseUrl}/v1/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ id, messages: [{ id: 'u9', role: 'user', parts: [{ type: 'file', mediaType: 'image/tiff', url: 'data:image/tiff;base64,AAAA' }] }] }),
+  });
+  assert.equal(tiff.status, 400);
+  assert.match((await tiff.json()).error.message, /messages\[-1\]/);
+});
+
 test('an approval: approval-requested, then approved with addToolApprovalResponse, ends output-available', async () => {
   const id = newId('approve');
   llm.push({ calls: [{ id: 'c1', name: 'delete_file', args: { path: '/tmp/a' } }] }, { text: 'Deleted /tmp/a.' });

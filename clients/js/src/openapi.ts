@@ -719,7 +719,7 @@ export interface components {
             messages: components["schemas"]["UiMessage"][];
             providerOptions?: components["schemas"]["ProviderOptions"];
         };
-        /** @description An AI SDK UI message. Only the newest user message's text parts and the tool parts of the last assistant message are read. */
+        /** @description An AI SDK UI message. Only the newest user message's text and file parts and the tool parts of the last assistant message are read. A file part (`{"type": "file", "mediaType", "url", "filename"?}`, what sendMessage({ files }) sends) becomes an attachment of the user message: a `data:` URL's base64 content or an http(s) URL, checked as attachments are (400 naming the part otherwise). */
         UiMessage: {
             id?: string;
             /** @enum {string} */

@@ -3,6 +3,7 @@
 //! ([`UiStream`]). The worker's `POST /v1/chat` and `GET /v1/chat/{id}/stream` are built
 //! on these.
 
+mod files;
 mod parts;
 mod request;
 mod ui;

@@ -8,7 +8,9 @@
 //! say; this only reads what the client claims.
 
 use crate::api::{ApiError, is_blank};
+use crate::attachment::Attachment;
 use crate::auth::valid_session_id;
+use crate::message::Message;
 use crate::store::{PendingCall, PendingKind};
 use serde_json::{Map, Value};
 
@@ -21,6 +23,8 @@ pub struct ChatRequest {
     pub agent: Option<String>,
     /// The text of the newest message, if it is the user's.
     pub user_text: Option<String>,
+    /// That message's files, as attachments.
+    pub user_attachments: Vec<Attachment>,
     /// Answers found in the last assistant message.
     pub answers: Vec<ChatAnswer>,
     /// The id of the assistant message the answers continue (the client appends the
@@ -240,7 +244,11 @@ impl ChatRequest {
             (None, Some(message)) => answers_in(message),
             _ => Vec::new(),
         };
-        if user_text.as_deref().is_some_and(is_blank) {
+        let user_attachments = match user_text {
+            Some(_) => super::files::attachments_of(last)?,
+            None => Vec::new(),
+        };
+        if user_text.as_deref().is_some_and(is_blank) && user_attachments.is_empty() {
             return Err(invalid("The user message has no text."));
         }
         let continues = match user_text {
@@ -253,6 +261,7 @@ impl ChatRequest {
             id,
             agent,
             user_text,
+            user_attachments,
             answers,
             continues,
             provider_options,
@@ -309,6 +318,16 @@ impl ChatRequest {
                 "nothing_to_answer",
                 "The messages answer nothing the session waits on, and end with no new user message.",
             )),
+        }
+    }
+
+    /// The new user message: `text` (the request's [`user_text`](Self::user_text)) with
+    /// its files.
+    pub fn user_message(&self, text: &str) -> Message {
+        Message::User {
+            content: text.to_string(),
+            attachments: self.user_attachments.clone(),
+            metadata: None,
         }
     }
 
@@ -468,6 +487,7 @@ mod tests {
             id: "c".into(),
             agent: None,
             user_text: user_text.map(str::to_string),
+            user_attachments: Vec::new(),
             answers,
             continues: Some("m1".into()),
             provider_options: None,

@@ -57,9 +57,9 @@ impl Inner {
         let loaded = runner.store().load(id).await.map_err(RunError::from)?;
         let (message_id, known) = match loaded {
             None => {
-                let text = request
-                    .user_text
-                    .ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?;
+                let text = request.user_text.as_deref();
+                let text = text.ok_or_else(|| RunError::Store(StoreError::NotFound(id.into())))?;
+                let message = request.user_message(text);
                 let setup = crate::setup::Setup::get(&self.env, &self.app)?;
                 let agent = match request.agent {
                     Some(agent) => agent,
@@ -72,8 +72,9 @@ impl Inner {
                 };
                 self.remember(id)?;
                 let create = CreateSession {
+                    input: vec![message],
                     options: request.provider_options,
-                    ..CreateSession::new(id, agent, text)
+                    ..CreateSession::new(id, agent, "")
                 };
                 let created = runner.create(create).await?;
                 self.schedule(id);
@@ -94,7 +95,7 @@ impl Inner {
                         (true, head.run.run_id.clone())
                     }
                     ChatTurn::Message(text) => {
-                        let message = crate::message::Message::user(text);
+                        let message = request.user_message(text);
                         let options = request.provider_options.clone();
                         let run_id = runner.send_messages(id, vec![message], options).await?;
                         self.schedule(id);
