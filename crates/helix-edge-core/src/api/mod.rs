@@ -28,7 +28,8 @@ pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, StreamQuery, page, path_and_query, query_pairs};
 pub use views::{
-    AgentsView, CheckpointAt, CheckpointView, CreatedView, ResumeReason, RunView, SessionView,
+    AgentsView, CheckpointAt, CheckpointView, CreatedView, MessagePage, ResumeReason, RunView,
+    SessionView,
 };
 
 /// The OpenAPI 3.1 document of the v1 API (`api/openapi.json`, minified when built),

@@ -267,18 +267,44 @@ impl From<CheckpointRecord> for CheckpointView {
     }
 }
 
-/// The session as it was at a checkpoint (`GET …/checkpoints/{checkpointId}`): the
-/// checkpoint, the state there and a page of the transcript up to it.
+/// A page of a transcript (`GET …/messages`, and a checkpoint's): the messages of the
+/// window `query` asked for, of `total`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CheckpointAt {
-    checkpoint: CheckpointView,
-    state: Value,
+pub struct MessagePage {
     messages: Vec<Message>,
     total: u64,
     offset: u64,
     limit: u64,
     has_more: bool,
+}
+
+impl MessagePage {
+    /// `messages` (read at `query.offset`) of a transcript `total` long, without their
+    /// reasoning unless `query` keeps it.
+    pub fn new(mut messages: Vec<Message>, total: u64, query: &MessagesQuery) -> Self {
+        if !query.include_thinking {
+            messages.iter_mut().for_each(Message::strip_thinking);
+        }
+        let has_more = query.offset.saturating_add(messages.len() as u64) < total;
+        Self {
+            messages,
+            total,
+            offset: query.offset,
+            limit: query.limit,
+            has_more,
+        }
+    }
+}
+
+/// The session as it was at a checkpoint (`GET …/checkpoints/{checkpointId}`): the
+/// checkpoint, the state there and a page of the transcript up to it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckpointAt {
+    checkpoint: CheckpointView,
+    state: Value,
+    #[serde(flatten)]
+    page: MessagePage,
 }
 
 impl CheckpointAt {
@@ -293,22 +319,14 @@ impl CheckpointAt {
     pub fn new(
         checkpoint: CheckpointRecord,
         state: Value,
-        mut messages: Vec<Message>,
+        messages: Vec<Message>,
         query: &MessagesQuery,
     ) -> Self {
-        if !query.include_thinking {
-            messages.iter_mut().for_each(Message::strip_thinking);
-        }
-        let total = checkpoint.message_count;
-        let has_more = query.offset.saturating_add(messages.len() as u64) < total;
+        let page = MessagePage::new(messages, checkpoint.message_count, query);
         Self {
             checkpoint: checkpoint.into(),
             state,
-            messages,
-            total,
-            offset: query.offset,
-            limit: query.limit,
-            has_more,
+            page,
         }
     }
 }

@@ -3,12 +3,12 @@
 
 use super::{Inner, Reply, accepted};
 use crate::api::{
-    ApiError, CreatedView, MessageBody, ReasonBody, SessionView, ToolResultBody, page, parse_body,
+    ApiError, CreatedView, MessageBody, MessagePage, ReasonBody, SessionView, ToolResultBody, page,
+    parse_body,
 };
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
 use crate::lifecycle::needs_drive;
-use crate::message::Message;
 use crate::runner::{CreateSession, Routed, RunError, Runner};
 use crate::storage::ObjectStore;
 use crate::store::{SessionHead, Store, StoreError};
@@ -88,21 +88,12 @@ impl Inner {
     pub(super) async fn messages(&self, runner: &R, id: &str, req: &Request) -> Reply {
         let query = page(&crate::api::query_pairs(&req.inner().url()))?;
         let head = self.head(runner, id).await?;
-        let (offset, limit) = (query.offset, query.limit);
-        let mut messages = runner
+        let messages = runner
             .store()
-            .messages(id, offset, limit)
+            .messages(id, query.offset, query.limit)
             .await
             .map_err(RunError::from)?;
-        if !query.include_thinking {
-            messages.iter_mut().for_each(Message::strip_thinking);
-        }
-        let total = head.message_count;
-        let has_more = offset.saturating_add(messages.len() as u64) < total;
-        json_response(
-            200,
-            &json!({ "messages": messages, "total": total, "offset": offset, "limit": limit, "hasMore": has_more }),
-        )
+        json_response(200, &MessagePage::new(messages, head.message_count, &query))
     }
 
     /// `POST …/tool-results`: stored here, or passed on to the child sessions this one
