@@ -2,7 +2,8 @@
 //! `_outputPath`, arguments that reference the state, and one step laid out as a plan
 //! (fetch → check → store) — in dependency order, suspended durably at an approval
 //! inside it, continued by another process, failed at a denial for its dependants only,
-//! and refused whole when it is not a valid plan.
+//! and refused whole when it is not a valid plan; conditional (`_when`) and scoped
+//! (`_scope`) calls.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
@@ -344,4 +345,177 @@ fn the_model_sees_the_output_path_property_and_the_state_as_guidance() {
         json!(["/stored/-"])
     );
     assert!(schema_of("echo")["properties"].get("_outputPath").is_none());
+    // Every call of a planning agent may be conditional and scoped.
+    for tool in ["fetch_order", "echo"] {
+        let properties = &schema_of(tool)["properties"];
+        assert_eq!(properties["_when"]["type"], "string", "{tool}");
+        assert_eq!(properties["_scope"]["type"], "string", "{tool}");
+    }
+    assert!(request.system.contains("`_when`"), "{}", request.system);
+}
+
+/// The plan with conditional steps: the check only for a large order (it then needs an
+/// approval), the store only for a small one.
+fn conditional_calls(w: &World, id: &str) -> Vec<ToolCall> {
+    vec![
+        w.model.call("fetch_order", json!({ "id": id, "_outputPath": "/order" })),
+        w.model.call(
+            "check_order",
+            json!({ "order_id": "$state.order.id", "total": "$state.order.total", "_outputPath": "/check",
+                    "_when": "†state.order.total > 100" }),
+        ),
+        w.model.call(
+            "store_order",
+            json!({ "order": "$state.order", "check": { "auto": true }, "_outputPath": "/stored/-",
+                    "_when": ["$state.order", "$state.order.total <= 100"] }),
+        ),
+    ]
+}
+
+#[test]
+fn a_conditional_step_is_skipped_or_taken_on_the_state_the_plan_left() {
+    // A small order: the check is skipped (no approval asked), the store taken.
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = conditional_calls(&w, "small");
+    w.model.calls(calls.clone()).text("Stored.");
+    w.create(&r, "planner", "store order small");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        w.exec.all(),
+        vec!["fetch_order small", "store_order \"small\" null"]
+    );
+    let seen = results_seen(&w, 1);
+    assert_eq!(
+        seen[1],
+        (
+            calls[1].id.clone(),
+            false,
+            json!({ "skipped": "skipped: its condition _when '†state.order.total > 100' does not hold" })
+        ),
+        "a step not taken is a result the model reads, not an error"
+    );
+    assert_eq!(seen[2].2["storedAt"], "/stored/-");
+    let state = w.session().state;
+    assert_eq!(
+        state["check"],
+        Value::Null,
+        "the skipped call wrote nothing"
+    );
+    assert_eq!(state["stored"], json!([{ "stored": "small" }]));
+    assert_consistent(&w, &EMPTY());
+
+    // A large one: the check is taken (and waits for its approval, across processes);
+    // the store is skipped at once, its condition decided after the fetch it reads.
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = conditional_calls(&w, "big");
+    w.model.calls(calls.clone()).text("Checked.");
+    w.create(&r, "planner", "store order big");
+    drive(&r);
+    let pending: Vec<String> = w
+        .session()
+        .head
+        .pending
+        .iter()
+        .map(|p| p.tool_call_id.clone())
+        .collect();
+    assert_eq!(pending, vec![calls[1].id.clone()]);
+    approve(&w.runner("p2"), &calls[1].id, true);
+    assert_eq!(
+        drive(&w.runner("p2")),
+        Progress::Idle(SessionStatus::Completed)
+    );
+    assert_eq!(w.exec.all(), vec!["fetch_order big", "check_order big 250"]);
+    let seen = results_seen(&w, 1);
+    let store = seen.iter().find(|(id, ..)| *id == calls[2].id).unwrap();
+    assert_eq!(
+        store.2["skipped"],
+        "skipped: its condition _when '$state.order.total <= 100' does not hold"
+    );
+    let state = w.session().state;
+    assert_eq!(state["check"], json!({ "ok": true, "orderId": "big" }));
+    assert_eq!(state["stored"], json!([]));
+    assert_consistent(&w, &EMPTY());
+}
+
+#[test]
+fn a_malformed_condition_is_an_input_error_and_a_numeric_one_on_text_fails_the_call() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = vec![
+        w.model.call(
+            "fetch_order",
+            json!({ "id": "a", "_outputPath": "/order", "_when": "$state.x = 1" }),
+        ),
+        w.model
+            .call("echo", json!({ "x": 1, "_when": "$state.stored > 1" })),
+    ];
+    w.model.calls(calls).text("I see.");
+    w.create(&r, "planner", "go");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert!(w.exec.all().is_empty(), "nothing ran");
+    let seen = results_seen(&w, 1);
+    assert_eq!(seen[0].2["code"], "tool_input_invalid");
+    let error = seen[0].2["error"].as_str().unwrap();
+    assert!(
+        error.contains("_when '$state.x = 1' has no operator"),
+        "{error}"
+    );
+    assert_eq!(seen[1].2["code"], "tool_input_invalid");
+    let error = seen[1].2["error"].as_str().unwrap();
+    assert!(
+        error.contains("compares a number, but the state holds []"),
+        "{error}"
+    );
+    assert_eq!(w.session().state, EMPTY());
+}
+
+#[test]
+fn a_scoped_call_reads_decides_and_stores_under_its_scope() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let calls = vec![
+        w.model.call("fetch_order", json!({ "id": "a", "_outputPath": "/order" })),
+        // Inside /order: reads /order/id, decided on /order/total, stores /order/again.
+        w.model.call(
+            "fetch_order",
+            json!({ "id": "†state.id", "_scope": "/order", "_when": "†state.total < 50", "_outputPath": "/again" }),
+        ),
+    ];
+    w.model.calls(calls).text("Fetched twice.");
+    w.create(&r, "planner", "go");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let seen = results_seen(&w, 1);
+    assert_eq!(
+        w.exec.all(),
+        vec!["fetch_order a", "fetch_order a"],
+        "in order: {seen:?}"
+    );
+    let seen = results_seen(&w, 1);
+    assert_eq!(seen[1].2["storedAt"], "/order/again");
+    assert_eq!(
+        w.session().state["order"],
+        json!({ "id": "a", "total": 42.5, "again": { "id": "a", "total": 42.5 } })
+    );
+    assert_consistent(&w, &EMPTY());
+
+    // A scope the state schema does not have is refused before anything runs.
+    let w = World::new();
+    let r = w.runner("p1");
+    let call = w
+        .model
+        .call("fetch_order", json!({ "id": "a", "_scope": "/nowhere" }));
+    w.model.calls(vec![call]).text("I see.");
+    w.create(&r, "planner", "go");
+    drive(&r);
+    assert!(w.exec.all().is_empty());
+    let error = results_seen(&w, 1)[0].2["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("_scope '/nowhere' names /nowhere, which the state schema does not have"),
+        "{error}"
+    );
 }

@@ -33,7 +33,7 @@
 use crate::message::{Message, ToolCall};
 use crate::model::{ModelSettings, ToolSpec};
 use crate::state::PatchOp;
-use crate::tool::Tool;
+use crate::tool::{OutputPath, Tool};
 use serde_json::Value;
 use std::rc::Rc;
 use std::time::Duration;
@@ -249,8 +249,12 @@ impl Agent {
     /// The tools as the model sees them, with `__finish__` when an output is required.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
         let memory = crate::memory::memory();
+        let plans = self
+            .tools
+            .iter()
+            .any(|t| *t.output_path() != OutputPath::Off);
         let input_schema = |t: &Tool| match memory {
-            Some(memory) => memory.input_schema(self.state_schema(), t),
+            Some(memory) => memory.input_schema(self.state_schema(), t, plans),
             None => t.input_schema.clone(),
         };
         let mut specs: Vec<ToolSpec> = self

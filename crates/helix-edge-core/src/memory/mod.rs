@@ -3,7 +3,9 @@
 //! meta-argument ([`output`]); a later argument names a stored value with a state
 //! reference ([`reference`]); calls of one step that read what others of the same step
 //! write form a plan ([`graph`]), checked against the state schema ([`paths`]) before
-//! anything runs and run in dependency order.
+//! anything runs and run in dependency order. A call may run only when a condition on
+//! the state holds (`_when`, [`when`]) and work in one part of the state (`_scope`,
+//! [`scope`]); the tools' schemas offer both ([`offer`]).
 //!
 //! The runtime asks for all this through [`Memory`], which a build has with the
 //! feature `plans` ([`StateMemory`], registered in [`MEMORY`]); without it
@@ -11,10 +13,13 @@
 //! calls are one round.
 
 pub mod graph;
+mod offer;
 pub mod output;
 pub mod paths;
 pub mod reference;
+pub mod scope;
 mod state;
+pub mod when;
 
 pub use graph::{Access, Graph, Problem};
 pub use state::StateMemory;
@@ -30,14 +35,16 @@ pub struct Prepared {
     pub arguments: Value,
     /// Where the result is stored, if anywhere.
     pub output: Option<String>,
+    /// Why the call does not run, when its `_when` does not hold ([`when`]).
+    pub skip: Option<String>,
 }
 
 /// What the runtime asks of state as memory; `schema` is the agent's state schema, if
 /// its state is typed.
 pub trait Memory {
     /// `tool`'s input schema as the model sees it: with the `_outputPath` its policy
-    /// offers.
-    fn input_schema(&self, schema: Option<&Value>, tool: &Tool) -> Value;
+    /// offers and, when its agent lays out `plans`, `_when` and `_scope`.
+    fn input_schema(&self, schema: Option<&Value>, tool: &Tool, plans: bool) -> Value;
     /// Whether the output paths `tool` prescribes or offers are places the state has.
     fn check_paths(&self, schema: Option<&Value>, tool: &Tool) -> Result<(), String>;
     /// Prepares the model's `arguments` for a call of `tool` in `state`: takes the
@@ -84,6 +91,7 @@ pub fn prepare(
         None => Ok(Prepared {
             arguments: arguments.clone(),
             output: None,
+            skip: None,
         }),
     }
 }

@@ -1,10 +1,29 @@
 //! [`StateMemory`]: the session's state as the workflow's memory — `_outputPath`,
 //! state references and plans — as the feature `plans` gives it to the runtime.
 
+use super::scope::{self, SCOPE};
+use super::when::{Conditions, WHEN};
 use super::{Access, Memory, Prepared, paths, reference};
 use crate::error::ToolError;
 use crate::tool::{OUTPUT_PATH, OutputPath, Tool};
 use serde_json::{Value, json};
+
+/// Takes `_scope` and `_when` out of a call's `arguments`; a path the model chooses
+/// with `_outputPath` is then made one of the whole state (see [`scope`]).
+fn take_meta(
+    arguments: &mut Value,
+    schema: Option<&Value>,
+    tool: &Tool,
+) -> Result<(Option<String>, Option<Conditions>), String> {
+    let scope = scope::take(arguments, schema)?;
+    let when = Conditions::take(arguments)?;
+    if let (Some(scope), OutputPath::Choose(_), Some(Value::String(path))) =
+        (&scope, tool.output_path(), arguments.get_mut(OUTPUT_PATH))
+    {
+        *path = scope::within(Some(scope), path);
+    }
+    Ok((scope, when))
+}
 
 /// State as memory: results stored with `_outputPath`, arguments that reference the
 /// state, and a step's calls run as a plan in dependency order.
@@ -23,10 +42,24 @@ fn offered_paths(schema: Option<&Value>, tool: &Tool) -> Vec<String> {
     }
 }
 
+/// [`offered_paths`] for a call in `scope`: where the tool lets the model choose any
+/// place, any place the schema has under the scope (the catalog offered to the model
+/// lists only the first levels).
+fn offered_in(scope: Option<&str>, schema: Option<&Value>, tool: &Tool) -> Vec<String> {
+    match tool.output_path() {
+        OutputPath::Choose(list) if list.is_empty() && scope.is_some() => Vec::new(),
+        _ => offered_paths(schema, tool),
+    }
+}
+
 impl Memory for StateMemory {
-    fn input_schema(&self, schema: Option<&Value>, tool: &Tool) -> Value {
+    fn input_schema(&self, schema: Option<&Value>, tool: &Tool, plans: bool) -> Value {
         let offered = offered_paths(schema, tool);
-        tool.output_path().offer(tool.input_schema(), &offered)
+        let mut input = tool.output_path().offer(tool.input_schema(), &offered);
+        if plans {
+            super::offer::plan_meta(&mut input, tool.takes_state_refs() && tool.strict);
+        }
+        input
     }
 
     /// A prescribed or offered output path must be a place the state has (any pointer
@@ -59,28 +92,41 @@ impl Memory for StateMemory {
             reason,
         };
         let mut arguments = arguments.clone();
-        let offered = offered_paths(schema, tool);
+        let (scope, when) = take_meta(&mut arguments, schema, tool).map_err(invalid)?;
+        let offered = offered_in(scope.as_deref(), schema, tool);
         let output = tool
             .output_path()
             .take(&mut arguments, &offered, schema)
             .map_err(invalid)?;
-        if tool.takes_state_refs() {
-            reference::resolve_in(&mut arguments, state).map_err(invalid)?;
+        let view = scope::view(scope.as_deref(), state);
+        let skip = match &when {
+            Some(when) => when.unmet(view).map_err(invalid)?,
+            None => None,
+        };
+        if tool.takes_state_refs() && skip.is_none() {
+            reference::resolve_in(&mut arguments, view).map_err(invalid)?;
         }
-        Ok(Prepared { arguments, output })
+        Ok(Prepared {
+            arguments,
+            output,
+            skip,
+        })
     }
 
     fn access(&self, schema: Option<&Value>, tool: &Tool, arguments: &Value) -> Access {
-        let reads = if tool.takes_state_refs() {
-            reference::references(arguments)
-                .into_iter()
-                .flatten()
-                .collect()
-        } else {
-            Vec::new()
-        };
         let mut arguments = arguments.clone();
-        let offered = offered_paths(schema, tool);
+        let (scope, when) = take_meta(&mut arguments, schema, tool).unwrap_or_default();
+        let scope = scope.as_deref();
+        let mut reads: Vec<String> = when
+            .iter()
+            .flat_map(Conditions::pointers)
+            .map(|p| scope::within(scope, p))
+            .collect();
+        if tool.takes_state_refs() {
+            let refs = reference::references(&arguments).into_iter().flatten();
+            reads.extend(refs.map(|p| scope::within(scope, &p)));
+        }
+        let offered = offered_in(scope, schema, tool);
         let write = tool
             .output_path()
             .take(&mut arguments, &offered, schema)
@@ -103,7 +149,10 @@ impl Memory for StateMemory {
              whole string \"†state.path.to.value\" (or \"$state.path.to.value\"; array items \
              as .0 or [0]); it is replaced by that value just before the call runs. Calls of \
              one step may reference what other calls of the same step store: they then run in \
-             order, so you can lay out a whole chain of calls at once."
+             order, so you can lay out a whole chain of calls at once. A call with `{WHEN}` \
+             (such as \"†state.check.ok == true\") runs only when that holds once the calls \
+             it reads have run, else it is skipped; a call with `{SCOPE}` (a JSON Pointer) \
+             reads, decides and stores under that part of the state."
         ))
     }
 }

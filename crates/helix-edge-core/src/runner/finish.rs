@@ -10,7 +10,7 @@ use super::conclude::finish_output;
 use super::emit::Emitter;
 use super::exec::merge_into;
 use super::plan::{prepare_call, suspended_calls};
-use super::results::end_without_running;
+use super::results::{end_skipped, end_without_running};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::error::ToolError;
@@ -69,14 +69,18 @@ impl<S: Store> Runner<S> {
                 out.results[i] = Some(end_without_running(call, &err, emitter));
                 continue;
             }
-            let (ready, stored_at) = match prepare_call(agent, tool, call, &live.state) {
-                Ok(prepared) => prepared,
+            let ready = match prepare_call(agent, tool, call, &live.state) {
+                Ok(ready) => ready,
                 Err(err) => {
                     out.results[i] = Some(end_without_running(call, &err, emitter));
                     continue;
                 }
             };
-            let run = [(i, &ready, stored_at.as_deref())];
+            if let Some(why) = &ready.skip {
+                out.results[i] = Some(end_skipped(call, why, emitter));
+                continue;
+            }
+            let run = [(i, &ready.call, ready.output.as_deref())];
             let outcomes = self
                 .tools()
                 .run_parallel(agent, &run, &mut live.state, emitter)

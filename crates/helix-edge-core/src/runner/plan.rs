@@ -12,7 +12,7 @@
 use super::calls::{Plan, plan};
 use super::emit::Emitter;
 use super::exec::{Run, merge_into};
-use super::results::{end_without_running, result_hooks};
+use super::results::{end_skipped, end_without_running, result_hooks};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::error::ToolError;
@@ -200,18 +200,30 @@ impl<S: Store> Runner<S> {
             let Some(tool) = agent.tool(&call.name) else {
                 continue;
             };
-            let prepared = prepare_call(agent, tool, call, &live.state).and_then(
-                |(ready, output)| match plan(agent, &ready, &live.state) {
-                    Plan::Child => crate::schema::validate(tool.input_schema(), &ready.arguments)
-                        .map_err(|reason| ToolError::InputInvalid {
-                            tool: call.name.clone(),
-                            reason,
-                        })
-                        .map(|()| (ready, output, Plan::Child)),
-                    planned => Ok((ready, output, planned)),
+            let prepared = prepare_call(agent, tool, call, &live.state).and_then(|ready| {
+                if ready.skip.is_some() {
+                    return Ok((ready, Plan::Regular));
+                }
+                match plan(agent, &ready.call, &live.state) {
+                    Plan::Child => {
+                        crate::schema::validate(tool.input_schema(), &ready.call.arguments)
+                            .map_err(|reason| ToolError::InputInvalid {
+                                tool: call.name.clone(),
+                                reason,
+                            })
+                            .map(|()| (ready, Plan::Child))
+                    }
+                    planned => Ok((ready, planned)),
+                }
+            });
+            let (
+                Ready {
+                    call: ready,
+                    output,
+                    skip,
                 },
-            );
-            let (ready, output, planned) = match prepared {
+                planned,
+            ) = match prepared {
                 Ok(prepared) => prepared,
                 Err(err) => {
                     ran.results[i] = Some(end_without_running(call, &err, emitter));
@@ -219,6 +231,11 @@ impl<S: Store> Runner<S> {
                     continue;
                 }
             };
+            if let Some(why) = skip {
+                ran.results[i] = Some(end_skipped(call, &why, emitter));
+                step.ended[i] = Some(true);
+                continue;
+            }
             let kind = match planned {
                 Plan::Gated(kind) => kind,
                 Plan::Child => PendingKind::Child,
@@ -355,17 +372,29 @@ pub(crate) fn suspended_calls(
 }
 
 /// `call` ready to run in `state` ([`memory::prepare`]): with the arguments it runs with
-/// (references resolved, `_outputPath` taken out), and where its result is stored.
+/// (references resolved, meta-arguments taken out), where its result is stored, and —
+/// when its `_when` does not hold — why it is skipped instead.
 pub(crate) fn prepare_call(
     agent: &Agent,
     tool: &crate::tool::Tool,
     call: &ToolCall,
     state: &serde_json::Value,
-) -> Result<(ToolCall, Option<String>), ToolError> {
+) -> Result<Ready, ToolError> {
     let prepared = memory::prepare(agent.state_schema(), tool, &call.arguments, state)?;
-    let ready = ToolCall {
+    let call = ToolCall {
         arguments: prepared.arguments,
         ..call.clone()
     };
-    Ok((ready, prepared.output))
+    Ok(Ready {
+        call,
+        output: prepared.output,
+        skip: prepared.skip,
+    })
+}
+
+/// A call prepared to run ([`prepare_call`]).
+pub(crate) struct Ready {
+    pub call: ToolCall,
+    pub output: Option<String>,
+    pub skip: Option<String>,
 }

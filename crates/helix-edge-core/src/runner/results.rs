@@ -34,6 +34,15 @@ pub(crate) fn end_denied(call: &ToolCall, reason: Option<&str>, emitter: &Emitte
     message
 }
 
+/// Resolves a call whose `_when` does not hold: it did not run, and the model reads
+/// why (`{"skipped": "skipped: its condition _when '…' does not hold"}`), as a result
+/// rather than an error — a conditional step not taken is the plan working.
+pub(crate) fn end_skipped(call: &ToolCall, why: &str, emitter: &Emitter) -> Message {
+    let message = Message::tool_result(call, serde_json::json!({ "skipped": why }));
+    tool_end(call, &message, emitter);
+    message
+}
+
 /// Resolves a call as an error with `code` and `text`.
 pub(crate) fn end_with_error(
     call: &ToolCall,

@@ -1,0 +1,123 @@
+//! What a tool's input schema offers the model when its agent lays out plans: the
+//! meta-arguments `_when` and `_scope` beside the tool's own properties, and — for a
+//! `strict` tool, whose schema the provider enforces while decoding — a state
+//! reference accepted wherever a value is, so a reference can stand in for a number,
+//! a boolean or an object. (Arguments are validated against the tool's own schema
+//! after the references are resolved.)
+
+use super::scope::SCOPE;
+use super::when::WHEN;
+use serde_json::{Map, Value, json};
+
+/// The schema of a state reference.
+fn reference() -> Value {
+    json!({
+        "type": "string",
+        "pattern": "^[†$]state([.\\[].*)?$",
+        "description": "A state reference (†state.path), replaced by the value there."
+    })
+}
+
+/// Adds `_when` and `_scope` to `input`'s properties; with `references`, every value
+/// below them may also be a state reference.
+pub fn plan_meta(input: &mut Value, references: bool) {
+    if references {
+        accept_references(input);
+    }
+    let Some(properties) = input
+        .as_object_mut()
+        .map(|o| {
+            o.entry("properties")
+                .or_insert_with(|| Value::Object(Map::new()))
+        })
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    properties.insert(
+        WHEN.into(),
+        json!({
+            "type": "string",
+            "description": "Run this call only when a condition on the state holds, decided just before it runs: '†state.path' (present), '!†state.path' (absent), '†state.path == <JSON>' or != , or a numeric '<', '<=', '>', '>=' with a number. Leave it out to always run."
+        }),
+    );
+    properties.insert(
+        SCOPE.into(),
+        json!({
+            "type": "string",
+            "description": "A part of the state (JSON Pointer) this call works in: its state references, _when and _outputPath resolve under it. Leave it out for the whole state."
+        }),
+    );
+}
+
+/// Lets every property (at any depth) and every array item of `schema` also be a
+/// state reference.
+fn accept_references(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Object(properties)) = obj.get_mut("properties") {
+        for property in properties.values_mut() {
+            accept_references(property);
+            either_reference(property);
+        }
+    }
+    if let Some(items) = obj.get_mut("items").filter(|i| i.is_object()) {
+        accept_references(items);
+        either_reference(items);
+    }
+}
+
+fn either_reference(schema: &mut Value) {
+    let inner = std::mem::take(schema);
+    *schema = json!({ "anyOf": [inner, reference()] });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_meta_arguments_are_offered_beside_the_tools_own() {
+        let mut input = json!({ "type": "object", "properties": { "id": { "type": "string" } }, "required": ["id"] });
+        plan_meta(&mut input, false);
+        let properties = input["properties"].as_object().unwrap();
+        assert_eq!(
+            properties.keys().collect::<Vec<_>>(),
+            ["_scope", "_when", "id"]
+        );
+        assert_eq!(input["properties"]["id"], json!({ "type": "string" }));
+        assert_eq!(
+            input["required"],
+            json!(["id"]),
+            "the meta-arguments stay optional"
+        );
+    }
+
+    #[test]
+    fn a_strict_tool_accepts_a_reference_wherever_it_accepts_a_value() {
+        let mut input = json!({
+            "type": "object",
+            "properties": {
+                "total": { "type": "number" },
+                "order": { "type": "object", "properties": { "ok": { "type": "boolean" } } },
+                "tags": { "type": "array", "items": { "type": "integer" } }
+            }
+        });
+        plan_meta(&mut input, true);
+        let p = &input["properties"];
+        assert_eq!(p["total"]["anyOf"][0], json!({ "type": "number" }));
+        assert_eq!(p["total"]["anyOf"][1], reference());
+        assert_eq!(
+            p["order"]["anyOf"][0]["properties"]["ok"]["anyOf"][0],
+            json!({ "type": "boolean" })
+        );
+        assert_eq!(
+            p["tags"]["anyOf"][0]["items"]["anyOf"][1]["pattern"],
+            "^[†$]state([.\\[].*)?$"
+        );
+        // The meta-arguments themselves are not references.
+        assert_eq!(p["_when"]["type"], "string");
+        assert!(p["_when"].get("anyOf").is_none());
+    }
+}
