@@ -4,7 +4,8 @@
 // by state references. The check needs an approval: the fetch runs, the plan suspends,
 // the worker is restarted, the approval arrives and the rest runs once each; the
 // stream's patches replay to the final state. A denial fails only the calls that
-// depend on the check.
+// depend on the check. Conditional steps (`_when`) are skipped or taken on the state the
+// plan left; a plan is checked (`POST …/plans/validate`) without running anything.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -127,4 +128,88 @@ test('an invalid plan runs nothing and the model is told every problem', async (
     assert.match(e.error, /depend on each other in a cycle/);
     assert.match(e.error, /\(store_order\) reads \/orders, which the state schema does not have/);
   }
+});
+
+/** The plan with conditional steps: the check only for an order over 100 (it then needs
+ * an approval), the store only once a check passed. */
+const conditional = (id) => ({
+  calls: [
+    { name: 'fetch_order', args: { id, _outputPath: '/order' } },
+    { name: 'check_order', args: { orderId: '†state.order.id', total: '$state.order.total', _outputPath: '/check', _when: '†state.order.total > 100' } },
+    {
+      name: 'store_order',
+      args: { orderId: '$state.order.id', total: '$state.order.total', checkedId: '†state.check.orderId', passed: '†state.check.ok', _outputPath: '/archive/-', _when: '†state.check.ok == true' },
+    },
+  ],
+});
+
+test('a conditional step is skipped or taken on the state its plan left', async () => {
+  // Order 1001 (42.5): the check is skipped without asking anyone, so is the store.
+  const small = newId('when-small');
+  llm.push(conditional('1001'), { text: 'Nothing to archive.' });
+  await create(small, 'process order 1001');
+  const skipped = await waitFor(worker, small, (s) => s.status !== 'active');
+  assert.equal(skipped.status, 'completed');
+  assert.deepEqual(skipped.state, { ...INITIAL, order: { id: '1001', customer: 'Ada', total: 42.5 } });
+  const sse = await stream(small);
+  const events = await sse.until((e) => e.type === 'end');
+  const ended = events.filter((e) => e.type === 'tool_end').map((e) => [e.json.toolName, e.json.success, e.json.result?.skipped]);
+  assert.deepEqual(ended, [
+    ['fetch_order', true, undefined],
+    ['check_order', true, "skipped: its condition _when '†state.order.total > 100' does not hold"],
+    ['store_order', true, "skipped: its condition _when '†state.check.ok == true' does not hold"],
+  ]);
+  assert.ok(!events.some((e) => e.type === 'tool_approval_request'), 'no approval was asked');
+
+  // Order 1002 (250): the check is taken and waits for its approval; the store then runs.
+  const big = newId('when-big');
+  llm.push(conditional('1002'), { text: 'Archived.' });
+  await create(big, 'process order 1002');
+  const waiting = await waitFor(worker, big, (s) => s.pendingToolCalls.length === 1);
+  assert.equal(waiting.pendingToolCalls[0].toolName, 'check_order');
+  assert.equal((await answer(big, waiting.pendingToolCalls[0].toolCallId, true)).status, 202);
+  const done = await waitFor(worker, big, (s) => s.status !== 'active');
+  assert.deepEqual(done.state.archive, [{ orderId: '1002', total: 250 }]);
+});
+
+test('validate reports a cycle, a bad reference and an unknown tool without running anything', async () => {
+  const id = newId('validate');
+  llm.push({ text: 'Ready.' });
+  await create(id, 'hello');
+  const before = await waitFor(worker, id, (s) => s.status !== 'active');
+  const messagesBefore = (await api(worker, 'GET', `/v1/sessions/${id}/messages`)).body.messages.length;
+  const seenBefore = llm.requests.length;
+
+  const res = await api(worker, 'POST', `/v1/sessions/${id}/plans/validate`, {
+    calls: [
+      { id: 'a', name: 'fetch_order', arguments: { id: '$state.check.orderId', _outputPath: '/order' } },
+      { id: 'b', name: 'check_order', arguments: { orderId: '$state.order.id', total: 1, _outputPath: '/check' } },
+      { id: 'c', name: 'store_order', arguments: { orderId: '$state..id', total: 1, checkedId: 'x', passed: true } },
+      { id: 'd', name: 'ship_order', arguments: {} },
+    ],
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body.valid, false);
+  const codes = res.body.problems.map((p) => [p.code, p.calls]);
+  assert.deepEqual(codes.sort(), [
+    ['cycle', ['a', 'b']],
+    ['reference_malformed', ['c']],
+    ['unknown_tool', ['d']],
+  ]);
+  assert.deepEqual(res.body.rounds, []);
+
+  const valid = await api(worker, 'POST', `/v1/sessions/${id}/plans/validate`, { calls: conditional('1002').calls.map((c) => ({ name: c.name, arguments: c.args })) });
+  assert.deepEqual([valid.status, valid.body.valid, valid.body.rounds], [200, true, [['c1'], ['c2'], ['c3']]]);
+
+  // Nothing ran, nothing changed, the model was not asked.
+  const after = await api(worker, 'GET', `/v1/sessions/${id}`);
+  assert.deepEqual(after.body.state, before.state);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}/messages`)).body.messages.length, messagesBefore);
+  assert.equal(llm.requests.length, seenBefore);
+
+  // A body that is not a plan, and a session that does not exist.
+  const empty = await api(worker, 'POST', `/v1/sessions/${id}/plans/validate`, { calls: [] });
+  assert.deepEqual([empty.status, empty.body.error.code], [400, 'validation_error']);
+  const nobody = await api(worker, 'POST', '/v1/sessions/no-such-session/plans/validate', { calls: [{ name: 'fetch_order' }] });
+  assert.equal(nobody.status, 404);
 });

@@ -173,3 +173,19 @@ test('the state mirror ends equal to GET, with the pending calls seen on the way
   const raw = await api(worker, 'GET', `/v1/sessions/${session.id}`);
   assert.equal(raw.body.streamSequence, mirror.sequence);
 });
+
+test('a plan checked through the client, nothing run', async () => {
+  const c = client();
+  const session = await c.createSession({ agent: 'orders', input: 'process order 1001' });
+  const done = await waitFor(worker, session.id, (s) => s.status !== 'active');
+  const report = await session.validatePlan([
+    { id: 'fetch', name: 'fetch_order', arguments: { id: '1002', _outputPath: '/order' } },
+    { id: 'check', name: 'check_order', arguments: { orderId: '†state.order.id', total: '$state.order.total', _when: '†state.order.total > 100' } },
+    { id: 'ship', name: 'ship_order' },
+  ]);
+  assert.equal(report.valid, false);
+  assert.deepEqual(report.problems.map((p) => [p.code, p.calls]), [['unknown_tool', ['ship']]]);
+  assert.deepEqual(report.rounds, [['fetch', 'ship'], ['check']]);
+  assert.deepEqual((await session.get()).state, done.state, 'nothing ran');
+  await assert.rejects(session.validatePlan([]), (e) => e instanceof HttpError && e.status === 400 && e.code === 'validation_error');
+});

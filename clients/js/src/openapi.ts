@@ -296,6 +296,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/plans/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Checks a plan — the calls a model would make in one step, with `_outputPath`, state references, `_when` and `_scope` — against this session's agent (its tools and state schema) and its state now, without running anything and without changing the session. Every problem is reported: a tool the agent does not have, a meta-argument the tool refuses, arguments that do not fit the tool's input schema (a state reference stands in for any value), a malformed reference, a reference to a place the state does not have now and no call of the plan writes, a place the state schema does not have, calls that depend on each other in a cycle, two calls writing one place. A valid plan's report lists the rounds its calls would run in. Served with helix-edge's `plans` feature (a default one); without it 404 not_found names the feature. */
+        post: operations["validatePlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -589,6 +608,30 @@ export interface components {
         } | {
             checkpointId?: string;
             sessionId?: string;
+        };
+        ValidatePlan: {
+            /** @description The calls of the plan, as the model would make them in one step. Ids, where given, are each used once. */
+            calls: {
+                /** @description Names the call in the report (default c1, c2, … by position). */
+                id?: string;
+                /** @description The tool. */
+                name: string;
+                /** @description Its arguments, meta-arguments (`_outputPath`, `_when`, `_scope`) and state references included (default {}). */
+                arguments?: Record<string, unknown>;
+            }[];
+        };
+        PlanReport: {
+            /** @description Whether the plan has no problem. */
+            valid: boolean;
+            problems: {
+                /** @enum {string} */
+                code: "unknown_tool" | "input_invalid" | "reference_malformed" | "reference_to_nothing" | "unknown_path" | "cycle" | "two_writers";
+                /** @description The calls it is about (their ids). */
+                calls: string[];
+                message: string;
+            }[];
+            /** @description For a plan without a cycle: its calls' ids in the rounds they would run in (the calls of one round run together); empty for a cycle. */
+            rounds: string[][];
         };
         AgentList: {
             agents: {
@@ -1550,6 +1593,38 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    validatePlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ValidatePlan"];
+            };
+        };
+        responses: {
+            /** @description The plan's report (valid or not). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanReport"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             413: components["responses"]["Error"];
             503: components["responses"]["Error"];
         };

@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, ProviderOptions, Run, Session, SessionEvent, UserMessages } from './types.js';
+import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, Run, Session, SessionEvent, UserMessages } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -67,6 +67,11 @@ export class SessionHandle {
   checkpoint(id: string, offset = 0, limit = 50, { signal }: Signal = {}): Promise<CheckpointAt> {
     const path = `${this.path}/checkpoints/${encodeURIComponent(id)}`;
     return this.transport.json('GET', path, { query: { offset, limit }, signal });
+  }
+
+  /** Checks a plan (the calls a model would make in one step) against this session's agent and state, running nothing: every problem, and the rounds a valid plan would run in. */
+  validatePlan(calls: PlanCall[], { signal }: Signal = {}): Promise<PlanReport> {
+    return this.transport.json('POST', `${this.path}/plans/validate`, { body: { calls }, signal });
   }
 
   /** A follow-up message: a new run (409 `session_busy` while one is active), with its model options if given. */

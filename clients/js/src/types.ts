@@ -19,6 +19,10 @@ export type Run = Schemas['RunList']['runs'][number];
 export type Checkpoint = Schemas['CheckpointList']['checkpoints'][number];
 /** The session as it was at a checkpoint: the checkpoint, its state, a page of the transcript up to it. */
 export type CheckpointAt = Schemas['CheckpointAt'];
+/** A call of a plan, as `validatePlan` takes it: the tool, its arguments (meta-arguments and state references included) and an id to name it in the report. */
+export type PlanCall = Schemas['ValidatePlan']['calls'][number];
+/** What is wrong with a plan, and the rounds a valid one would run in. */
+export type PlanReport = Schemas['PlanReport'];
 /** A message's attachments (images, documents), as a follow-up takes them. */
 export type Attachment = Schemas['Attachments'][number];
 /** Several user messages, as a follow-up takes them. */

@@ -14,7 +14,8 @@
 //! - Definitions: [`model`] (the model interface), [`provider_options`] (a run's model
 //!   options, checked against its agent's tools), [`tool`] (typed tools and their
 //!   context; a sub-agent tool names its agent), [`memory`] (state as the workflow's
-//!   memory: `_outputPath`, state references, plans), [`agent`] (agents, their builder
+//!   memory: `_outputPath`, state references, plans with conditional and scoped steps,
+//!   checked without running them), [`agent`] (agents, their builder
 //!   and the registry), `skill` (feature `skills`: skills an agent loads when a task
 //!   needs them; `skills_dir!` reads a directory of them at build time, from the
 //!   proc-macro crate `helix-edge-macros`).

@@ -8,7 +8,7 @@
 
 use helix_edge_core::api::{
     CheckpointAt, CreateSessionBody, ForkBody, MessageBody, MessagesQuery, NOT_BLANK, OPENAPI,
-    ROUTES, ReasonBody, RetryBody, ToolResultBody, is_blank, parse_body,
+    ROUTES, ReasonBody, RetryBody, ToolResultBody, ValidatePlanBody, is_blank, parse_body,
 };
 use helix_edge_core::chat::ChatRequest;
 use helix_edge_core::chunk::{Chunk, ChunkBody, StreamEvent};
@@ -672,4 +672,45 @@ fn a_checkpoint_read_is_documented_as_it_is_sent() {
     embedded.as_object_mut().unwrap().remove("description");
     assert_eq!(&embedded, listed);
     conforms(&doc, listed, &sent["checkpoint"]).unwrap();
+}
+
+#[test]
+fn a_plan_check_is_documented_as_it_is_parsed_and_answered() {
+    let validates = |body: &Value| {
+        parse_body::<ValidatePlanBody>(body.to_string().as_bytes())
+            .and_then(ValidatePlanBody::into_calls)
+            .is_ok()
+    };
+    let body = schema("ValidatePlan");
+    agrees(&body, json!({"calls": [{"name": "t"}]}), validates);
+    let call = &body["properties"]["calls"]["items"];
+    agrees(
+        call,
+        json!({"id": "a", "name": "t", "arguments": {"x": "†state.x"}}),
+        |c: &Value| validates(&json!({ "calls": [c] })),
+    );
+    // As many calls as the schema allows, and no more; no id twice.
+    let max = body["properties"]["calls"]["maxItems"].as_u64().unwrap() as usize;
+    assert_eq!(max, helix_edge_core::memory::check::MAX_CALLS);
+    let calls = |n: usize| json!({ "calls": vec![json!({"name": "t"}); n] });
+    assert!(validates(&calls(max)));
+    assert!(!validates(&calls(max + 1)));
+    assert!(!validates(&calls(0)));
+    assert!(!validates(
+        &json!({"calls": [{"id": "a", "name": "t"}, {"id": "a", "name": "u"}]})
+    ));
+
+    let doc = doc();
+    let report = helix_edge_core::memory::check::check(
+        &[],
+        None,
+        &json!({}),
+        &[serde_json::from_value(json!({"name": "nope"})).unwrap()],
+    );
+    let sent = serde_json::to_value(&report).unwrap();
+    assert_eq!(sent["problems"][0]["code"], "unknown_tool");
+    conforms(&doc, &schema("PlanReport"), &sent).unwrap();
+    let codes =
+        &schema("PlanReport")["properties"]["problems"]["items"]["properties"]["code"]["enum"];
+    assert_eq!(codes.as_array().unwrap().len(), 7);
 }

@@ -3,7 +3,8 @@
 //! model lays out fetch → check → store as one plan in one step; `check_order` needs a
 //! person's approval for orders over 100, which suspends the plan between its calls.
 //! The demo model answers `process order 1001` (runs through) and `process order 1002`
-//! (waits for the approval) with that plan.
+//! (waits for the approval) with that plan. `validate_plan` lets the model check a plan
+//! before it lays it out.
 
 use helix_edge::agent::Agent;
 use helix_edge::error::{DefinitionError, ToolError};
@@ -158,5 +159,6 @@ pub fn orders() -> Result<Agent, DefinitionError> {
             )
             .output_paths(["/archive/-"]),
         )
+        .plan_validation()
         .build()
 }

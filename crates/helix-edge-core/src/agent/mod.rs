@@ -43,6 +43,8 @@ mod builder;
 mod companions;
 mod output;
 mod persistent;
+#[cfg(feature = "plans")]
+mod plan_tool;
 mod registry;
 mod subagent;
 

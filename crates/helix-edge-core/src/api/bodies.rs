@@ -5,6 +5,7 @@ use super::ApiError;
 use super::input::{Input, InputObject, RichInput, UserInput, check_history};
 use crate::attachment::Attachment;
 use crate::auth::valid_session_id;
+use crate::memory::check::{MAX_CALLS, PlannedCall};
 use crate::message::Message;
 use crate::runner::{CreateSession, Submission};
 use crate::wire::wire_enum;
@@ -232,6 +233,34 @@ pub struct ReasonBody {
     /// Why.
     #[serde(default, deserialize_with = "present")]
     pub reason: Option<String>,
+}
+
+/// Body of `POST …/plans/validate`: the calls of a plan, as the model would make them.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidatePlanBody {
+    calls: Vec<PlannedCall>,
+}
+
+impl ValidatePlanBody {
+    /// The calls: 1 to [`MAX_CALLS`], with ids (where given) each used once.
+    pub fn into_calls(self) -> Result<Vec<PlannedCall>, ApiError> {
+        let n = self.calls.len();
+        if n == 0 || n > MAX_CALLS {
+            let message = format!("calls: a plan has 1 to {MAX_CALLS} calls, got {n}.");
+            return Err(ApiError::validation(message));
+        }
+        let ids: Vec<&str> = self.calls.iter().filter_map(|c| c.id.as_deref()).collect();
+        if let Some(twice) = ids
+            .iter()
+            .enumerate()
+            .find(|(i, id)| ids[..*i].contains(id))
+        {
+            let message = format!("calls: the id '{}' is given twice.", twice.1);
+            return Err(ApiError::validation(message));
+        }
+        Ok(self.calls)
+    }
 }
 
 /// Body of `retry` and of `fork` (both optional): the checkpoint to go back to, and what

@@ -78,6 +78,9 @@ impl ApiError {
             | Operation::Fork => {
                 "This worker does not serve a session's runs, checkpoints, retries and forks (helix-edge's `time-travel` feature)."
             }
+            Operation::ValidatePlan => {
+                "This worker does not check plans (helix-edge's `plans` feature)."
+            }
             _ => "This worker does not serve this route.",
         };
         Self::client(404, "not_found", message)

@@ -15,7 +15,8 @@ mod views;
 
 pub use crate::store::{PendingView, pending_calls};
 pub use bodies::{
-    CreateSessionBody, ForkBody, MessageBody, ReasonBody, RetryBody, ToolResultBody, parse_body,
+    CreateSessionBody, ForkBody, MessageBody, ReasonBody, RetryBody, ToolResultBody,
+    ValidatePlanBody, parse_body,
 };
 pub use document::document;
 pub use error::ApiError;

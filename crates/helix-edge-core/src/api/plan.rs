@@ -57,11 +57,13 @@ impl Operation {
                 | Self::Abort
                 | Self::Retry
                 | Self::Fork
+                | Self::ValidatePlan
                 | Self::Chat
         )
     }
 
-    /// Whether a worker serves it only with a feature (`chat`, `openapi`, `time-travel`).
+    /// Whether a worker serves it only with a feature (`chat`, `openapi`, `time-travel`,
+    /// `plans`).
     pub fn is_optional(self) -> bool {
         matches!(
             self,
@@ -73,6 +75,7 @@ impl Operation {
                 | Self::GetCheckpoint
                 | Self::Retry
                 | Self::Fork
+                | Self::ValidatePlan
         )
     }
 
@@ -191,6 +194,7 @@ mod tests {
             ("GET", "/v1/sessions/s1/checkpoints", "`time-travel`"),
             ("POST", "/v1/sessions/s1/retry", "`time-travel`"),
             ("POST", "/v1/sessions/s1/fork", "`time-travel`"),
+            ("POST", "/v1/sessions/s1/plans/validate", "`plans`"),
         ];
         for (method, path, feature) in optional {
             let operation = served(method, path).0;

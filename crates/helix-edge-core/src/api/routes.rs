@@ -47,6 +47,8 @@ pub enum Operation {
     Retry,
     /// `POST /v1/sessions/{id}/fork`.
     Fork,
+    /// `POST /v1/sessions/{id}/plans/validate`: a plan checked, nothing run.
+    ValidatePlan,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -106,6 +108,11 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     r("POST", "/v1/sessions/{id}/retry", Operation::Retry),
     r("POST", "/v1/sessions/{id}/fork", Operation::Fork),
+    r(
+        "POST",
+        "/v1/sessions/{id}/plans/validate",
+        Operation::ValidatePlan,
+    ),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];

@@ -78,7 +78,7 @@ impl fmt::Display for Problem {
 }
 
 /// Whether one of two places contains the other (or they are the same).
-fn overlap(a: &str, b: &str) -> bool {
+pub(crate) fn overlap(a: &str, b: &str) -> bool {
     let under = |inner: &str, outer: &str| {
         inner.len() > outer.len()
             && inner.starts_with(outer)

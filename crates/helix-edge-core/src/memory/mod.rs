@@ -5,13 +5,15 @@
 //! write form a plan ([`graph`]), checked against the state schema ([`paths`]) before
 //! anything runs and run in dependency order. A call may run only when a condition on
 //! the state holds (`_when`, [`when`]) and work in one part of the state (`_scope`,
-//! [`scope`]); the tools' schemas offer both ([`offer`]).
+//! [`scope`]); the tools' schemas offer both ([`offer`]). A plan can be checked without
+//! running it ([`check`]).
 //!
 //! The runtime asks for all this through [`Memory`], which a build has with the
 //! feature `plans` ([`StateMemory`], registered in [`MEMORY`]); without it
 //! ([`memory`] is `None`) arguments pass as they are, nothing is stored and each step's
 //! calls are one round.
 
+pub mod check;
 pub mod graph;
 mod offer;
 pub mod output;

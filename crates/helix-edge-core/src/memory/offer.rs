@@ -22,7 +22,7 @@ fn reference() -> Value {
 /// below them may also be a state reference.
 pub fn plan_meta(input: &mut Value, references: bool) {
     if references {
-        accept_references(input);
+        accept(input, &reference());
     }
     let Some(properties) = input
         .as_object_mut()
@@ -50,27 +50,23 @@ pub fn plan_meta(input: &mut Value, references: bool) {
     );
 }
 
-/// Lets every property (at any depth) and every array item of `schema` also be a
-/// state reference.
-fn accept_references(schema: &mut Value) {
+/// Lets every property (at any depth) and every array item of `schema` also be
+/// `alternative` (the schema of a reference).
+pub(crate) fn accept(schema: &mut Value, alternative: &Value) {
     let Some(obj) = schema.as_object_mut() else {
         return;
     };
+    let mut either = |inner: &mut Value| {
+        accept(inner, alternative);
+        let taken = std::mem::take(inner);
+        *inner = json!({ "anyOf": [taken, alternative] });
+    };
     if let Some(Value::Object(properties)) = obj.get_mut("properties") {
-        for property in properties.values_mut() {
-            accept_references(property);
-            either_reference(property);
-        }
+        properties.values_mut().for_each(&mut either);
     }
     if let Some(items) = obj.get_mut("items").filter(|i| i.is_object()) {
-        accept_references(items);
-        either_reference(items);
+        either(items);
     }
-}
-
-fn either_reference(schema: &mut Value) {
-    let inner = std::mem::take(schema);
-    *schema = json!({ "anyOf": [inner, reference()] });
 }
 
 #[cfg(test)]

@@ -42,6 +42,21 @@ fn offered_paths(schema: Option<&Value>, tool: &Tool) -> Vec<String> {
     }
 }
 
+/// A call's `arguments` without the meta-arguments, as the tool would get them but
+/// with the references not resolved, and the call's scope; why not when a
+/// meta-argument is refused (for checking a plan without running it).
+pub(crate) fn without_meta(
+    schema: Option<&Value>,
+    tool: &Tool,
+    arguments: &Value,
+) -> Result<(Value, Option<String>), String> {
+    let mut arguments = arguments.clone();
+    let (scope, _) = take_meta(&mut arguments, schema, tool)?;
+    let offered = offered_in(scope.as_deref(), schema, tool);
+    tool.output_path().take(&mut arguments, &offered, schema)?;
+    Ok((arguments, scope))
+}
+
 /// [`offered_paths`] for a call in `scope`: where the tool lets the model choose any
 /// place, any place the schema has under the scope (the catalog offered to the model
 /// lists only the first levels).

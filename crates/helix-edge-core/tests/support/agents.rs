@@ -339,7 +339,8 @@ pub struct StoreOrder {
 }
 
 /// An agent for plans: `fetch_order` → `check_order` (approval when the total is over
-/// 100) → `store_order`, each storing its result where the model says.
+/// 100) → `store_order`, each storing its result where the model says, and
+/// `validate_plan` to check a plan first.
 pub fn planner(exec: &Executions) -> Agent {
     let (e1, e2, e3) = (exec.clone(), exec.clone(), exec.clone());
     let any: Vec<String> = Vec::new();
@@ -386,6 +387,7 @@ pub fn planner(exec: &Executions) -> Agent {
             )
             .no_state_refs(),
         )
+        .plan_validation()
         .build()
         .unwrap()
 }

@@ -14,6 +14,7 @@
 //!   children, a child's relay of its stream and its report when it ends.
 //! - `chat` (feature `chat`): the AI SDK's chat routes.
 //! - `time_travel` (feature `time-travel`): runs, checkpoints, retries and forks.
+//! - `plans` (feature `plans`): plans checked without running them.
 //! - `testing` (feature `test-routes`): the test build's routes.
 
 mod capability;
@@ -22,6 +23,8 @@ mod chat;
 mod delete;
 mod drive;
 mod ops;
+#[cfg(feature = "plans")]
+mod plans;
 mod replicate;
 mod stream;
 #[cfg(feature = "test-routes")]
@@ -104,6 +107,8 @@ const CAPABILITIES: &[&Capability] = &[
     },
     #[cfg(feature = "time-travel")]
     &time_travel::TIME_TRAVEL,
+    #[cfg(feature = "plans")]
+    &plans::PLANS,
     #[cfg(feature = "test-routes")]
     &testing::TESTING,
 ];

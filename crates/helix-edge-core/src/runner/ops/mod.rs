@@ -6,12 +6,14 @@
 //! - `run`: a new run (a follow-up message, a queued follow-up turn);
 //! - `control`: interrupt, resume, abort;
 //! - `branch`: retry from a checkpoint, fork into a new session;
-//! - `delete`: erase the session and its children.
+//! - `delete`: erase the session and its children;
+//! - `check`: a plan checked against the session, nothing run.
 //!
 //! `requests` has the requests and answers they share.
 
 mod answer;
 mod branch;
+mod check;
 mod control;
 mod create;
 mod delete;
