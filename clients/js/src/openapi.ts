@@ -307,7 +307,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Checks a plan — the calls a model would make in one step, with `_outputPath`, state references, `_when` and `_scope` — against this session's agent (its tools and state schema) and its state now, without running anything and without changing the session. Every problem is reported: a tool the agent does not have, a meta-argument the tool refuses, arguments that do not fit the tool's input schema (a state reference stands in for any value), a malformed reference, a reference to a place the state does not have now and no call of the plan writes, a place the state schema does not have, calls that depend on each other in a cycle, two calls writing one place. A valid plan's report lists the rounds its calls would run in. Served with helix-edge's `plans` feature (a default one); without it 404 not_found names the feature. */
+        /** @description Checks a plan — the calls a model would make in one step, with `_outputPath`, state references, `_when` and `_scope` — against this session's agent (its tools and state schema) and its state now, without running anything and without changing the session. Every problem is reported: an id given to more than one call, a tool the agent does not have, a meta-argument the tool refuses, arguments that do not fit the tool's input schema (a state reference stands in for any value), a malformed reference, a reference to a place the state does not have now and no call of the plan writes, a place the state schema does not have, calls that depend on each other in a cycle, two calls writing one place. A valid plan's report lists the rounds its calls would run in. Served with helix-edge's `plans` feature (a default one); without it 404 not_found names the feature. */
         post: operations["validatePlan"];
         delete?: never;
         options?: never;
@@ -610,7 +610,7 @@ export interface components {
             sessionId?: string;
         };
         ValidatePlan: {
-            /** @description The calls of the plan, as the model would make them in one step. Ids, where given, are each used once. */
+            /** @description The calls of the plan, as the model would make them in one step. An id given to more than one call is one of the plan's problems (`duplicate_id`). */
             calls: {
                 /** @description Names the call in the report (default c1, c2, … by position). */
                 id?: string;
@@ -625,7 +625,7 @@ export interface components {
             valid: boolean;
             problems: {
                 /** @enum {string} */
-                code: "unknown_tool" | "input_invalid" | "reference_malformed" | "reference_to_nothing" | "unknown_path" | "cycle" | "two_writers";
+                code: "duplicate_id" | "unknown_tool" | "input_invalid" | "reference_malformed" | "reference_to_nothing" | "unknown_path" | "cycle" | "two_writers";
                 /** @description The calls it is about (their ids). */
                 calls: string[];
                 message: string;

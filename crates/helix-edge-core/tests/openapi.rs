@@ -696,9 +696,6 @@ fn a_plan_check_is_documented_as_it_is_parsed_and_answered() {
     assert!(validates(&calls(max)));
     assert!(!validates(&calls(max + 1)));
     assert!(!validates(&calls(0)));
-    assert!(!validates(
-        &json!({"calls": [{"id": "a", "name": "t"}, {"id": "a", "name": "u"}]})
-    ));
 
     let doc = doc();
     let report = helix_edge_core::memory::check::check(
@@ -712,5 +709,5 @@ fn a_plan_check_is_documented_as_it_is_parsed_and_answered() {
     conforms(&doc, &schema("PlanReport"), &sent).unwrap();
     let codes =
         &schema("PlanReport")["properties"]["problems"]["items"]["properties"]["code"]["enum"];
-    assert_eq!(codes.as_array().unwrap().len(), 7);
+    assert_eq!(codes.as_array().unwrap().len(), 8);
 }

@@ -201,3 +201,21 @@ fn the_model_checks_a_plan_with_the_validate_plan_tool_before_it_runs_it() {
     );
     assert_eq!(result["rounds"], json!([["fetch"], ["check"]]));
 }
+
+#[test]
+fn an_id_given_to_two_calls_is_a_problem_of_the_plan() {
+    let w = World::new();
+    let report = check_on(
+        &w,
+        json!([
+            { "id": "x", "name": "echo", "arguments": {} },
+            { "id": "x", "name": "echo", "arguments": {} },
+            { "id": "x", "name": "echo", "arguments": {} }
+        ]),
+    );
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert_eq!(
+        (report.problems[0].code, report.problems[0].message.as_str()),
+        ("duplicate_id", "the id 'x' names more than one call")
+    );
+}

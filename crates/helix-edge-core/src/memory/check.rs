@@ -45,8 +45,9 @@ pub struct PlanReport {
 /// One problem of a plan.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PlanProblem {
-    /// What kind: `unknown_tool`, `input_invalid`, `reference_malformed`,
-    /// `reference_to_nothing`, `unknown_path`, `cycle` or `two_writers`.
+    /// What kind: `duplicate_id`, `unknown_tool`, `input_invalid`,
+    /// `reference_malformed`, `reference_to_nothing`, `unknown_path`, `cycle` or
+    /// `two_writers`.
     pub code: &'static str,
     /// The calls it is about.
     pub calls: Vec<String>,
@@ -79,6 +80,16 @@ pub fn check(
             message,
         });
     };
+    let mut twice: Vec<&String> = Vec::new();
+    for (i, label) in labels.iter().enumerate() {
+        if labels[..i].contains(label) && !twice.contains(&label) {
+            twice.push(label);
+        }
+    }
+    for label in twice {
+        let message = format!("the id '{label}' names more than one call");
+        problem("duplicate_id", label, message);
+    }
     let arguments: Vec<Value> = calls
         .iter()
         .map(|c| Value::Object(c.arguments.clone()))
