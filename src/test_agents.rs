@@ -10,9 +10,11 @@
 //! `typed` has typed state (`Tasks`), a tool that updates it through the type, and a
 //! client tool whose results must match a declared output schema. `lister` owes a list
 //! of strings as its output (a typed output that is not an object). `thinker` takes notes
-//! with extended thinking on (a thinking budget).
+//! with extended thinking on (a thinking budget). `painter`'s `render_chart` gives the
+//! model a picture with its result (a tool's attachments).
 
 use helix_edge::agent::Agent;
+use helix_edge::attachment::Attachment;
 use helix_edge::error::{DefinitionError, ToolError};
 use helix_edge::model::{CacheTtl, ModelSettings};
 use helix_edge::tool::{Tool, ToolContext};
@@ -184,8 +186,35 @@ pub fn thinker() -> Result<Agent, DefinitionError> {
         .build()
 }
 
-/// `agents` with the test agents: `typed`, `lister`, `thinker`, and `ledger` when the suite gives
-/// it its `LEDGER_URL`.
+/// A 1×1 PNG, base64.
+pub const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+/// Input of `render_chart`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Chart {
+    /// The chart's title.
+    title: String,
+}
+
+/// The `painter` agent.
+pub fn painter() -> Result<Agent, DefinitionError> {
+    Agent::builder("painter")
+        .description("Test agent: renders charts the model then sees.")
+        .system_prompt("You render charts and describe them.")
+        .tool(Tool::new(
+            "render_chart",
+            "Render a chart; the picture comes with the result.",
+            |input: Chart, ctx| async move {
+                ctx.attach(Attachment::image("image/png", PIXEL_PNG).named("chart.png"))?;
+                Ok::<_, ToolError>(json!({ "rendered": input.title }))
+            },
+        ))
+        .build()
+}
+
+/// `agents` with the test agents: `typed`, `lister`, `thinker`, `painter`, and `ledger` when the
+/// suite gives it its `LEDGER_URL`.
 pub fn add(
     agents: helix_edge::agent::Agents,
     ledger_url: Option<String>,
@@ -194,5 +223,9 @@ pub fn add(
         Some(url) => agents.with(ledger(url)?)?,
         None => agents,
     };
-    agents.with(typed()?)?.with(lister()?)?.with(thinker()?)
+    agents
+        .with(typed()?)?
+        .with(lister()?)?
+        .with(thinker()?)?
+        .with(painter()?)
 }

@@ -3,7 +3,8 @@
 // client result checked against its tool's output schema, typed output that is not an
 // object, the schemas `GET /v1/agents` shows, a retry with a replacement message and a
 // fork, each announced by `stream_resync` with its reason; rich input (a list of
-// messages with metadata and attachments, prior history) as the model receives it.
+// messages with metadata and attachments, prior history) as the model receives it; a
+// tool's picture given with its result.
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -328,4 +329,27 @@ test('rich input on a retry and a fork: the edited message keeps its metadata an
   const said = (await api(worker, 'GET', `/v1/sessions/${forkId}/messages?limit=100`)).body.messages;
   assert.deepEqual(said.slice(-3).map((m) => [m.role, m.content]), [['user', 'And this one?'], ['user', 'Same?'], ['assistant', 'Both seen.']]);
   assert.deepEqual(said.at(-2).attachments, [png]);
+});
+
+test('a tool\'s picture reaches the model after its result, and stays in the transcript', async () => {
+  const id = newId('painter');
+  llm.push({ calls: [{ name: 'render_chart', args: { title: 'sales' } }] }, { text: 'A single pixel.' });
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'painter', sessionId: id, input: 'Chart the sales.' });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  const sent = llm.requests.at(-1).body.messages;
+  const at = sent.findIndex((m) => m.role === 'tool');
+  assert.equal(sent[at].content, JSON.stringify({ rendered: 'sales' }), 'the tool message stays text');
+  const callId = sent[at].tool_call_id;
+  assert.deepEqual(sent[at + 1], {
+    role: 'user',
+    content: [
+      { type: 'text', text: `Files from the result of render_chart (call ${callId}):` },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${pixel}` } },
+    ],
+  }, 'the picture follows, in Chat Completions\' own form');
+  const { body } = await api(worker, 'GET', `/v1/sessions/${id}/messages`);
+  const tool = body.messages.find((m) => m.role === 'tool');
+  assert.deepEqual(tool.attachments, [{ type: 'image', mediaType: 'image/png', data: pixel, name: 'chart.png' }]);
 });

@@ -2,7 +2,8 @@
 // `…/messages` as the API streams them): the `thinker` agent's requests ask for a
 // thinking budget; the model's signed and redacted thinking is streamed as `thinking`
 // chunks, kept in the transcript, and the request after its tool call carries both
-// blocks back exactly as received, ahead of the call.
+// blocks back exactly as received, ahead of the call. A tool's picture goes back inside
+// its `tool_result`.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -58,4 +59,25 @@ test('signed and redacted thinking go back byte for byte in the request after a 
   } finally {
     stream.close();
   }
+});
+
+test('a tool\'s picture goes back inside its tool_result, in Anthropic\'s form', async () => {
+  const id = `painter-${process.pid}`;
+  const before = llm.requests.length;
+  llm.push({ calls: [{ id: 'toolu_e2e_2', name: 'render_chart', args: { title: 'sales' } }] }, { text: 'A pixel.' });
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'painter', sessionId: id, input: 'Chart the sales.' })).status, 201);
+  await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  const second = llm.requests[before + 1].body;
+  const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  assert.deepEqual(second.messages[2], {
+    role: 'user',
+    content: [{
+      type: 'tool_result',
+      tool_use_id: 'toolu_e2e_2',
+      content: [
+        { type: 'text', text: JSON.stringify({ rendered: 'sales' }) },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: pixel } },
+      ],
+    }],
+  });
 });

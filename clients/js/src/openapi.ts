@@ -467,6 +467,8 @@ export interface components {
             toolName: string;
             content: unknown;
             isError?: boolean;
+            /** @description Files the tool gave with its result (a chart it rendered, a page it fetched), sent to the model in the provider's form. */
+            attachments?: components["schemas"]["Attachments"];
             metadata?: Record<string, unknown>;
         };
         SessionList: {

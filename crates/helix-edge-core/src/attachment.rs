@@ -1,6 +1,8 @@
-//! Files a user attaches to a message: images and other files (PDF, text…), inline as
-//! base64 or by URL. They are checked when submitted (media type, encoding, size, URL
-//! scheme) and reach each provider in its own content-part form.
+//! Files a user attaches to a message, or a tool gives with its result
+//! ([`ToolContext::attach`](crate::tool::ToolContext::attach)): images and other files
+//! (PDF, text…), inline as base64 or by URL. They are checked when submitted (media
+//! type, encoding, size, URL scheme) and reach each provider in its own content-part
+//! form.
 
 use crate::wire::wire_enum;
 use serde::{Deserialize, Serialize};
@@ -74,6 +76,45 @@ fn is_media_type(t: &str) -> bool {
 }
 
 impl Attachment {
+    /// An image, inline: `data` is its content in base64 (standard alphabet, padded).
+    pub fn image(media_type: impl Into<String>, data: impl Into<String>) -> Self {
+        Self::inline(AttachmentKind::Image, media_type.into(), data.into())
+    }
+
+    /// Any other file (a PDF, text…), inline: `data` is its content in base64.
+    pub fn file(media_type: impl Into<String>, data: impl Into<String>) -> Self {
+        Self::inline(AttachmentKind::File, media_type.into(), data.into())
+    }
+
+    /// A file the provider fetches from `url`.
+    pub fn at_url(
+        kind: AttachmentKind,
+        media_type: impl Into<String>,
+        url: impl Into<String>,
+    ) -> Self {
+        Self {
+            url: Some(url.into()),
+            data: None,
+            ..Self::inline(kind, media_type.into(), String::new())
+        }
+    }
+
+    /// With a file name, shown to the model where the provider takes one.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    fn inline(kind: AttachmentKind, media_type: String, data: String) -> Self {
+        Self {
+            kind,
+            media_type,
+            data: Some(data),
+            url: None,
+            name: None,
+        }
+    }
+
     /// Checks the attachment; the error says what is wrong, for a 400.
     pub fn validate(&self) -> Result<(), String> {
         match self.kind {

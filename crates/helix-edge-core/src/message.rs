@@ -100,6 +100,10 @@ pub enum Message {
         /// Whether the call failed.
         #[serde(rename = "isError")]
         is_error: bool,
+        /// Files the tool gave with its result (a chart it rendered, a page it
+        /// fetched), sent to the model in the provider's form.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<Attachment>,
         /// Free-form annotations (never sent to the model).
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
@@ -145,6 +149,7 @@ impl Message {
             tool_name: call.name.clone(),
             content: result,
             is_error: false,
+            attachments: Vec::new(),
             metadata: None,
         }
     }
@@ -156,6 +161,7 @@ impl Message {
             tool_name: call.name.clone(),
             content: serde_json::json!({ "error": message, "code": code }),
             is_error: true,
+            attachments: Vec::new(),
             metadata: None,
         }
     }
@@ -225,6 +231,7 @@ impl TryFrom<MessageWire> for Message {
                 tool_name: required(w.tool_name, "toolName")?,
                 content: required(w.content, "content")?,
                 is_error: w.is_error,
+                attachments: w.attachments,
                 metadata,
             },
         })

@@ -245,12 +245,21 @@ fn request_body_schemas_agree_with_the_parsers() {
     );
     agrees(
         &tool,
-        json!({"role": "tool", "toolCallId": "c1", "toolName": "add_note", "content": 1, "isError": false, "metadata": {}}),
+        json!({"role": "tool", "toolCallId": "c1", "toolName": "add_note", "content": 1, "isError": false, "attachments": [png], "metadata": {}}),
         |m| {
             let opener = json!({"role": "assistant", "content": "", "toolCalls": [call]});
             creates(&json!({"agent": "a", "input": "x", "messages": [opener, m]}))
         },
     );
+    // A tool message's attachments are checked as a user message's.
+    let opener = json!({"role": "assistant", "content": "", "toolCalls": [call]});
+    let tool_with = |a: &Value| json!({"role": "tool", "toolCallId": "c1", "toolName": "add_note", "content": 1, "attachments": [a]});
+    assert!(!creates(
+        &json!({"agent": "a", "input": "x", "messages": [opener.clone(), tool_with(&tiff)]})
+    ));
+    assert!(creates(
+        &json!({"agent": "a", "input": "x", "messages": [opener, tool_with(&by_url)]})
+    ));
     let [one, many] = [0, 1].map(|i| schema("SendMessage")["oneOf"][i].clone());
     agrees(
         &one,

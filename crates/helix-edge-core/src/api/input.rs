@@ -241,7 +241,7 @@ impl Input {
 /// Checks the conversation a session starts from: user, assistant and tool messages
 /// only; every tool message answers a call of the assistant message before it, once;
 /// every call is answered before the next user or assistant message; user messages
-/// are not blank and their attachments valid.
+/// are not blank; user and tool messages' attachments are valid.
 pub fn check_history(history: &[Message]) -> Result<(), ApiError> {
     let bad = |i: usize, why: &str| ApiError::validation(format!("messages[{i}]: {why}."));
     let mut open: Vec<(&str, &str)> = Vec::new();
@@ -285,14 +285,18 @@ pub fn check_history(history: &[Message]) -> Result<(), ApiError> {
             Message::Tool {
                 tool_call_id,
                 tool_name,
+                attachments,
                 ..
-            } => match open.iter().position(|(id, _)| id == tool_call_id) {
-                Some(at) if open[at].1 == tool_name => {
-                    open.remove(at);
+            } => {
+                match open.iter().position(|(id, _)| id == tool_call_id) {
+                    Some(at) if open[at].1 == tool_name => {
+                        open.remove(at);
+                    }
+                    Some(_) => return Err(bad(i, "toolName differs from the call's name")),
+                    None => return Err(bad(i, "it answers no open tool call")),
                 }
-                Some(_) => return Err(bad(i, "toolName differs from the call's name")),
-                None => return Err(bad(i, "it answers no open tool call")),
-            },
+                validate_all(attachments).map_err(|e| bad(i, &e))?;
+            }
         }
     }
     match open.first() {

@@ -132,7 +132,9 @@ impl Capabilities {
             .any(|t| t.strict && !strict_ok(&t.name));
         let uncached = request.settings.prompt_cache.is_some() && !self.prompt_cache;
         let unreadable = |m: &Message| match m {
-            Message::User { attachments, .. } => attachments.iter().any(|a| !self.takes(a)),
+            Message::User { attachments, .. } | Message::Tool { attachments, .. } => {
+                attachments.iter().any(|a| !self.takes(a))
+            }
             _ => false,
         };
         let files = request.messages.iter().any(unreadable);
@@ -190,15 +192,33 @@ impl Capabilities {
         }
     }
 
-    /// `message` with the attachments this configuration cannot take told of in text.
+    /// `message` with the attachments this configuration cannot take told of in text
+    /// (a tool's, beside its result: `{"result": …, "attachments": ["[Attachment: …]"]}`).
     fn readable(&self, message: &Message) -> Message {
+        let mut message = message.clone();
+        if let Message::Tool {
+            content,
+            attachments,
+            ..
+        } = &mut message
+        {
+            let (kept, told): (Vec<_>, Vec<_>) = std::mem::take(attachments)
+                .into_iter()
+                .partition(|a| self.takes(a));
+            *attachments = kept;
+            if !told.is_empty() {
+                let told: Vec<String> = told.iter().map(|a| a.placeholder()).collect();
+                *content = serde_json::json!({ "result": content, "attachments": told });
+            }
+            return message;
+        }
         let Message::User {
             content,
             attachments,
             metadata,
-        } = message
+        } = &message
         else {
-            return message.clone();
+            return message;
         };
         let (kept, told): (Vec<_>, Vec<_>) =
             attachments.iter().cloned().partition(|a| self.takes(a));

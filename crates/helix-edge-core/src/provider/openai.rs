@@ -101,7 +101,25 @@ pub fn request_body(
     if !request.system.is_empty() {
         messages.push(json!({ "role": "system", "content": request.system }));
     }
+    // Chat Completions' tool messages take text only: the files tools give with their
+    // results follow the step's tool messages as one user message.
+    let mut files: Vec<Value> = Vec::new();
     for message in request.messages {
+        if !files.is_empty() && !matches!(message, Message::Tool { .. }) {
+            messages.push(json!({ "role": "user", "content": std::mem::take(&mut files) }));
+        }
+        if let Message::Tool {
+            tool_call_id,
+            tool_name,
+            attachments,
+            ..
+        } = message
+            && !attachments.is_empty()
+        {
+            let said = format!("Files from the result of {tool_name} (call {tool_call_id}):");
+            files.push(json!({ "type": "text", "text": said }));
+            files.extend(attachments.iter().map(content_part));
+        }
         messages.push(match message {
             Message::System { content, .. } => json!({ "role": "system", "content": content }),
             Message::User { content, attachments, .. } if attachments.is_empty() => {
@@ -137,6 +155,9 @@ pub fn request_body(
                 "content": match content { Value::String(s) => s.clone(), other => other.to_string() },
             }),
         });
+    }
+    if !files.is_empty() {
+        messages.push(json!({ "role": "user", "content": files }));
     }
     let mut body = json!({ "model": model, "stream": true, "messages": messages });
     if include_usage {

@@ -143,7 +143,10 @@ impl ToolRunner<'_> {
         };
         let outcome = match result {
             Ok(value) => {
-                let (message, stored) = result_message(call, value.clone(), output, &base);
+                let (mut message, stored) = result_message(call, value.clone(), output, &base);
+                if let Message::Tool { attachments, .. } = &mut message {
+                    *attachments = ctx.take_attachments();
+                }
                 if let Some(op) = &stored {
                     emitter.live_patch(&call.id, &base, vec![op.clone()]);
                 }

@@ -1,9 +1,11 @@
 //! What a running tool sees: the session's state (read, and written as RFC 6902
 //! operations, each write streamed as it is made), its ids and the step's time, a way
-//! to emit custom stream events, and the run's abort signal.
+//! to emit custom stream events, files to give the model with its result, and the
+//! run's abort signal.
 
 use crate::abort::AbortSignal;
-use crate::error::StateError;
+use crate::attachment::{Attachment, MAX_ATTACHMENTS};
+use crate::error::{StateError, ToolError};
 use crate::state::{PatchOp, StateWriter, apply_change};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -34,7 +36,13 @@ struct ContextInner {
     emit: EmitFn,
     show: ShowFn,
     abort: AbortSignal,
+    attachments: RefCell<Vec<Attachment>>,
 }
+
+/// The base64 text a call's attachments hold at most, together: with its result (at
+/// most [`MAX_TOOL_RESULT_BYTES`](crate::message::MAX_TOOL_RESULT_BYTES)) a tool
+/// message stays one D1 row. Larger files go by `url`.
+pub const MAX_TOOL_ATTACHMENT_BYTES: usize = 1024 * 1024;
 
 impl ToolContext {
     /// A context over the committed state `base`.
@@ -56,6 +64,7 @@ impl ToolContext {
                 emit,
                 show,
                 abort,
+                attachments: RefCell::new(Vec::new()),
             }),
         }
     }
@@ -171,6 +180,38 @@ impl ToolContext {
     /// aborted while it runs.
     pub fn is_aborted(&self) -> bool {
         self.inner.abort.is_aborted()
+    }
+
+    /// Gives the model a file with this call's result — an image the tool rendered, a
+    /// document it fetched — inline (`data`, base64) or by `url`. The tool message
+    /// keeps it in the transcript and each provider gets it in its own form. Checked
+    /// here: a valid attachment, at most [`MAX_ATTACHMENTS`] per call, and at most
+    /// [`MAX_TOOL_ATTACHMENT_BYTES`] of inline data in all (a failed call keeps none).
+    pub fn attach(&self, attachment: Attachment) -> Result<(), ToolError> {
+        let refuse = |why: String| Err(ToolError::failed(format!("attachment refused: {why}")));
+        if let Err(why) = attachment.validate() {
+            return refuse(why);
+        }
+        let mut attachments = self.inner.attachments.borrow_mut();
+        if attachments.len() >= MAX_ATTACHMENTS {
+            return refuse(format!(
+                "a call gives at most {MAX_ATTACHMENTS} attachments"
+            ));
+        }
+        let inline = |a: &Attachment| a.data.as_ref().map_or(0, String::len);
+        let total: usize = attachments.iter().map(inline).sum::<usize>() + inline(&attachment);
+        if total > MAX_TOOL_ATTACHMENT_BYTES {
+            return refuse(format!(
+                "a call's inline attachments hold at most {MAX_TOOL_ATTACHMENT_BYTES} bytes of base64 in all; pass a url instead"
+            ));
+        }
+        attachments.push(attachment);
+        Ok(())
+    }
+
+    /// The files given with the result ([`attach`](Self::attach)).
+    pub(crate) fn take_attachments(&self) -> Vec<Attachment> {
+        std::mem::take(&mut *self.inner.attachments.borrow_mut())
     }
 
     /// The writes made through this context, in order.

@@ -29,7 +29,7 @@ mod stored;
 pub use crate::abort::AbortSignal;
 pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool};
 pub use child::{ChildCall, ChildTool, DEFAULT_TOKEN_VAR, DEFAULT_URL_VAR, RemoteAgent};
-pub use context::ToolContext;
+pub use context::{MAX_TOOL_ATTACHMENT_BYTES, ToolContext};
 pub use output_path::{OUTPUT_PATH, OutputPath};
 
 use crate::error::ToolError;

@@ -147,9 +147,17 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>) -> Value {
                 tool_call_id,
                 content,
                 is_error,
+                attachments,
                 ..
             } => {
-                let mut block = json!({ "type": "tool_result", "tool_use_id": tool_call_id, "content": text_of(content) });
+                // Files a tool gave go in its result, after the text.
+                let content = match attachments.is_empty() {
+                    true => json!(text_of(content)),
+                    false => std::iter::once(json!({ "type": "text", "text": text_of(content) }))
+                        .chain(attachments.iter().map(content_block))
+                        .collect(),
+                };
+                let mut block = json!({ "type": "tool_result", "tool_use_id": tool_call_id, "content": content });
                 if *is_error {
                     block["is_error"] = json!(true);
                 }
