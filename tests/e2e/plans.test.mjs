@@ -5,7 +5,8 @@
 // the worker is restarted, the approval arrives and the rest runs once each; the
 // stream's patches replay to the final state. A denial fails only the calls that
 // depend on the check. Conditional steps (`_when`) are skipped or taken on the state the
-// plan left; a plan is checked (`POST …/plans/validate`) without running anything.
+// plan left; a plan is checked (`POST …/plans/validate`) without running anything; an
+// instanced call (`_forEach`) waits on one instance across a SIGKILL and runs each once.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -212,4 +213,50 @@ test('validate reports a cycle, a bad reference and an unknown tool without runn
   assert.deepEqual([empty.status, empty.body.error.code], [400, 'validation_error']);
   const nobody = await api(worker, 'POST', '/v1/sessions/no-such-session/plans/validate', { calls: [{ name: 'fetch_order' }] });
   assert.equal(nobody.status, 404);
+});
+
+test('an instanced check over three orders waits on the second, survives a SIGKILL, and each instance runs once', async () => {
+  const id = newId('each');
+  llm.push({
+    calls: [
+      { name: 'fetch_order', args: { id: '†item', _forEach: ['1001', '1002', '1001'], _outputPath: '/batch' } },
+      { name: 'check_order', args: { orderId: '†item.id', total: '†item.total', _forEach: '†state.batch', _outputPath: '/checks' } },
+    ],
+  });
+  await create(id, 'check three orders');
+  const waiting = await waitFor(worker, id, (s) => s.pendingToolCalls.length === 1);
+  const [pending] = waiting.pendingToolCalls;
+  assert.equal(pending.toolName, 'check_order');
+  assert.match(pending.toolCallId, /#1$/, 'the second instance waits');
+  assert.deepEqual(pending.arguments, { orderId: '1002', total: 250 }, 'on its own arguments');
+  assert.deepEqual(waiting.state.batch.map((o) => o.id), ['1001', '1002', '1001']);
+  assert.equal(waiting.state.checks, undefined, 'nothing gathered yet');
+
+  // The worker is killed while the instance waits: nothing is flushed.
+  const persistDir = worker.persistDir;
+  await worker.kill();
+  await llm.close();
+  await start(persistDir);
+  llm.push({ text: 'All three are checked.' });
+
+  assert.equal((await answer(id, pending.toolCallId, true)).status, 202);
+  const done = await waitFor(worker, id, (s) => s.status !== 'active', 30_000);
+  assert.equal(done.status, 'completed');
+  assert.deepEqual(done.state.checks, [
+    { orderId: '1001', ok: true },
+    { orderId: '1002', ok: true },
+    { orderId: '1001', ok: true },
+  ], 'gathered in item order');
+
+  const sse = await stream(id);
+  const events = await sse.until((e) => e.type === 'end');
+  const checks = events.filter((e) => e.type === 'tool_end' && e.json.toolName === 'check_order').map((e) => e.json.toolCallId);
+  const base = pending.toolCallId.replace(/#1$/, '');
+  assert.deepEqual(checks.filter((c) => c.includes('#')).sort(), [`${base}#0`, `${base}#1`, `${base}#2`], 'each instance ran once');
+  assert.ok(checks.includes(base), 'and the call itself ended, gathered');
+
+  // The model read one result per call it made.
+  const sent = llm.requests.at(-1).body.messages.filter((m) => m.role === 'tool');
+  assert.equal(sent.length, 2);
+  assert.deepEqual(JSON.parse(sent[1].content).result.map((c) => c.orderId), ['1001', '1002', '1001']);
 });

@@ -307,7 +307,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Checks a plan — the calls a model would make in one step, with `_outputPath`, state references, `_when` and `_scope` — against this session's agent (its tools and state schema) and its state now, without running anything and without changing the session. Every problem is reported: an id given to more than one call, a tool the agent does not have, a meta-argument the tool refuses, arguments that do not fit the tool's input schema (a state reference stands in for any value), a malformed reference, a reference to a place the state does not have now and no call of the plan writes, a place the state schema does not have, calls that depend on each other in a cycle, two calls writing one place. A valid plan's report lists the rounds its calls would run in. Served with helix-edge's `plans` feature (a default one); without it 404 not_found names the feature. */
+        /** @description Checks a plan (the calls a model would make in one step, meta-arguments and state references included) against this session's agent and state now, running and changing nothing, and reports every problem; a valid plan's report lists the rounds its calls would run in. Served with the `plans` feature; without it 404 not_found names the feature. */
         post: operations["validatePlan"];
         delete?: never;
         options?: never;
@@ -467,7 +467,7 @@ export interface components {
             toolName: string;
             content: unknown;
             isError?: boolean;
-            /** @description Files the tool gave with its result (a chart it rendered, a page it fetched), sent to the model in the provider's form. */
+            /** @description Files the tool gave with its result. */
             attachments?: components["schemas"]["Attachments"];
             metadata?: Record<string, unknown>;
         };
@@ -612,18 +612,17 @@ export interface components {
             sessionId?: string;
         };
         ValidatePlan: {
-            /** @description The calls of the plan, as the model would make them in one step. An id given to more than one call is one of the plan's problems (`duplicate_id`). */
+            /** @description The calls of the plan. An id naming two calls is a problem of the plan. */
             calls: {
-                /** @description Names the call in the report (default c1, c2, … by position). */
+                /** @description Names the call in the report (default c1, c2, …). */
                 id?: string;
                 /** @description The tool. */
                 name: string;
-                /** @description Its arguments, meta-arguments (`_outputPath`, `_when`, `_scope`) and state references included (default {}). */
+                /** @description Its arguments, meta-arguments and references included (default {}). */
                 arguments?: Record<string, unknown>;
             }[];
         };
         PlanReport: {
-            /** @description Whether the plan has no problem. */
             valid: boolean;
             problems: {
                 /** @enum {string} */
@@ -632,7 +631,7 @@ export interface components {
                 calls: string[];
                 message: string;
             }[];
-            /** @description For a plan without a cycle: its calls' ids in the rounds they would run in (the calls of one round run together); empty for a cycle. */
+            /** @description A plan without a cycle: its calls' ids in the rounds they would run in. */
             rounds: string[][];
         };
         AgentList: {

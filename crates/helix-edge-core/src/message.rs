@@ -48,6 +48,9 @@ pub fn bounded_result(value: Value) -> Result<Value, crate::error::ToolError> {
     }
 }
 
+/// The metadata key naming the call an instance's result belongs to.
+const INSTANCE_OF: &str = "instanceOf";
+
 /// One message of a session's transcript.
 // Written by the derive, read through `MessageWire` (see `crate::wire`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,6 +121,28 @@ impl Message {
             attachments: Vec::new(),
             metadata: None,
         }
+    }
+
+    /// The call whose instance this is the result of (a call run once per item with
+    /// `_forEach`): such results are kept in the transcript, and the model reads them
+    /// gathered in the call's own result instead.
+    pub fn instance_of(&self) -> Option<&str> {
+        match self {
+            Self::Tool {
+                metadata: Some(m), ..
+            } => m.get(INSTANCE_OF)?.as_str(),
+            _ => None,
+        }
+    }
+
+    /// This tool result as that of instance `item` of call `call_id`.
+    pub fn into_instance(mut self, call_id: &str, item: usize) -> Self {
+        if let Self::Tool { metadata, .. } = &mut self {
+            let m = metadata.get_or_insert_default();
+            m.insert(INSTANCE_OF.into(), Value::from(call_id));
+            m.insert("item".into(), Value::from(item));
+        }
+        self
     }
 
     /// Drops an assistant message's reasoning blocks (for readers that do not want them).

@@ -219,3 +219,28 @@ fn an_id_given_to_two_calls_is_a_problem_of_the_plan() {
         ("duplicate_id", "the id 'x' names more than one call")
     );
 }
+
+#[test]
+fn an_instanced_call_is_checked_with_its_items() {
+    let w = World::new();
+    let report = check_on(
+        &w,
+        json!([
+            { "id": "fetch", "name": "fetch_order", "arguments": { "id": "†item", "_forEach": ["a", "b"], "_outputPath": "/order" } },
+            // An item reference stands in for a number; the items are what the fetch writes.
+            { "id": "check", "name": "check_order", "arguments": { "order_id": "†item.id", "total": "†item.total", "_forEach": "†state.order" } },
+            // Items nothing gives.
+            { "id": "again", "name": "fetch_order", "arguments": { "id": "†item", "_forEach": "†state.check.items" } }
+        ]),
+    );
+    let found: Vec<(&str, Vec<String>)> = report
+        .problems
+        .iter()
+        .map(|p| (p.code, p.calls.clone()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![("reference_to_nothing", vec!["again".to_string()])]
+    );
+    assert_eq!(report.rounds, vec![vec!["fetch", "again"], vec!["check"]]);
+}

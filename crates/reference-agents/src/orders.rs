@@ -31,6 +31,12 @@ pub struct OrdersState {
     pub check: Option<Check>,
     /// Orders stored so far.
     pub archive: Vec<Stored>,
+    /// Orders fetched together (one call run per id with `_forEach`; absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<Order>,
+    /// Their checks, in the batch's order (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 /// An order, as `fetch_order` returns it. (The state's parts are inlined in its schema:

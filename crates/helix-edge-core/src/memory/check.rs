@@ -115,7 +115,7 @@ pub fn check(
             problem("unknown_tool", label, message);
             continue;
         };
-        let (mut arguments, scope) = match state::without_meta(schema, tool, given) {
+        let (mut arguments, meta) = match state::without_meta(schema, tool, given) {
             Ok(found) => found,
             Err(reason) => {
                 problem(
@@ -139,9 +139,14 @@ pub fn check(
             if malformed {
                 continue;
             }
-            for read in reference::references(&arguments) {
-                let Ok(pointer) = read else { continue };
-                let at = scope::within(scope.as_deref(), &pointer);
+            let items = meta
+                .each
+                .as_ref()
+                .and_then(|e| e.pointer())
+                .map(String::from);
+            let reads = reference::references(&arguments).into_iter().flatten();
+            for pointer in reads.chain(items) {
+                let at = scope::within(meta.scope.as_deref(), &pointer);
                 let known = schema.is_none_or(|s| super::paths::schema_allows(s, &at));
                 let written = access.iter().any(|a| {
                     a.write
@@ -155,7 +160,7 @@ pub fn check(
                     problem("reference_to_nothing", label, message);
                 }
             }
-            mark(&mut arguments);
+            mark(&mut arguments, meta.each.is_some());
             offer::accept(&mut input, &marked_reference());
         }
         if let Err(reason) = crate::schema::validate(&input, &arguments) {
@@ -190,16 +195,18 @@ pub fn check(
     }
 }
 
-/// Replaces each reference in `value` with a marker its schema check accepts.
-fn mark(value: &mut Value) {
+/// Replaces each reference in `value` (and, in an instanced call, each item
+/// reference) with a marker its schema check accepts.
+fn mark(value: &mut Value, items: bool) {
     match value {
         Value::String(text) => {
-            if let Some(Ok(pointer)) = reference::parse(text) {
+            let item = || reference::parse_item(text).filter(|_| items);
+            if let Some(Ok(pointer)) = reference::parse(text).or_else(item) {
                 *value = json!({ "†state": pointer });
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(mark),
-        Value::Object(members) => members.values_mut().for_each(mark),
+        Value::Array(list) => list.iter_mut().for_each(|v| mark(v, items)),
+        Value::Object(members) => members.values_mut().for_each(|v| mark(v, items)),
         _ => {}
     }
 }

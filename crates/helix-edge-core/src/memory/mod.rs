@@ -5,8 +5,9 @@
 //! write form a plan ([`graph`]), checked against the state schema ([`paths`]) before
 //! anything runs and run in dependency order. A call may run only when a condition on
 //! the state holds (`_when`, [`when`]) and work in one part of the state (`_scope`,
-//! [`scope`]); the tools' schemas offer both ([`offer`]). A plan can be checked without
-//! running it ([`check`]).
+//! [`scope`]) and run once per item of an array (`_forEach`, [`each`]); the tools'
+//! schemas offer them ([`offer`]). A plan can be checked without running it
+//! ([`check`]).
 //!
 //! The runtime asks for all this through [`Memory`], which a build has with the
 //! feature `plans` ([`StateMemory`], registered in [`MEMORY`]); without it
@@ -14,6 +15,7 @@
 //! calls are one round.
 
 pub mod check;
+pub mod each;
 pub mod graph;
 mod offer;
 pub mod output;
@@ -39,6 +41,8 @@ pub struct Prepared {
     pub output: Option<String>,
     /// Why the call does not run, when its `_when` does not hold ([`when`]).
     pub skip: Option<String>,
+    /// With `_forEach` ([`each`]): the arguments of each instance, in item order.
+    pub each: Option<Vec<Value>>,
 }
 
 /// What the runtime asks of state as memory; `schema` is the agent's state schema, if
@@ -94,6 +98,7 @@ pub fn prepare(
             arguments: arguments.clone(),
             output: None,
             skip: None,
+            each: None,
         }),
     }
 }

@@ -1,10 +1,12 @@
 //! What a tool's input schema offers the model when its agent lays out plans: the
-//! meta-arguments `_when` and `_scope` beside the tool's own properties, and — for a
+//! meta-arguments `_when`, `_scope` and `_forEach` beside the tool's own properties,
+//! and — for a
 //! `strict` tool, whose schema the provider enforces while decoding — a state
 //! reference accepted wherever a value is, so a reference can stand in for a number,
 //! a boolean or an object. (Arguments are validated against the tool's own schema
 //! after the references are resolved.)
 
+use super::each::FOR_EACH;
 use super::scope::SCOPE;
 use super::when::WHEN;
 use serde_json::{Map, Value, json};
@@ -13,8 +15,8 @@ use serde_json::{Map, Value, json};
 fn reference() -> Value {
     json!({
         "type": "string",
-        "pattern": "^[†$]state([.\\[].*)?$",
-        "description": "A state reference (†state.path), replaced by the value there."
+        "pattern": "^[†$](state|item)([.\\[].*)?$",
+        "description": "A state reference (†state.path) or, in a call with _forEach, an item reference (†item.path), replaced by the value there."
     })
 }
 
@@ -46,6 +48,13 @@ pub fn plan_meta(input: &mut Value, references: bool) {
         json!({
             "type": "string",
             "description": "A part of the state (JSON Pointer) this call works in: its state references, _when and _outputPath resolve under it. Leave it out for the whole state."
+        }),
+    );
+    properties.insert(
+        FOR_EACH.into(),
+        json!({
+            "type": "string",
+            "description": "Run this call once per item of an array in the state, named by a reference ('†state.items'): in its arguments '†item' is the item and '†item.field' a value in it. The results come back together in item order (stored as one array at _outputPath). Leave it out to run once."
         }),
     );
 }
@@ -80,7 +89,7 @@ mod tests {
         let properties = input["properties"].as_object().unwrap();
         assert_eq!(
             properties.keys().collect::<Vec<_>>(),
-            ["_scope", "_when", "id"]
+            ["_forEach", "_scope", "_when", "id"]
         );
         assert_eq!(input["properties"]["id"], json!({ "type": "string" }));
         assert_eq!(
@@ -110,7 +119,7 @@ mod tests {
         );
         assert_eq!(
             p["tags"]["anyOf"][0]["items"]["anyOf"][1]["pattern"],
-            "^[†$]state([.\\[].*)?$"
+            "^[†$](state|item)([.\\[].*)?$"
         );
         // The meta-arguments themselves are not references.
         assert_eq!(p["_when"]["type"], "string");

@@ -29,16 +29,31 @@ pub const DAGGER: &str = "†state";
 /// The plain-ASCII prefix.
 pub const ASCII: &str = "$state";
 
+/// An instance's item (see [`super::each`]), in the design's and the ASCII spelling.
+pub const ITEM: [&str; 2] = ["†item", "$item"];
+
 /// The JSON Pointer a string names, if it is a reference: `None` for ordinary text,
 /// `Some(Err(reason))` for a reference that is malformed.
 pub fn parse(text: &str) -> Option<Result<String, String>> {
+    parse_at(text, [DAGGER, ASCII], "state")
+}
+
+/// The JSON Pointer into an instance's item a string names, if it is an item
+/// reference (`"†item"`, `"†item.id"`, `"$item[0]"`).
+pub fn parse_item(text: &str) -> Option<Result<String, String>> {
+    parse_at(text, ITEM, "item")
+}
+
+fn parse_at(text: &str, [dagger, ascii]: [&str; 2], what: &str) -> Option<Result<String, String>> {
     let rest = text
-        .strip_prefix(DAGGER)
-        .or_else(|| text.strip_prefix(ASCII))?;
+        .strip_prefix(dagger)
+        .or_else(|| text.strip_prefix(ascii))?;
     if !(rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')) {
         return None; // "$statement" is text
     }
-    Some(pointer_of(rest).map_err(|reason| format!("malformed state reference '{text}': {reason}")))
+    Some(
+        pointer_of(rest).map_err(|reason| format!("malformed {what} reference '{text}': {reason}")),
+    )
 }
 
 /// `.a.b[0]` as `/a/b/0`.

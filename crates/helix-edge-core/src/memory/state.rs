@@ -1,6 +1,7 @@
 //! [`StateMemory`]: the session's state as the workflow's memory — `_outputPath`,
 //! state references and plans — as the feature `plans` gives it to the runtime.
 
+use super::each::{FOR_EACH, Items, instance};
 use super::scope::{self, SCOPE};
 use super::when::{Conditions, WHEN};
 use super::{Access, Memory, Prepared, paths, reference};
@@ -8,21 +9,29 @@ use crate::error::ToolError;
 use crate::tool::{OUTPUT_PATH, OutputPath, Tool};
 use serde_json::{Value, json};
 
-/// Takes `_scope` and `_when` out of a call's `arguments`; a path the model chooses
-/// with `_outputPath` is then made one of the whole state (see [`scope`]).
-fn take_meta(
-    arguments: &mut Value,
-    schema: Option<&Value>,
-    tool: &Tool,
-) -> Result<(Option<String>, Option<Conditions>), String> {
+/// A call's meta-arguments besides `_outputPath`.
+#[derive(Debug, Default)]
+pub(crate) struct Meta {
+    /// `_scope`: the part of the state it works in.
+    pub scope: Option<String>,
+    /// `_when`: what must hold for it to run.
+    pub when: Option<Conditions>,
+    /// `_forEach`: the items it runs once per.
+    pub each: Option<Items>,
+}
+
+/// Takes `_scope`, `_when` and `_forEach` out of a call's `arguments`; a path the model
+/// chooses with `_outputPath` is then made one of the whole state (see [`scope`]).
+fn take_meta(arguments: &mut Value, schema: Option<&Value>, tool: &Tool) -> Result<Meta, String> {
     let scope = scope::take(arguments, schema)?;
     let when = Conditions::take(arguments)?;
+    let each = Items::take(arguments)?;
     if let (Some(scope), OutputPath::Choose(_), Some(Value::String(path))) =
         (&scope, tool.output_path(), arguments.get_mut(OUTPUT_PATH))
     {
         *path = scope::within(Some(scope), path);
     }
-    Ok((scope, when))
+    Ok(Meta { scope, when, each })
 }
 
 /// State as memory: results stored with `_outputPath`, arguments that reference the
@@ -43,18 +52,18 @@ fn offered_paths(schema: Option<&Value>, tool: &Tool) -> Vec<String> {
 }
 
 /// A call's `arguments` without the meta-arguments, as the tool would get them but
-/// with the references not resolved, and the call's scope; why not when a
-/// meta-argument is refused (for checking a plan without running it).
+/// with the references not resolved, and its meta-arguments; why not when one is
+/// refused (for checking a plan without running it).
 pub(crate) fn without_meta(
     schema: Option<&Value>,
     tool: &Tool,
     arguments: &Value,
-) -> Result<(Value, Option<String>), String> {
+) -> Result<(Value, Meta), String> {
     let mut arguments = arguments.clone();
-    let (scope, _) = take_meta(&mut arguments, schema, tool)?;
-    let offered = offered_in(scope.as_deref(), schema, tool);
+    let meta = take_meta(&mut arguments, schema, tool)?;
+    let offered = offered_in(meta.scope.as_deref(), schema, tool);
     tool.output_path().take(&mut arguments, &offered, schema)?;
-    Ok((arguments, scope))
+    Ok((arguments, meta))
 }
 
 /// [`offered_paths`] for a call in `scope`: where the tool lets the model choose any
@@ -107,7 +116,8 @@ impl Memory for StateMemory {
             reason,
         };
         let mut arguments = arguments.clone();
-        let (scope, when) = take_meta(&mut arguments, schema, tool).map_err(invalid)?;
+        let Meta { scope, when, each } =
+            take_meta(&mut arguments, schema, tool).map_err(invalid)?;
         let offered = offered_in(scope.as_deref(), schema, tool);
         let output = tool
             .output_path()
@@ -118,23 +128,46 @@ impl Memory for StateMemory {
             Some(when) => when.unmet(view).map_err(invalid)?,
             None => None,
         };
-        if tool.takes_state_refs() && skip.is_none() {
+        if skip.is_some() {
+            return Ok(Prepared {
+                arguments,
+                output,
+                skip,
+                each: None,
+            });
+        }
+        if tool.takes_state_refs() {
             reference::resolve_in(&mut arguments, view).map_err(invalid)?;
         }
+        let each = match each {
+            None => None,
+            Some(items) => {
+                let items = items.list(view).map_err(invalid)?;
+                let instances: Result<Vec<Value>, String> = items
+                    .iter()
+                    .map(|item| instance(&arguments, item))
+                    .collect();
+                Some(instances.map_err(invalid)?)
+            }
+        };
         Ok(Prepared {
             arguments,
             output,
             skip,
+            each,
         })
     }
 
     fn access(&self, schema: Option<&Value>, tool: &Tool, arguments: &Value) -> Access {
         let mut arguments = arguments.clone();
-        let (scope, when) = take_meta(&mut arguments, schema, tool).unwrap_or_default();
-        let scope = scope.as_deref();
-        let mut reads: Vec<String> = when
+        let meta = take_meta(&mut arguments, schema, tool).unwrap_or_default();
+        let scope = meta.scope.as_deref();
+        let items = meta.each.iter().filter_map(Items::pointer);
+        let mut reads: Vec<String> = meta
+            .when
             .iter()
             .flat_map(Conditions::pointers)
+            .chain(items)
             .map(|p| scope::within(scope, p))
             .collect();
         if tool.takes_state_refs() {
@@ -167,7 +200,10 @@ impl Memory for StateMemory {
              order, so you can lay out a whole chain of calls at once. A call with `{WHEN}` \
              (such as \"†state.check.ok == true\") runs only when that holds once the calls \
              it reads have run, else it is skipped; a call with `{SCOPE}` (a JSON Pointer) \
-             reads, decides and stores under that part of the state."
+             reads, decides and stores under that part of the state. A call with `{FOR_EACH}` \
+             (a reference to an array, \"†state.items\") runs once per item, \"†item\" or \
+             \"†item.field\" in its arguments standing for the item; the results come back \
+             together, in item order."
         ))
     }
 }

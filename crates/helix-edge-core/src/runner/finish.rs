@@ -80,6 +80,14 @@ impl<S: Store> Runner<S> {
                 out.results[i] = Some(end_skipped(call, why, emitter));
                 continue;
             }
+            if ready.each.is_some() {
+                let err = ToolError::InputInvalid {
+                    tool: call.name.clone(),
+                    reason: "a finishing call runs once; it cannot take _forEach".into(),
+                };
+                out.results[i] = Some(end_without_running(call, &err, emitter));
+                continue;
+            }
             let run = [(i, &ready.call, ready.output.as_deref())];
             let outcomes = self
                 .tools()

@@ -9,7 +9,8 @@
 //!   session, the agent's limit and the drive's budget, with every transition listed.
 //!   `drive` carries out what it decides, one transition at a time.
 //! - A model step: `step` (call the model, run the calls, commit), `calls` (normalise
-//!   and classify the model's calls), `plan` (run them in dependency order), `exec`
+//!   and classify the model's calls), `plan` (run them in dependency order;
+//!   `instances`, feature `plans`: a call run once per item), `exec`
 //!   (the [`ToolRunner`](exec::ToolRunner) that runs server calls), `results` (how a
 //!   call ends), `conclude` (what the step leads to, decided purely), `commit` (the
 //!   step's commit and the events it releases), `shown` (live state: tools' writes
@@ -48,6 +49,8 @@ mod emit;
 mod error;
 mod exec;
 mod finish;
+#[cfg(feature = "plans")]
+mod instances;
 pub mod machine;
 mod ops;
 mod pipeline;

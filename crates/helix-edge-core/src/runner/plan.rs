@@ -21,6 +21,68 @@ use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::{PendingCall, PendingKind, Store};
 
+/// The instances of one call of a step (`_forEach`).
+#[allow(
+    dead_code,
+    reason = "read by the instancing a build registers (feature `plans`)"
+)]
+pub(crate) struct Instances {
+    /// Their results, in item order (`None` while one has not ended).
+    pub results: Vec<Option<Message>>,
+    /// Where the gathered result is stored, if anywhere.
+    pub output: Option<String>,
+}
+
+/// A round's run of an instance: its call and item.
+pub(crate) type Slot = (usize, usize);
+
+/// What a round gives the instancing of a call: the state, the agent, what ran, the
+/// calls to run, the stream, the time, and how to claim a call in a resumption.
+#[allow(
+    dead_code,
+    reason = "read by the instancing a build registers (feature `plans`)"
+)]
+pub(crate) struct Round<'a> {
+    pub state: &'a serde_json::Value,
+    pub agent: &'a Agent,
+    pub ran: &'a mut Ran,
+    pub runs: &'a mut Vec<(usize, ToolCall, Option<String>)>,
+    pub emitter: &'a Emitter,
+    pub now: u64,
+    pub claim: &'a dyn Fn(&ToolCall) -> Result<bool, RunError>,
+}
+
+/// Running a call once per item (`_forEach`): `super::instances`, which the feature
+/// `plans` registers in [`INSTANCING`].
+pub(crate) struct Instancing {
+    /// Starts a call's instances (their arguments and the output path).
+    pub start: StartFn,
+    /// A call's result, once all its instances have ended (the write storing it).
+    pub gather: GatherFn,
+    /// The result of an instance the round ran (its run's number among the round's).
+    pub ended: fn(&mut StepCalls<'_>, &mut Ran, usize, Message),
+    /// The result of an answered pending call, kept as an instance's where it is one.
+    pub answered: fn(&[ToolCall], &PendingCall, Message) -> Message,
+    /// The transcript as the model reads it, when it holds instances' results (they
+    /// are read gathered, in their calls' own results).
+    pub prompt: fn(&[Message]) -> Option<Vec<Message>>,
+}
+
+type StartFn = fn(
+    &mut Round<'_>,
+    &mut StepCalls<'_>,
+    usize,
+    (Vec<serde_json::Value>, Option<String>),
+) -> Result<(), RunError>;
+type GatherFn =
+    fn(&mut StepCalls<'_>, usize, &mut Ran, &serde_json::Value, &Emitter) -> Option<PatchOp>;
+
+/// The instancing this build has.
+pub(crate) const INSTANCING: &[Instancing] = &[
+    #[cfg(feature = "plans")]
+    super::instances::INSTANCING,
+];
+
 /// A step's calls and how far each has got.
 pub(crate) struct StepCalls<'a> {
     /// The calls, as the model made them.
@@ -32,6 +94,13 @@ pub(crate) struct StepCalls<'a> {
     pub ended: Vec<Option<bool>>,
     /// Whether calls run now must be claimed first (at most once, in a resumption).
     pub claim: bool,
+    /// Per call run once per item (`_forEach`): its instances.
+    #[allow(dead_code, reason = "read by the instancing a build registers (feature `plans`)")]
+    pub instanced: Vec<Option<Instances>>,
+    /// Instances' results from before (a resumption's: in the transcript, or answers).
+    pub earlier: Vec<Message>,
+    /// The instances the round runs, by slot (after the step's calls).
+    pub slots: Vec<Slot>,
 }
 
 /// What running calls produced, indexed like the step's calls.
@@ -41,6 +110,8 @@ pub(crate) struct Ran {
     pub pending: Vec<PendingCall>,
     /// The writes merged into the state, in order (for the commit).
     pub ops: Vec<PatchOp>,
+    /// Instances' results (before the calls' own in the transcript).
+    pub instances: Vec<Message>,
 }
 
 impl Ran {
@@ -50,6 +121,7 @@ impl Ran {
             writes: vec![Vec::new(); n],
             pending: Vec::new(),
             ops: Vec::new(),
+            instances: Vec::new(),
         }
     }
 }
@@ -94,6 +166,9 @@ impl<'a> StepCalls<'a> {
             graph,
             ended: vec![None; calls.len()],
             claim: false,
+            instanced: calls.iter().map(|_| None).collect(),
+            earlier: Vec::new(),
+            slots: Vec::new(),
         }
     }
 }
@@ -129,15 +204,27 @@ impl<S: Store> Runner<S> {
                 .run_parallel(agent, &runs, &mut live.state, emitter)
                 .await;
             let mut writes = Vec::with_capacity(outcomes.len());
-            for (i, outcome) in outcomes {
-                step.ended[i] = Some(outcome.value.is_some());
-                ran.results[i] = Some(outcome.message);
+            let n = step.calls.len();
+            for (slot, outcome) in outcomes {
+                if let (Some(run), Some(instancing)) = (slot.checked_sub(n), INSTANCING.first()) {
+                    (instancing.ended)(step, ran, run, outcome.message);
+                    writes.push(outcome.writes);
+                    continue;
+                }
+                step.ended[slot] = Some(outcome.value.is_some());
+                ran.results[slot] = Some(outcome.message);
                 if agent.hooks().is_some() {
-                    ran.writes[i] = outcome.writes.clone();
+                    ran.writes[slot] = outcome.writes.clone();
                 }
                 writes.push(outcome.writes);
             }
             merge_into(&mut live.state, writes, &mut ran.ops, emitter);
+            if let Some(instancing) = INSTANCING.first() {
+                let gathered: Vec<PatchOp> = (0..n)
+                    .filter_map(|i| (instancing.gather)(step, i, ran, &live.state, emitter))
+                    .collect();
+                merge_into(&mut live.state, vec![gathered], &mut ran.ops, emitter);
+            }
         }
     }
 
@@ -195,13 +282,15 @@ impl<S: Store> Runner<S> {
     ) -> Result<Vec<(usize, ToolCall, Option<String>)>, RunError> {
         let now = self.host.now_ms();
         let mut runs = Vec::new();
+        step.slots.clear();
         for &i in ready {
             let call = &step.calls[i];
             let Some(tool) = agent.tool(&call.name) else {
                 continue;
             };
             let prepared = prepare_call(agent, tool, call, &live.state).and_then(|ready| {
-                if ready.skip.is_some() {
+                // A skipped call asks nothing; an instanced one asks per instance.
+                if ready.skip.is_some() || ready.each.is_some() {
                     return Ok((ready, Plan::Regular));
                 }
                 match plan(agent, &ready.call, &live.state) {
@@ -221,6 +310,7 @@ impl<S: Store> Runner<S> {
                     call: ready,
                     output,
                     skip,
+                    each,
                 },
                 planned,
             ) = match prepared {
@@ -234,6 +324,20 @@ impl<S: Store> Runner<S> {
             if let Some(why) = skip {
                 ran.results[i] = Some(end_skipped(call, &why, emitter));
                 step.ended[i] = Some(true);
+                continue;
+            }
+            if let (Some(each), Some(instancing)) = (each, INSTANCING.first()) {
+                let claim = |call: &ToolCall| self.claim_call(live, call);
+                let mut round = Round {
+                    state: &live.state,
+                    agent,
+                    ran,
+                    runs: &mut runs,
+                    emitter,
+                    now,
+                    claim: &claim,
+                };
+                (instancing.start)(&mut round, step, i, (each, output))?;
                 continue;
             }
             let kind = match planned {
@@ -324,6 +428,7 @@ impl<S: Store> Runner<S> {
             Ok(mut step) => {
                 step.ended = ended;
                 step.claim = true;
+                step.earlier = instance_results(live, messages);
                 self.run_calls(live, agent, &mut step, &todo, &mut ran, emitter)
                     .await?;
             }
@@ -336,6 +441,7 @@ impl<S: Store> Runner<S> {
         }
         result_hooks(agent, &calls, &ran.results, &ran.writes);
         state_ops.extend(ran.ops);
+        messages.extend(ran.instances);
         messages.extend(ran.results.into_iter().flatten());
         Ok(ran.pending)
     }
@@ -371,6 +477,22 @@ pub(crate) fn suspended_calls(
     (tool_calls.clone(), ended)
 }
 
+/// The results of instances (`_forEach`) of the suspended step so far: in the
+/// transcript after its assistant message, and among `messages` (the resumption's).
+fn instance_results(live: &Live, messages: &[Message]) -> Vec<Message> {
+    let at = live
+        .transcript
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }))
+        .map_or(0, |at| at + 1);
+    live.transcript[at..]
+        .iter()
+        .chain(messages)
+        .filter(|m| m.instance_of().is_some())
+        .cloned()
+        .collect()
+}
+
 /// `call` ready to run in `state` ([`memory::prepare`]): with the arguments it runs with
 /// (references resolved, meta-arguments taken out), where its result is stored, and —
 /// when its `_when` does not hold — why it is skipped instead.
@@ -389,6 +511,7 @@ pub(crate) fn prepare_call(
         call,
         output: prepared.output,
         skip: prepared.skip,
+        each: prepared.each,
     })
 }
 
@@ -397,4 +520,6 @@ pub(crate) struct Ready {
     pub call: ToolCall,
     pub output: Option<String>,
     pub skip: Option<String>,
+    /// Run once per item: each instance's arguments.
+    pub each: Option<Vec<serde_json::Value>>,
 }

@@ -13,7 +13,7 @@ use super::calls::{Plan, normalize_calls, plan};
 use super::conclude::{Stepped, conclude_step};
 use super::emit::Emitter;
 use super::finish::{Finishing, finish_waits};
-use super::plan::{Ran, StepCalls};
+use super::plan::{INSTANCING, Ran, StepCalls};
 use super::results::{end_without_running, result_hooks};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
@@ -112,6 +112,7 @@ impl<S: Store> Runner<S> {
         result_hooks(agent, &calls, &ran.results, &ran.writes);
         let mut messages = notices;
         messages.push(assistant);
+        messages.extend(ran.instances);
         messages.extend(ran.results.into_iter().flatten());
         self.ensure_not_aborted()?;
         let model_call = (turn.usage, turn.stop);
@@ -148,6 +149,15 @@ impl<S: Store> Runner<S> {
         } else {
             with_notices = [live.transcript.as_slice(), notices].concat();
             &with_notices
+        };
+        // Instances' results are read gathered, in their call's own result.
+        let gathered;
+        let prompt = match INSTANCING.first().and_then(|i| (i.prompt)(prompt)) {
+            Some(without) => {
+                gathered = without;
+                &gathered
+            }
+            None => prompt,
         };
         let request = ModelRequest {
             system: agent.system_prompt(&live.state),
