@@ -95,7 +95,10 @@ pub(crate) struct StepCalls<'a> {
     /// Whether calls run now must be claimed first (at most once, in a resumption).
     pub claim: bool,
     /// Per call run once per item (`_forEach`): its instances.
-    #[allow(dead_code, reason = "read by the instancing a build registers (feature `plans`)")]
+    #[allow(
+        dead_code,
+        reason = "read by the instancing a build registers (feature `plans`)"
+    )]
     pub instanced: Vec<Option<Instances>>,
     /// Instances' results from before (a resumption's: in the transcript, or answers).
     pub earlier: Vec<Message>,
