@@ -105,6 +105,14 @@ pub enum ToolError {
     /// The call was not executed because the run ended first.
     #[error("Tool call was not executed: {0}")]
     Skipped(String),
+    /// A loaded skill does not allow the tool.
+    #[error("Not run: while skill {skills} is loaded, only these tools may be called: {allowed}")]
+    NotAllowed {
+        /// The loaded skills that say which tools they allow.
+        skills: String,
+        /// The tools they allow.
+        allowed: String,
+    },
     /// The state write the tool attempted is invalid.
     #[error("{0}")]
     State(#[from] StateError),
@@ -195,6 +203,7 @@ impl Coded for ToolError {
             Self::Client(_) => "tool_client_error",
             Self::Interrupted => "tool_interrupted",
             Self::Skipped(_) => "tool_skipped",
+            Self::NotAllowed { .. } => "tool_not_allowed",
             Self::State(e) => e.code(),
             Self::ResultTooLarge { .. } => "tool_result_too_large",
             Self::PlanInvalid(_) => "tool_plan_invalid",

@@ -21,9 +21,19 @@ fn skills() -> Vec<Skill> {
     helix_edge_core::skills_dir!("tests/skills")
 }
 
+/// A tool that answers `{}`.
+fn noop(name: &str) -> Tool {
+    Tool::new(name, "d", |_: serde_json::Map<String, Value>, _| async {
+        Ok::<_, helix_edge_core::error::ToolError>(json!({}))
+    })
+    .into()
+}
+
 fn writer(preload: &[&str]) -> Agent {
     Agent::builder("writer")
         .system_prompt("You write.")
+        .tool(noop("note"))
+        .tool(noop("publish"))
         .skills(skills())
         .preload_skills(preload.iter().copied())
         .build()
@@ -102,9 +112,12 @@ fn the_model_sees_the_catalog_the_preloaded_skill_and_the_tools() {
         !seen.system.contains("## Skill `release-notes`"),
         "not preloaded"
     );
-    assert_eq!(seen.tools, ["load_skill", "read_skill_file"]);
+    assert_eq!(
+        seen.tools,
+        ["note", "publish", "load_skill", "read_skill_file"]
+    );
     let specs = writer(&[]).tool_specs();
-    for spec in &specs {
+    for spec in specs.iter().filter(|s| s.name.contains("skill")) {
         let names = &spec.input_schema["properties"]["name"]["enum"];
         assert_eq!(
             names,
@@ -136,6 +149,11 @@ fn a_skill_is_loaded_its_file_read_and_both_are_recoverable_from_the_transcript(
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
 
     let loaded = results_seen(&w, 1);
+    let version = skills()[0].frontmatter().version.clone().unwrap();
+    assert!(
+        version.starts_with("sha256:") && version.len() == 23,
+        "{version}"
+    );
     assert_eq!(
         loaded,
         [(
@@ -144,6 +162,11 @@ fn a_skill_is_loaded_its_file_read_and_both_are_recoverable_from_the_transcript(
                 "name": "release-notes",
                 "instructions": "# Release notes\n\n1. Group the changes: features, fixes, other.\n2. Use the template in `templates/notes.md`.",
                 "files": ["templates/notes.md"],
+                "version": version,
+                "license": "Apache-2.0",
+                "compatibility": "Needs the changes as a list.",
+                "metadata": { "version": "1.0" },
+                "allowedTools": ["note"],
             })
         )]
     );
@@ -227,5 +250,91 @@ fn definitions_are_checked() {
     assert_eq!(
         empty.to_string(),
         "Agent 'a': skill 'x': the instructions are empty"
+    );
+}
+
+#[test]
+fn the_frontmatter_is_kept_and_the_version_follows_the_content() {
+    let skills = skills();
+    let front = skills[0].frontmatter();
+    assert_eq!(front.license.as_deref(), Some("Apache-2.0"));
+    assert_eq!(
+        front.compatibility.as_deref(),
+        Some("Needs the changes as a list.")
+    );
+    assert_eq!(front.metadata, [("version".to_string(), "1.0".to_string())]);
+    assert_eq!(front.allowed_tools, Some(vec!["note".to_string()]));
+    assert_eq!(skills[1].frontmatter().allowed_tools, None);
+    assert_ne!(
+        front.version,
+        skills[1].frontmatter().version,
+        "each skill's content has its own version"
+    );
+}
+
+#[test]
+fn while_a_skill_that_lists_its_tools_is_loaded_no_other_tool_runs() {
+    let w = world(&[]);
+    let r = w.runner("a");
+    let call = |name: &str| w.model.call(name, json!({}));
+    // Before the skill: any tool. After loading it: its tools, the skill tools.
+    w.model
+        .calls(vec![call("publish")])
+        .calls(vec![
+            w.model
+                .call("load_skill", json!({ "name": "release-notes" })),
+        ])
+        .calls(vec![
+            call("note"),
+            call("publish"),
+            w.model.call(
+                "read_skill_file",
+                json!({ "name": "release-notes", "path": "templates/notes.md" }),
+            ),
+        ])
+        .text("Done.");
+    w.create(&r, "writer", "notes");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        results_seen(&w, 1),
+        [(false, json!({}))],
+        "publish ran before"
+    );
+    let after = results_seen(&w, 3);
+    let after = &after[2..];
+    assert_eq!(after[0], (false, json!({})), "note is allowed");
+    assert_eq!(after[1].1["code"], "tool_not_allowed");
+    assert_eq!(
+        after[1].1["error"],
+        "Not run: while skill 'release-notes' is loaded, only these tools may be called: note"
+    );
+    assert!(!after[2].0, "the skill tools stay allowed");
+
+    // A follow-up is a new run: the skill is not loaded in it.
+    w.model.calls(vec![call("publish")]).text("Published.");
+    block(r.send_message(SESSION, "publish now".into())).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let last = w.model.seen().len() - 1;
+    assert_eq!(results_seen(&w, last).last().unwrap(), &(false, json!({})));
+
+    // A preloaded one limits the tools from the start.
+    let w = world(&["release-notes"]);
+    let r = w.runner("a");
+    w.model.calls(vec![call("publish")]).text("Done.");
+    w.create(&r, "writer", "notes");
+    drive(&r);
+    assert_eq!(results_seen(&w, 1)[0].1["code"], "tool_not_allowed");
+}
+
+#[test]
+fn a_skill_may_allow_only_tools_the_agent_has() {
+    let err = Agent::builder("a")
+        .system_prompt("p")
+        .skills([Skill::new("s", "d", "i").allowed_tools(["deploy"])])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Agent 'a': skill 's' allows tool 'deploy', which the agent does not have"
     );
 }

@@ -3,8 +3,9 @@
 //! - `skills_dir!` (reached as `helix_edge::skills_dir!`): reads a directory of skills
 //!   when the worker compiles ([`read`]: the directory's layout, each `SKILL.md`'s YAML
 //!   frontmatter) and expands to the `Vec<Skill>` that builds them, each file embedded
-//!   with `include_str!`. A malformed skill is a compile error naming it; the worker
-//!   carries no YAML parser and parses nothing when it starts.
+//!   with `include_str!`, its frontmatter's fields (the Agent Skills specification's)
+//!   and a version hashed from its content. A malformed skill is a compile error naming
+//!   it; the worker carries no YAML parser and parses nothing when it starts.
 
 mod read;
 
@@ -41,10 +42,27 @@ fn expand(input: Tokens) -> syn::Result<Tokens> {
             let file = path_str(file);
             quote!(.file(#path, ::core::include_str!(#file)))
         });
+        let front = &skill.front;
+        let license = front.license.iter().map(|l| quote!(.license(#l)));
+        let compatibility = front
+            .compatibility
+            .iter()
+            .map(|c| quote!(.compatibility(#c)));
+        let metadata = front
+            .metadata
+            .iter()
+            .map(|(k, v)| quote!(.metadata(#k, #v)));
+        let allowed = front
+            .allowed_tools
+            .iter()
+            .map(|t| quote!(.allowed_tools([#(#t),*])));
+        let version = &skill.version;
         quote!({
             // Rebuilds the worker when the SKILL.md changes.
             const _: &str = ::core::include_str!(#skill_md);
-            #krate::skill::Skill::new(#name, #description, #instructions) #(#files)*
+            #krate::skill::Skill::new(#name, #description, #instructions)
+                #(#files)* #(#license)* #(#compatibility)* #(#metadata)* #(#allowed)*
+                .version(#version)
         })
     });
     Ok(quote!(::std::vec![#(#skills),*]))

@@ -55,6 +55,7 @@ impl AgentBuilder {
                 subagents: Vec::new(),
                 persistent: Vec::new(),
                 wake_on_children: false,
+                guard: None,
             },
             extensions: Vec::new(),
         }

@@ -117,7 +117,13 @@ pub struct Agent {
     pub(crate) persistent: Vec<PersistentChild>,
     /// Whether a non-blocking child's notice starts a new run once this one finished.
     pub(crate) wake_on_children: bool,
+    /// What refuses a call before it runs, given the run's transcript so far (a
+    /// capability's: skills' `allowed-tools`).
+    pub(crate) guard: Option<CallGuard>,
 }
+
+/// Refuses a call, given the run's transcript so far, with the error the model sees.
+pub(crate) type CallGuard = Rc<dyn Fn(&[Message], &ToolCall) -> Option<crate::error::ToolError>>;
 
 /// Decides after a step whether the run stops there.
 pub(crate) type StopWhen = Rc<dyn Fn(&StepSummary<'_>) -> bool>;
@@ -284,5 +290,14 @@ impl Agent {
 
     pub(crate) fn hooks(&self) -> Option<&dyn Hooks> {
         self.hooks.as_deref()
+    }
+
+    /// Why `call` is refused before it runs, given the run's transcript so far (`run`).
+    pub(crate) fn refusal(
+        &self,
+        run: &[Message],
+        call: &ToolCall,
+    ) -> Option<crate::error::ToolError> {
+        self.guard.as_ref().and_then(|guard| guard(run, call))
     }
 }

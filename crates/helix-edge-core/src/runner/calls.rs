@@ -18,6 +18,8 @@ pub(crate) enum Plan {
     /// Another session answers it (a sub-agent, a remote one, a companion operation).
     Child,
     Unknown,
+    /// The agent refuses it before anything runs (a loaded skill's `allowed-tools`).
+    Refused,
 }
 
 impl Plan {

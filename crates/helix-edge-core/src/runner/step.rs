@@ -252,10 +252,19 @@ impl<S: Store> Runner<S> {
         calls: &[ToolCall],
         emitter: &Emitter,
     ) -> Result<(Ran, Option<Value>), RunError> {
-        let plans: Vec<Plan> = calls.iter().map(|c| plan(agent, c, &live.state)).collect();
+        let mut plans: Vec<Plan> = calls.iter().map(|c| plan(agent, c, &live.state)).collect();
+        let mut ran = Ran::new(calls.len());
+        // The agent refuses some calls outright (a loaded skill's allowed tools).
+        let at = usize::try_from(live.head.run.input_at).unwrap_or(usize::MAX);
+        let run = live.transcript.get(at..).unwrap_or_default();
+        for (i, call) in calls.iter().enumerate() {
+            if let Some(refused) = agent.refusal(run, call) {
+                plans[i] = Plan::Refused;
+                ran.results[i] = Some(end_without_running(call, &refused, emitter));
+            }
+        }
         // Each planned call is prepared and its approval decided just before it runs.
         let planned: Vec<bool> = plans.iter().map(|p| p.in_plan()).collect();
-        let mut ran = Ran::new(calls.len());
         match StepCalls::new(agent, calls, &planned) {
             Ok(mut step_calls) => {
                 let todo: Vec<usize> = (0..calls.len()).filter(|&i| planned[i]).collect();

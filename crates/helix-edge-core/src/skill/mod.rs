@@ -20,7 +20,10 @@
 //! [`AgentBuilder::preload_skills`]: crate::agent::AgentBuilder::preload_skills
 
 mod builder;
+mod front;
 mod tools;
+
+pub use front::{Frontmatter, MAX_COMPATIBILITY};
 
 #[doc(hidden)]
 pub use helix_edge_macros::__skills_dir;
@@ -75,6 +78,7 @@ pub struct Skill {
     description: String,
     instructions: String,
     files: Vec<SkillFile>,
+    front: Frontmatter,
 }
 
 /// A file of a skill, by its path relative to the skill (`reference/forms.md`).
@@ -108,6 +112,7 @@ impl Skill {
             description: description.into(),
             instructions: instructions.into(),
             files: Vec::new(),
+            front: Frontmatter::default(),
         }
     }
 
@@ -161,6 +166,9 @@ impl Skill {
         }
         if self.instructions.trim().is_empty() {
             return fail("the instructions are empty".into());
+        }
+        if let Err(reason) = self.front.check() {
+            return fail(reason);
         }
         for (i, file) in self.files.iter().enumerate() {
             let path = &file.path;

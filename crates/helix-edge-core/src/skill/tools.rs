@@ -72,7 +72,10 @@ pub(crate) fn skill_tools(skills: Rc<[Skill]>) -> [Tool; 2] {
         move |input: LoadSkill, _| {
             let found = find(&all, &input.name, LOAD_SKILL).map(|skill| {
                 let files: Vec<&str> = skill.files.iter().map(|f| f.path.as_str()).collect();
-                json!({ "name": skill.name, "instructions": skill.instructions, "files": files })
+                let mut loaded =
+                    json!({ "name": skill.name, "instructions": skill.instructions, "files": files });
+                skill.front.shown(&mut loaded);
+                loaded
             });
             async move { found }
         },
