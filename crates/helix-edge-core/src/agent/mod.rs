@@ -119,11 +119,22 @@ pub struct Agent {
     pub(crate) wake_on_children: bool,
     /// What refuses a call before it runs, given the run's transcript so far (a
     /// capability's: skills' `allowed-tools`).
+    #[allow(
+        dead_code,
+        reason = "read by the guard a build registers (feature `skills`)"
+    )]
     pub(crate) guard: Option<CallGuard>,
 }
 
 /// Refuses a call, given the run's transcript so far, with the error the model sees.
 pub(crate) type CallGuard = Rc<dyn Fn(&[Message], &ToolCall) -> Option<crate::error::ToolError>>;
+
+/// What refuses calls before they run, one line per capability: with the feature
+/// `skills`, a loaded skill's allowed tools (the agent's [`CallGuard`]).
+const GUARDS: &[fn(&Agent, &[Message], &ToolCall) -> Option<crate::error::ToolError>] = &[
+    #[cfg(feature = "skills")]
+    |agent, run, call| agent.guard.as_ref().and_then(|guard| guard(run, call)),
+];
 
 /// Decides after a step whether the run stops there.
 pub(crate) type StopWhen = Rc<dyn Fn(&StepSummary<'_>) -> bool>;
@@ -292,12 +303,13 @@ impl Agent {
         self.hooks.as_deref()
     }
 
-    /// Why `call` is refused before it runs, given the run's transcript so far (`run`).
+    /// Why `call` is refused before it runs, given the run's transcript so far (`run`):
+    /// asked of the capabilities a build registers in [`GUARDS`].
     pub(crate) fn refusal(
         &self,
         run: &[Message],
         call: &ToolCall,
     ) -> Option<crate::error::ToolError> {
-        self.guard.as_ref().and_then(|guard| guard(run, call))
+        GUARDS.iter().find_map(|guard| guard(self, run, call))
     }
 }
