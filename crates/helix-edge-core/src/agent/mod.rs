@@ -129,9 +129,12 @@ pub struct Agent {
 /// Refuses a call, given the run's transcript so far, with the error the model sees.
 pub(crate) type CallGuard = Rc<dyn Fn(&[Message], &ToolCall) -> Option<crate::error::ToolError>>;
 
+/// A capability's refusal of a call of an agent, given the run's transcript so far.
+type Guard = fn(&Agent, &[Message], &ToolCall) -> Option<crate::error::ToolError>;
+
 /// What refuses calls before they run, one line per capability: with the feature
 /// `skills`, a loaded skill's allowed tools (the agent's [`CallGuard`]).
-const GUARDS: &[fn(&Agent, &[Message], &ToolCall) -> Option<crate::error::ToolError>] = &[
+const GUARDS: &[Guard] = &[
     #[cfg(feature = "skills")]
     |agent, run, call| agent.guard.as_ref().and_then(|guard| guard(run, call)),
 ];
