@@ -13,8 +13,9 @@
 use super::RunError;
 use super::calls::{Plan, plan};
 use super::emit::Emitter;
-use super::plan::{Instances, Instancing, Ran, Round, StepCalls};
+use super::instancing::{Instancing, Round};
 use super::results::{end_without_running, result_message, tool_end};
+use super::step_calls::{Instances, Ran, StepCalls};
 use crate::error::{Coded, ToolError};
 use crate::memory::each::instance_id;
 use crate::message::{Message, ToolCall, bounded_result};

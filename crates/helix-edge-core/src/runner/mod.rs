@@ -9,8 +9,10 @@
 //!   session, the agent's limit and the drive's budget, with every transition listed.
 //!   `drive` carries out what it decides, one transition at a time.
 //! - A model step: `step` (call the model, run the calls, commit), `calls` (normalise
-//!   and classify the model's calls), `plan` (run them in dependency order;
-//!   `instances`, feature `plans`: a call run once per item), `exec`
+//!   and classify the model's calls), `plan` (run them in dependency order, over
+//!   `step_calls`;
+//!   `instancing`: a call run once per item, which `instances` does with the feature
+//!   `plans`), `exec`
 //!   (the [`ToolRunner`](exec::ToolRunner) that runs server calls), `results` (how a
 //!   call ends), `conclude` (what the step leads to, decided purely), `commit` (the
 //!   step's commit and the events it releases), `shown` (live state: tools' writes
@@ -51,6 +53,7 @@ mod exec;
 mod finish;
 #[cfg(feature = "plans")]
 mod instances;
+mod instancing;
 pub mod machine;
 mod ops;
 mod pipeline;
@@ -59,6 +62,7 @@ mod results;
 mod resume;
 mod shown;
 mod step;
+mod step_calls;
 mod waited;
 pub mod waits;
 
@@ -85,6 +89,13 @@ use pipeline::{Ahead, Pipeline};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+
+/// Running a call once per item (`_forEach`), as this build has it: the feature
+/// `plans` registers it.
+pub(crate) const INSTANCING: &[instancing::Instancing] = &[
+    #[cfg(feature = "plans")]
+    instances::INSTANCING,
+];
 
 /// Tunables of a runner.
 #[derive(Debug, Clone)]

@@ -4,10 +4,11 @@
 //! result, and commit the results with the merged writes. A run that finished in the
 //! step that started sub-agents completes with that commit, once they have ended.
 
+use super::INSTANCING;
 use super::conclude::Outcome;
 use super::exec::{Run, merge_into};
 use super::finish::finish_waits;
-use super::plan::{INSTANCING, suspended_calls};
+use super::plan::suspended_calls;
 use super::results::{end_denied, end_with_result, end_without_running, result_hooks};
 use super::waited::wait_of;
 use super::{Live, Progress, RunError, Runner};

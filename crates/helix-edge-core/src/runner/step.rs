@@ -9,12 +9,13 @@
 //! goes on, that write goes out together with the next model call
 //! ([`super::pipeline`]).
 
+use super::INSTANCING;
 use super::calls::{Plan, normalize_calls, plan};
 use super::conclude::{Stepped, conclude_step};
 use super::emit::Emitter;
 use super::finish::{Finishing, finish_waits};
-use super::plan::{INSTANCING, Ran, StepCalls};
 use super::results::{end_without_running, result_hooks};
+use super::step_calls::{Ran, StepCalls};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
 use crate::chunk::ChunkBody;
