@@ -338,3 +338,58 @@ fn a_skill_may_allow_only_tools_the_agent_has() {
         "Agent 'a': skill 's' allows tool 'deploy', which the agent does not have"
     );
 }
+
+#[test]
+fn a_large_file_is_read_by_byte_ranges_that_keep_characters_whole() {
+    let w = world(&[]);
+    let r = w.runner("a");
+    let read = |args: Value| {
+        let mut args = args;
+        args["name"] = json!("release-notes");
+        args["path"] = json!("templates/notes.md");
+        w.model.call("read_skill_file", args)
+    };
+    // "## Features\n- …\n…": bytes 14..17 are the three of '…'.
+    w.model
+        .calls(vec![
+            read(json!({ "offset": 0, "length": 11 })),
+            read(json!({ "offset": 15, "length": 4 })),
+            read(json!({ "offset": 14, "length": 1 })),
+            read(json!({ "offset": 40 })),
+            read(json!({ "offset": 999 })),
+            read(json!({ "offset": 0, "startLine": 1 })),
+        ])
+        .text("Read.");
+    w.create(&r, "writer", "read it");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let results = results_seen(&w, 1);
+    let ok = |i: usize| {
+        assert!(!results[i].0, "{:?}", results[i]);
+        results[i].1.clone()
+    };
+    let file = skills()[0].files()[0].content.clone();
+    assert_eq!(ok(0)["content"], "## Features");
+    assert_eq!(ok(0)["totalBytes"], file.len());
+    // Inside '…': moved back to where it starts, and the character kept whole.
+    assert_eq!(
+        (ok(1)["offset"].clone(), ok(1)["content"].clone()),
+        (json!(14), json!("…\n"))
+    );
+    assert_eq!(
+        ok(2)["content"],
+        "…",
+        "at least the character at the offset"
+    );
+    assert_eq!(ok(3)["content"], file[40..]);
+    for (i, why) in [
+        (4, "offset 999 is past the end"),
+        (5, "read lines or bytes, not both"),
+    ] {
+        assert!(results[i].0);
+        assert!(
+            results[i].1["error"].as_str().unwrap().contains(why),
+            "{:?}",
+            results[i]
+        );
+    }
+}

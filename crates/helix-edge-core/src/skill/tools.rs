@@ -32,6 +32,11 @@ struct ReadSkillFile {
     /// The last line to read (inclusive; default: the last).
     #[schemars(range(min = 1))]
     end_line: Option<usize>,
+    /// For a large file, instead of lines: the first byte to read (from 0).
+    offset: Option<usize>,
+    /// With `offset`: how many bytes to read at most (default: to the end).
+    #[schemars(range(min = 1))]
+    length: Option<usize>,
 }
 
 /// The system prompt's part on `skills`: how to use them, the catalog, and the
@@ -125,6 +130,9 @@ fn read_file(skills: &[Skill], input: &ReadSkillFile) -> Result<Value, ToolError
                 paths.join(", ")
             ))
         })?;
+    if input.offset.is_some() || input.length.is_some() {
+        return read_bytes(skill, file, input).map_err(invalid);
+    }
     let lines: Vec<&str> = file.content.lines().collect();
     let total = lines.len();
     let start = input.start_line.unwrap_or(1);
@@ -149,5 +157,58 @@ fn read_file(skills: &[Skill], input: &ReadSkillFile) -> Result<Value, ToolError
         "endLine": end,
         "totalLines": total,
         "content": content,
+    }))
+}
+
+/// A byte range of `file` (`offset`, at most `length` bytes), moved back to the
+/// characters' boundaries so the text stays whole.
+fn read_bytes(
+    skill: &Skill,
+    file: &super::SkillFile,
+    input: &ReadSkillFile,
+) -> Result<Value, String> {
+    if input.start_line.is_some() || input.end_line.is_some() {
+        return Err(
+            "read lines or bytes, not both: give startLine/endLine or offset/length".into(),
+        );
+    }
+    let text = &file.content;
+    let total = text.len();
+    let offset = input.offset.unwrap_or(0);
+    if offset > total || (offset == total && total > 0) {
+        return Err(format!(
+            "offset {offset} is past the end ('{}' has {total} bytes)",
+            file.path
+        ));
+    }
+    if input.length == Some(0) {
+        return Err("length must be at least 1".into());
+    }
+    let boundary = |mut at: usize| {
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    };
+    let start = boundary(offset);
+    let mut end = boundary(
+        input
+            .length
+            .map_or(total, |n| start.saturating_add(n).min(total)),
+    );
+    // At least the character at the offset, however short the length.
+    while end <= start && end < total {
+        end += 1;
+        end = (end..=total)
+            .find(|&at| text.is_char_boundary(at))
+            .unwrap_or(total);
+    }
+    Ok(json!({
+        "name": skill.name,
+        "path": file.path,
+        "offset": start,
+        "length": end - start,
+        "totalBytes": total,
+        "content": &text[start..end],
     }))
 }
