@@ -298,22 +298,30 @@ impl<S: Store> Runner<S> {
     }
 }
 
-/// The calls of the suspended step (the transcript's last assistant message) and how
-/// each has ended so far, in the transcript after it or in `messages` (the results of
-/// the resumption under way): `Some(true)` succeeded, `Some(false)` failed, `None` not
-/// ended.
-pub(crate) fn suspended_calls(
-    live: &Live,
-    messages: &[Message],
-) -> (Vec<ToolCall>, Vec<Option<bool>>) {
+/// The suspended step: the calls of the transcript's last assistant message, and the
+/// messages after it.
+pub(crate) fn suspended_step(live: &Live) -> (&[ToolCall], &[Message]) {
     let at = live
         .transcript
         .iter()
         .rposition(|m| matches!(m, Message::Assistant { .. }));
-    let Some(Message::Assistant { tool_calls, .. }) = at.map(|at| &live.transcript[at]) else {
+    match at.map(|at| (&live.transcript[at], &live.transcript[at + 1..])) {
+        Some((Message::Assistant { tool_calls, .. }, after)) => (tool_calls, after),
+        _ => (&[], &live.transcript),
+    }
+}
+
+/// The calls of the suspended step and how each has ended so far, in the transcript
+/// after it or in `messages` (the results of the resumption under way): `Some(true)`
+/// succeeded, `Some(false)` failed, `None` not ended.
+pub(crate) fn suspended_calls(
+    live: &Live,
+    messages: &[Message],
+) -> (Vec<ToolCall>, Vec<Option<bool>>) {
+    let (tool_calls, after) = suspended_step(live);
+    if tool_calls.is_empty() {
         return (Vec::new(), Vec::new());
-    };
-    let after = &live.transcript[at.map_or(0, |at| at + 1)..];
+    }
     let ended_as = |id: &str| {
         after.iter().chain(messages).find_map(|m| match m {
             Message::Tool {
@@ -325,18 +333,14 @@ pub(crate) fn suspended_calls(
         })
     };
     let ended = tool_calls.iter().map(|c| ended_as(&c.id)).collect();
-    (tool_calls.clone(), ended)
+    (tool_calls.to_vec(), ended)
 }
 
 /// The results of instances (`_forEach`) of the suspended step so far: in the
 /// transcript after its assistant message, and among `messages` (the resumption's).
 fn instance_results(live: &Live, messages: &[Message]) -> Vec<Message> {
-    let at = live
-        .transcript
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { .. }))
-        .map_or(0, |at| at + 1);
-    live.transcript[at..]
+    let (_, after) = suspended_step(live);
+    after
         .iter()
         .chain(messages)
         .filter(|m| m.instance_of().is_some())

@@ -8,7 +8,7 @@ use super::INSTANCING;
 use super::conclude::Outcome;
 use super::exec::{Run, merge_into};
 use super::finish::finish_waits;
-use super::plan::suspended_calls;
+use super::plan::suspended_step;
 use super::results::{end_denied, end_with_result, end_without_running, result_hooks};
 use super::waited::wait_of;
 use super::{Live, Progress, RunError, Runner};
@@ -136,11 +136,11 @@ impl<S: Store> Runner<S> {
         }
         // An instance's result is kept as its (`_forEach`), for its call to gather.
         if let Some(instancing) = INSTANCING.first() {
-            let (step_calls, _) = suspended_calls(live, &[]);
+            let (step_calls, _) = suspended_step(live);
             for (p, result) in pending.iter().zip(results.iter_mut()) {
                 *result = result
                     .take()
-                    .map(|m| (instancing.answered)(&step_calls, p, m));
+                    .map(|m| (instancing.answered)(step_calls, p, m));
             }
         }
         result_hooks(agent, &calls, &results, &writes);
