@@ -15,19 +15,11 @@ use support::*;
 
 const EMPTY: fn() -> Value = || json!({ "order": null, "check": null, "stored": [] });
 
-/// The tool messages the model saw in its `n`th call.
+/// The tool messages the model saw in its `n`th call: call id and content.
 fn seen_results(w: &World, n: usize) -> Vec<(String, Value)> {
-    w.model.seen()[n]
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                tool_call_id,
-                content,
-                ..
-            } => Some((tool_call_id.clone(), content.clone())),
-            _ => None,
-        })
+    results_seen(w, n)
+        .into_iter()
+        .map(|(id, _, content)| (id, content))
         .collect()
 }
 

@@ -33,23 +33,6 @@ fn plan_calls(w: &World, id: &str) -> Vec<ToolCall> {
     ]
 }
 
-/// The tool messages the model saw in its `n`th call, by call id.
-fn results_seen(w: &World, n: usize) -> Vec<(String, bool, Value)> {
-    w.model.seen()[n]
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                tool_call_id,
-                is_error,
-                content,
-                ..
-            } => Some((tool_call_id.clone(), *is_error, content.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 fn approve(
     r: &helix_edge_core::runner::Runner<std::rc::Rc<helix_edge_core::store::MemoryStore>>,
     id: &str,

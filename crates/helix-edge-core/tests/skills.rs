@@ -9,7 +9,6 @@ mod support;
 
 use helix_edge_core::agent::Agent;
 use helix_edge_core::error::DefinitionError;
-use helix_edge_core::message::Message;
 use helix_edge_core::runner::Progress;
 use helix_edge_core::skill::{self, Skill};
 use helix_edge_core::store::SessionStatus;
@@ -47,17 +46,12 @@ fn world(preload: &[&str]) -> World {
     w
 }
 
-/// The tool results the model saw in its `n`th call.
-fn results_seen(w: &World, n: usize) -> Vec<(bool, Value)> {
-    w.model.seen()[n]
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                is_error, content, ..
-            } => Some((*is_error, content.clone())),
-            _ => None,
-        })
+/// The tool results the model saw in its `n`th call: whether each failed, and its
+/// content.
+fn seen(w: &World, n: usize) -> Vec<(bool, Value)> {
+    results_seen(w, n)
+        .into_iter()
+        .map(|(_, is_error, content)| (is_error, content))
         .collect()
 }
 
@@ -148,7 +142,7 @@ fn a_skill_is_loaded_its_file_read_and_both_are_recoverable_from_the_transcript(
     w.create(&r, "writer", "release notes please");
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
 
-    let loaded = results_seen(&w, 1);
+    let loaded = seen(&w, 1);
     let version = skills()[0].frontmatter().version.clone().unwrap();
     assert!(
         version.starts_with("sha256:") && version.len() == 23,
@@ -170,7 +164,7 @@ fn a_skill_is_loaded_its_file_read_and_both_are_recoverable_from_the_transcript(
             })
         )]
     );
-    let reads = results_seen(&w, 2);
+    let reads = seen(&w, 2);
     let reads = &reads[1..];
     let ok = |start: u64, end: u64, content: &str| {
         (
@@ -295,12 +289,8 @@ fn while_a_skill_that_lists_its_tools_is_loaded_no_other_tool_runs() {
         .text("Done.");
     w.create(&r, "writer", "notes");
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
-    assert_eq!(
-        results_seen(&w, 1),
-        [(false, json!({}))],
-        "publish ran before"
-    );
-    let after = results_seen(&w, 3);
+    assert_eq!(seen(&w, 1), [(false, json!({}))], "publish ran before");
+    let after = seen(&w, 3);
     let after = &after[2..];
     assert_eq!(after[0], (false, json!({})), "note is allowed");
     assert_eq!(after[1].1["code"], "tool_not_allowed");
@@ -315,7 +305,7 @@ fn while_a_skill_that_lists_its_tools_is_loaded_no_other_tool_runs() {
     block(r.send_message(SESSION, "publish now".into())).unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
     let last = w.model.seen().len() - 1;
-    assert_eq!(results_seen(&w, last).last().unwrap(), &(false, json!({})));
+    assert_eq!(seen(&w, last).last().unwrap(), &(false, json!({})));
 
     // A preloaded one limits the tools from the start.
     let w = world(&["release-notes"]);
@@ -323,7 +313,7 @@ fn while_a_skill_that_lists_its_tools_is_loaded_no_other_tool_runs() {
     w.model.calls(vec![call("publish")]).text("Done.");
     w.create(&r, "writer", "notes");
     drive(&r);
-    assert_eq!(results_seen(&w, 1)[0].1["code"], "tool_not_allowed");
+    assert_eq!(seen(&w, 1)[0].1["code"], "tool_not_allowed");
 }
 
 #[test]
@@ -362,7 +352,7 @@ fn a_large_file_is_read_by_byte_ranges_that_keep_characters_whole() {
         .text("Read.");
     w.create(&r, "writer", "read it");
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
-    let results = results_seen(&w, 1);
+    let results = seen(&w, 1);
     let ok = |i: usize| {
         assert!(!results[i].0, "{:?}", results[i]);
         results[i].1.clone()

@@ -116,3 +116,20 @@ pub fn patch_paths(world: &World) -> Vec<String> {
         })
         .collect()
 }
+
+/// The tool messages the model saw in its `n`th call, by call id.
+pub fn results_seen(w: &World, n: usize) -> Vec<(String, bool, Value)> {
+    w.model.seen()[n]
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            helix_edge_core::message::Message::Tool {
+                tool_call_id,
+                is_error,
+                content,
+                ..
+            } => Some((tool_call_id.clone(), *is_error, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
