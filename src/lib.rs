@@ -38,11 +38,18 @@ mod hosted {
     /// `dev-agents`, the test agents in the test build.
     const EXTRAS: &[Extra] = &[
         #[cfg(feature = "dev-agents")]
-        |agents, _| {
+        |agents, env| {
             let agents = agents.with(reference_agents::orders()?)?;
-            agents
+            let agents = agents
                 .with(reference_agents::team()?)?
-                .with(reference_agents::dispatcher()?)
+                .with(reference_agents::dispatcher()?)?;
+            // Its skills are the `skills/` folder of the FILES bucket, when it is bound.
+            let Ok(files) = env.bucket("FILES") else {
+                return Ok(agents);
+            };
+            let skills =
+                helix_edge::skill::StoredSkills::new(helix_edge::objects::R2(files), "skills/");
+            agents.with(reference_agents::librarian(skills)?)
         },
         #[cfg(feature = "test-routes")]
         |agents, env| crate::test_agents::add(agents, var(env, "LEDGER_URL")),

@@ -13,10 +13,10 @@
 //!     SKILL.md
 //! ```
 
+use helix_edge_skill_md::{Front, parse};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
-use helix_edge_skill_md::{Front, parse};
 
 /// A skill as its directory gives it.
 #[derive(Debug)]

@@ -155,7 +155,6 @@ pub fn parse(text: &str) -> Result<SkillMd, String> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -245,5 +244,4 @@ mod tests {
             assert!(err.contains(expected), "{md:?}: {err}");
         }
     }
-
 }

@@ -39,6 +39,8 @@
 //!   (feature `remote-subagents`): other deployments' agents over `fetch`. `list`: the
 //!   session list from D1. [`request`] (`outgoing`, on every target): an outgoing request for tools that call HTTP
 //!   APIs, without `worker::RequestInit`'s bundle cost.
+//! - [`objects`] (feature `skill-store`): R2 buckets and KV namespaces as stores of
+//!   skills.
 //! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -78,6 +80,8 @@ mod llm;
 pub mod migrations;
 #[cfg(target_arch = "wasm32")]
 mod object;
+#[cfg(all(target_arch = "wasm32", feature = "skill-store"))]
+pub mod objects;
 mod outgoing;
 #[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]
 mod remote;

@@ -6,7 +6,9 @@
 //!   do — reach its object, make one D1 write, answer;
 //! - `POST /__test/replica/{id}`: replicates the session to D1 and compares every row of
 //!   the object's storage with D1's (the replication invariant), with the lags seen;
-//! - `POST /__test/forget/{id}`: deletes the object's storage, as a lost namespace would.
+//! - `POST /__test/forget/{id}`: deletes the object's storage, as a lost namespace would;
+//! - `PUT` / `DELETE /__test/objects/{key}`: writes or deletes an object of the `FILES`
+//!   R2 bucket (the reference worker's: skills kept in a store are edited with it).
 
 use crate::api::ApiError;
 use crate::app::App;
@@ -39,6 +41,9 @@ pub async fn route(req: &RawRequest, path: &str, env: &Env, app: &App) -> Option
     if let Err(e) = crate::auth::authorize(&config, token.as_deref(), None, now) {
         return Some(Err(e.into()));
     }
+    if let Some(key) = rest.strip_prefix("objects/") {
+        return Some(object(req, env, &method, key).await);
+    }
     let target = match (method.as_str(), rest.split_once('/')) {
         ("POST", None) if rest == "conformance" => {
             Some((format!("conformance-{}", random_hex(6)), CONFORMANCE_PATH))
@@ -56,4 +61,21 @@ pub async fn route(req: &RawRequest, path: &str, env: &Env, app: &App) -> Option
     };
     let request = ObjectRequest::post(object_path, Vec::new());
     Some(call_object(env, app.sessions(), &id, request).await)
+}
+
+/// Writes (`PUT`, the body) or deletes (`DELETE`) `key` of the `FILES` bucket.
+async fn object(req: &RawRequest, env: &Env, method: &str, key: &str) -> Answer {
+    let failed = |e: worker::Error| crate::http::internal("FILES bucket", e);
+    let bucket = env.bucket("FILES").map_err(failed)?;
+    match method {
+        "PUT" => {
+            let body = crate::http::read_body(req).await?;
+            bucket.put(key, body).execute().await.map_err(failed)?;
+        }
+        "DELETE" => bucket.delete(key).await.map_err(failed)?,
+        _ => return Err(ApiError::route_not_found(key)),
+    }
+    Response::empty()
+        .map(|r| r.with_status(204))
+        .map_err(failed)
 }

@@ -8,10 +8,13 @@
 //! one step. `team` ([`team`],
 //! feature `persistent-children`) leads researcher helpers that are persistent children.
 //! `dispatcher` ([`dispatcher`], feature `remote-subagents`) hands tasks to the
-//! `assistant` of another deployment.
+//! `assistant` of another deployment. `librarian` ([`librarian`], feature `skill-store`)
+//! writes with skills kept in a store, read as each run starts.
 
 #[cfg(feature = "remote-subagents")]
 mod dispatcher;
+#[cfg(feature = "skill-store")]
+mod librarian;
 #[cfg(feature = "orders")]
 mod orders;
 #[cfg(feature = "persistent-children")]
@@ -24,6 +27,8 @@ pub use orders::{
 
 #[cfg(feature = "remote-subagents")]
 pub use dispatcher::{REMOTE_TASK_TIMEOUT, RemoteTask, dispatcher};
+#[cfg(feature = "skill-store")]
+pub use librarian::{Note, Publish, librarian};
 #[cfg(feature = "persistent-children")]
 pub use team::team;
 

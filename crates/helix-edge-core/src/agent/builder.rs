@@ -56,6 +56,7 @@ impl AgentBuilder {
                 persistent: Vec::new(),
                 wake_on_children: false,
                 guard: None,
+                run_prompt: None,
             },
             extensions: Vec::new(),
         }

@@ -34,6 +34,7 @@ use crate::message::{Message, ToolCall};
 use crate::model::{ModelSettings, ToolSpec};
 use crate::state::PatchOp;
 use crate::tool::{OutputPath, Tool};
+use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use std::rc::Rc;
 use std::time::Duration;
@@ -124,7 +125,24 @@ pub struct Agent {
         reason = "read by the guard a build registers (feature `skills`)"
     )]
     pub(crate) guard: Option<CallGuard>,
+    /// What a run adds to its system prompt, read as it starts (a capability's: a skill
+    /// provider's catalog).
+    #[allow(
+        dead_code,
+        reason = "read by the run prompt a build registers (feature `skills`)"
+    )]
+    pub(crate) run_prompt: Option<RunPrompt>,
 }
+
+/// Given a run's id, what the run adds to its system prompt and the problems to log.
+pub(crate) type RunPrompt = Rc<dyn Fn(&str) -> LocalBoxFuture<'static, (String, Vec<String>)>>;
+
+/// What runs add to their system prompts as they start, one line per capability: with
+/// the feature `skills`, a skill provider's catalog (the agent's [`RunPrompt`]).
+pub(crate) const RUN_PROMPTS: &[fn(&Agent) -> Option<&RunPrompt>] = &[
+    #[cfg(feature = "skills")]
+    |agent| agent.run_prompt.as_ref(),
+];
 
 /// Refuses a call, given the run's transcript so far, with the error the model sees.
 pub(crate) type CallGuard = Rc<dyn Fn(&[Message], &ToolCall) -> Option<crate::error::ToolError>>;

@@ -8,7 +8,8 @@
 //! - [`machine`]: **the step machine** — what a drive does next, a pure function of the
 //!   session, the agent's limit and the drive's budget, with every transition listed.
 //!   `drive` carries out what it decides, one transition at a time.
-//! - A model step: `step` (call the model, run the calls, commit), `calls` (normalise
+//! - A model step: `step` (call the model, run the calls, commit; `prompted`: the
+//!   system prompt's part a run read as it started, within the model call), `calls` (normalise
 //!   and classify the model's calls), `plan` (run them in dependency order, over
 //!   `step_calls`;
 //!   `instancing`: a call run once per item, which `instances` does with the feature
@@ -58,6 +59,7 @@ pub mod machine;
 mod ops;
 mod pipeline;
 mod plan;
+mod prompted;
 mod results;
 mod resume;
 mod shown;

@@ -14,10 +14,11 @@ use super::calls::{Plan, normalize_calls, plan};
 use super::conclude::{Stepped, conclude_step};
 use super::emit::Emitter;
 use super::finish::{Finishing, finish_waits};
+use super::prompted::Prompted;
 use super::results::{end_without_running, result_hooks};
 use super::step_calls::{Ran, StepCalls};
 use super::{Live, RunError, Runner};
-use crate::agent::Agent;
+use crate::agent::{Agent, RUN_PROMPTS};
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
@@ -28,6 +29,7 @@ use crate::store::Store;
 use futures::future::try_join;
 use serde_json::{Value, json};
 use std::cell::RefCell;
+use std::rc::Rc;
 
 impl<S: Store> Runner<S> {
     pub(crate) async fn model_step(&self, live: &mut Live, agent: &Agent) -> Result<(), RunError> {
@@ -40,6 +42,19 @@ impl<S: Store> Runner<S> {
                 return self.fail_run(live, ErrorInfo::of(&e)).await;
             }
         };
+        // What the run read as it started goes into the system prompt within the call.
+        let model = RUN_PROMPTS
+            .iter()
+            .filter_map(|read| read(agent))
+            .fold(model, |inner, read| {
+                Rc::new(Prompted {
+                    inner,
+                    read: read.clone(),
+                    session: live.head.id.clone(),
+                    run: live.head.run.run_id.clone(),
+                    host: self.host.clone(),
+                }) as Rc<dyn crate::model::Model>
+            });
         // Notices of children's ends: in this step's prompt, and committed with it
         // before its assistant message.
         let notices = self.wait_notices(live, agent).await?;

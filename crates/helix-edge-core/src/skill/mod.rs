@@ -21,9 +21,16 @@
 
 mod builder;
 mod front;
+mod provider;
+mod run;
+#[cfg(feature = "skill-store")]
+mod stored;
 mod tools;
 
 pub use front::{Frontmatter, MAX_COMPATIBILITY};
+pub use provider::{Catalog, FileBytes, Loaded, SkillProvider};
+#[cfg(feature = "skill-store")]
+pub use stored::{SkillStore, StoredSkills};
 
 #[doc(hidden)]
 pub use helix_edge_macros::__skills_dir;

@@ -1,7 +1,8 @@
 //! What skills add to an agent: the catalog (and preloaded skills) in its system prompt,
-//! and the `load_skill` and `read_skill_file` tools over its skills.
+//! and the `load_skill` and `read_skill_file` tools over its skill provider.
 
-use super::{LOAD_SKILL, READ_SKILL_FILE, Skill};
+use super::provider::{FileBytes, SkillProvider};
+use super::{LOAD_SKILL, READ_SKILL_FILE, Skill, SkillError};
 use crate::error::ToolError;
 use crate::tool::Tool;
 use schemars::JsonSchema;
@@ -65,24 +66,19 @@ pub(crate) fn catalog(skills: &[Skill], preloaded: &[String]) -> String {
     text
 }
 
-/// The `load_skill` and `read_skill_file` tools over `skills` (their `name` arguments
-/// list the skills' names).
-pub(crate) fn skill_tools(skills: Rc<[Skill]>) -> [Tool; 2] {
-    let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
-    let names = json!(names);
-    let all = skills.clone();
+/// The `load_skill` and `read_skill_file` tools over `provider` (with skills fixed at
+/// build time, their `name` arguments list the skills' names).
+pub(crate) fn skill_tools(provider: Rc<dyn SkillProvider>) -> [Tool; 2] {
+    let names = provider
+        .fixed()
+        .map(|skills| json!(skills.iter().map(|s| s.name.as_str()).collect::<Vec<_>>()));
+    let loads = provider.clone();
     let load: Tool = Tool::new(
         LOAD_SKILL,
         "Load a skill: its instructions and the list of its files.",
         move |input: LoadSkill, _| {
-            let found = find(&all, &input.name, LOAD_SKILL).map(|skill| {
-                let files: Vec<&str> = skill.files.iter().map(|f| f.path.as_str()).collect();
-                let mut loaded =
-                    json!({ "name": skill.name, "instructions": skill.instructions, "files": files });
-                skill.front.shown(&mut loaded);
-                loaded
-            });
-            async move { found }
+            let provider = loads.clone();
+            async move { load(&*provider, &input.name).await }
         },
     )
     .into();
@@ -90,50 +86,90 @@ pub(crate) fn skill_tools(skills: Rc<[Skill]>) -> [Tool; 2] {
         READ_SKILL_FILE,
         "Read a file of a skill, whole or a range of its lines (counted from 1).",
         move |input: ReadSkillFile, _| {
-            let read = read_file(&skills, &input);
-            async move { read }
+            let provider = provider.clone();
+            async move { read_file(&*provider, &input).await }
         },
     )
     .into();
     [load, read].map(|mut tool| {
-        tool.input_schema["properties"]["name"]["enum"] = names.clone();
+        if let Some(names) = &names {
+            tool.input_schema["properties"]["name"]["enum"] = names.clone();
+        }
         tool
     })
 }
 
-fn find<'a>(skills: &'a [Skill], name: &str, tool: &str) -> Result<&'a Skill, ToolError> {
-    skills.iter().find(|s| s.name == name).ok_or_else(|| {
-        let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
-        ToolError::InputInvalid {
-            tool: tool.into(),
-            reason: format!("there is no skill '{name}' (skills: {})", names.join(", ")),
-        }
-    })
+async fn load(provider: &dyn SkillProvider, name: &str) -> Result<Value, ToolError> {
+    let Some(loaded) = provider.load(name).await.map_err(failed)? else {
+        return Err(no_skill(provider, name, LOAD_SKILL));
+    };
+    let skill = &loaded.skill;
+    let mut result =
+        json!({ "name": skill.name, "instructions": skill.instructions, "files": loaded.files });
+    skill.front.shown(&mut result);
+    Ok(result)
 }
 
-fn read_file(skills: &[Skill], input: &ReadSkillFile) -> Result<Value, ToolError> {
+/// A provider's failure, as the model sees it.
+fn failed(e: SkillError) -> ToolError {
+    ToolError::Failed {
+        message: e.to_string(),
+        source: None,
+    }
+}
+
+fn no_skill(provider: &dyn SkillProvider, name: &str, tool: &str) -> ToolError {
+    let known = match provider.fixed() {
+        Some(skills) => {
+            let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+            format!("skills: {}", names.join(", "))
+        }
+        None => "the skills are those the system prompt lists".into(),
+    };
+    ToolError::InputInvalid {
+        tool: tool.into(),
+        reason: format!("there is no skill '{name}' ({known})"),
+    }
+}
+
+async fn read_file(
+    provider: &dyn SkillProvider,
+    input: &ReadSkillFile,
+) -> Result<Value, ToolError> {
     let invalid = |reason: String| ToolError::InputInvalid {
         tool: READ_SKILL_FILE.into(),
         reason,
     };
-    let skill = find(skills, &input.name, READ_SKILL_FILE)?;
-    let file = skill
-        .files
-        .iter()
-        .find(|f| f.path == input.path)
-        .ok_or_else(|| {
-            let paths: Vec<&str> = skill.files.iter().map(|f| f.path.as_str()).collect();
-            invalid(format!(
-                "skill '{}' has no file '{}' (files: {})",
-                skill.name,
-                input.path,
-                paths.join(", ")
-            ))
-        })?;
-    if input.offset.is_some() || input.length.is_some() {
-        return read_bytes(skill, file, input).map_err(invalid);
+    let bytes = input.offset.is_some() || input.length.is_some();
+    if bytes && (input.start_line.is_some() || input.end_line.is_some()) {
+        return Err(invalid(
+            "read lines or bytes, not both: give startLine/endLine or offset/length".into(),
+        ));
     }
-    let lines: Vec<&str> = file.content.lines().collect();
+    // A byte range is read with up to 3 bytes either side, to keep whole characters.
+    let range = bytes.then(|| {
+        let offset = input.offset.unwrap_or(0) as u64;
+        let end = input
+            .length
+            .map_or(u64::MAX, |n| offset.saturating_add(n as u64 + 3));
+        offset.saturating_sub(3)..end
+    });
+    let (name, path) = (&input.name, &input.path);
+    let Some(file) = provider.read(name, path, range).await.map_err(failed)? else {
+        let Some(loaded) = provider.load(name).await.map_err(failed)? else {
+            return Err(no_skill(provider, name, READ_SKILL_FILE));
+        };
+        return Err(invalid(format!(
+            "skill '{name}' has no file '{path}' (files: {})",
+            loaded.files.join(", ")
+        )));
+    };
+    if bytes {
+        return read_bytes(input, &file).map_err(invalid);
+    }
+    let text = std::str::from_utf8(&file.bytes)
+        .map_err(|_| invalid(format!("'{path}' is not UTF-8 text")))?;
+    let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
     let start = input.start_line.unwrap_or(1);
     let end = input.end_line.unwrap_or(total).min(total);
@@ -142,8 +178,7 @@ fn read_file(skills: &[Skill], input: &ReadSkillFile) -> Result<Value, ToolError
     }
     if start > total.max(1) {
         return Err(invalid(format!(
-            "startLine {start} is past the end ('{}' has {total} lines)",
-            file.path
+            "startLine {start} is past the end ('{path}' has {total} lines)"
         )));
     }
     if input.end_line.is_some_and(|e| e < start) {
@@ -151,8 +186,8 @@ fn read_file(skills: &[Skill], input: &ReadSkillFile) -> Result<Value, ToolError
     }
     let content = lines.get(start - 1..end).unwrap_or_default().join("\n");
     Ok(json!({
-        "name": skill.name,
-        "path": file.path,
+        "name": name,
+        "path": path,
         "startLine": start,
         "endLine": end,
         "totalLines": total,
@@ -160,55 +195,58 @@ fn read_file(skills: &[Skill], input: &ReadSkillFile) -> Result<Value, ToolError
     }))
 }
 
-/// A byte range of `file` (`offset`, at most `length` bytes), moved back to the
-/// characters' boundaries so the text stays whole.
-fn read_bytes(
-    skill: &Skill,
-    file: &super::SkillFile,
-    input: &ReadSkillFile,
-) -> Result<Value, String> {
-    if input.start_line.is_some() || input.end_line.is_some() {
-        return Err(
-            "read lines or bytes, not both: give startLine/endLine or offset/length".into(),
-        );
-    }
-    let text = &file.content;
-    let total = text.len();
-    let offset = input.offset.unwrap_or(0);
+/// The asked byte range (`offset`, at most `length` bytes) of a file, from `window` (the
+/// bytes read around it), moved back to the characters' boundaries so the text stays
+/// whole.
+fn read_bytes(input: &ReadSkillFile, window: &FileBytes) -> Result<Value, String> {
+    let total = window.total;
+    let offset = input.offset.unwrap_or(0) as u64;
     if offset > total || (offset == total && total > 0) {
         return Err(format!(
             "offset {offset} is past the end ('{}' has {total} bytes)",
-            file.path
+            input.path
         ));
     }
     if input.length == Some(0) {
         return Err("length must be at least 1".into());
     }
-    let boundary = |mut at: usize| {
-        while !text.is_char_boundary(at) {
-            at -= 1;
-        }
-        at
+    let from = window.offset;
+    let boundary = |at: u64| {
+        at == total
+            || at
+                .checked_sub(from)
+                .and_then(|i| window.bytes.get(i as usize))
+                .is_some_and(|b| b & 0xC0 != 0x80)
     };
-    let start = boundary(offset);
-    let mut end = boundary(
-        input
-            .length
-            .map_or(total, |n| start.saturating_add(n).min(total)),
-    );
-    // At least the character at the offset, however short the length.
-    while end <= start && end < total {
-        end += 1;
-        end = (end..=total)
-            .find(|&at| text.is_char_boundary(at))
-            .unwrap_or(total);
+    let mut start = offset;
+    while start > from && !boundary(start) {
+        start -= 1;
     }
+    let mut end = input
+        .length
+        .map_or(total, |n| start.saturating_add(n as u64).min(total));
+    while end > start && !boundary(end) {
+        end -= 1;
+    }
+    // At least the character at the offset, however short the length.
+    if end <= start && start < total {
+        end = start + 1;
+        while end < total && !boundary(end) {
+            end += 1;
+        }
+    }
+    let slice = window
+        .bytes
+        .get((start - from) as usize..(end - from) as usize)
+        .unwrap_or_default();
+    let content =
+        std::str::from_utf8(slice).map_err(|_| format!("'{}' is not UTF-8 text", input.path))?;
     Ok(json!({
-        "name": skill.name,
-        "path": file.path,
+        "name": input.name,
+        "path": input.path,
         "offset": start,
         "length": end - start,
         "totalBytes": total,
-        "content": &text[start..end],
+        "content": content,
     }))
 }

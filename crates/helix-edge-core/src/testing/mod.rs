@@ -22,8 +22,12 @@
 #![allow(clippy::panic)]
 
 mod exec;
+#[cfg(feature = "skill-store")]
+mod objects;
 
 pub use exec::{block, run_until_stalled, yield_now};
+#[cfg(feature = "skill-store")]
+pub use objects::MemoryObjects;
 
 use crate::agent::Agents;
 use crate::chunk::{ChunkBody, StreamEvent};
