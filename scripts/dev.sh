@@ -19,5 +19,13 @@ fi
 
 WRANGLER_COMMAND=dev bash scripts/build.sh
 wrangler d1 migrations apply DB --local --persist-to "$state"
+# The dev agent `librarian` reads its skills from the local R2 bucket: put the example
+# skills there (a skill edited in the bucket is seen by the next run).
+skills=crates/reference-agents/skills
+find "$skills" -type f | sort | while read -r file; do
+  wrangler r2 object put "helix-edge-files/skills/${file#"$skills"/}" --local \
+    --persist-to "$state" --file "$file" > /dev/null
+done
+echo "[dev] skills in the local R2 bucket: $(ls "$skills" | tr '\n' ' ')"
 echo "[dev] console: http://127.0.0.1:$port/  (API: http://127.0.0.1:$port/v1/agents)"
 exec wrangler dev --ip 127.0.0.1 --port "$port" --persist-to "$state" "$@"

@@ -12,12 +12,19 @@
 //! skill, with its `SKILL.md` (YAML frontmatter with `name` and `description`, then the
 //! instructions) and any other files.
 //!
+//! Where skills come from is a [`SkillProvider`]: the skills of the worker's build (a
+//! `Vec<Skill>`: their catalog is part of the system prompt from the start) or, with the
+//! feature `skill-store`, `StoredSkills` over an R2 bucket or a KV namespace (listed
+//! as each run starts, loaded and read when the model asks: `provider`, `stored`,
+//! `run`), given with [`AgentBuilder::skill_provider`].
+//!
 //! A loaded skill lives in the transcript (the `load_skill` result), so it survives
 //! suspension, eviction and restarts like every message; [`loaded`] reads back which
 //! skills a session has loaded.
 //!
 //! [`AgentBuilder::skills`]: crate::agent::AgentBuilder::skills
 //! [`AgentBuilder::preload_skills`]: crate::agent::AgentBuilder::preload_skills
+//! [`AgentBuilder::skill_provider`]: crate::agent::AgentBuilder::skill_provider
 
 mod builder;
 mod front;
