@@ -260,3 +260,28 @@ test('an instanced check over three orders waits on the second, survives a SIGKI
   assert.equal(sent.length, 2);
   assert.deepEqual(JSON.parse(sent[1].content).result.map((c) => c.orderId), ['1001', '1002', '1001']);
 });
+
+test('a saved plan re-runs by name with a new input, waits at its approval and finishes once each', async () => {
+  const id = newId('saved');
+  llm.push({ calls: [{ name: 'run_plan', args: { name: 'process-order', inputs: { orderId: '1002' } } }] });
+  llm.push({ text: 'Order 1002 is archived.' });
+  await create(id, 'process order 1002 with the saved plan');
+  const waiting = await waitFor(worker, id, (s) => s.pendingToolCalls.length === 1);
+  const [check] = waiting.pendingToolCalls;
+  assert.equal(check.toolName, 'check_order');
+  assert.match(check.toolCallId, /_check$/, 'a call of the plan, named by its step');
+  assert.deepEqual(check.arguments, { orderId: '1002', total: 250 }, 'the input put in, the state read');
+
+  assert.equal((await answer(id, check.toolCallId, true)).status, 202);
+  const done = await waitFor(worker, id, (s) => s.status !== 'active', 30_000);
+  assert.equal(done.status, 'completed');
+  assert.deepEqual(done.state.archive, [{ orderId: '1002', total: 250 }]);
+
+  const sse = await stream(id);
+  const events = await sse.until((e) => e.type === 'end');
+  const ran = events.filter((e) => e.type === 'tool_end').map((e) => [e.json.toolName, e.json.success]);
+  assert.deepEqual(ran, [['run_plan', true], ['fetch_order', true], ['check_order', true], ['store_order', true]], 'each once');
+  const [planned] = llm.requests.at(-1).body.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content));
+  const base = check.toolCallId.replace(/_check$/, '');
+  assert.deepEqual(planned, { plan: 'process-order', calls: [`${base}_fetch`, `${base}_check`, `${base}_store`] });
+});

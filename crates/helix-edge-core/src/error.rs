@@ -440,6 +440,14 @@ pub enum DefinitionError {
         /// What is wrong.
         reason: String,
     },
+    /// A saved plan that breaks the rules (see `SavedPlan`).
+    #[error("Agent '{agent}': {reason}")]
+    InvalidPlan {
+        /// The agent.
+        agent: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A sub-agent tool in a worker built without helix-edge's `subagents` feature.
     #[error(
         "Sub-agent tool '{0}' needs helix-edge's `subagents` feature, which this worker was built without"

@@ -4,13 +4,15 @@
 //! person's approval for orders over 100, which suspends the plan between its calls.
 //! The demo model answers `process order 1001` (runs through) and `process order 1002`
 //! (waits for the approval) with that plan. `validate_plan` lets the model check a plan
-//! before it lays it out.
+//! before it lays it out; `run_plan` re-runs the same plan saved as `process-order`,
+//! with a new order id.
 
-use helix_edge::agent::Agent;
+use helix_edge::agent::{Agent, SavedPlan};
 use helix_edge::error::{DefinitionError, ToolError};
 use helix_edge::tool::Tool;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 /// The orders the demo knows: id, customer, total.
 const CATALOG: &[(&str, &str, f64)] = &[("1001", "Ada", 42.5), ("1002", "Grace", 250.0)];
@@ -166,5 +168,26 @@ pub fn orders() -> Result<Agent, DefinitionError> {
             .output_paths(["/archive/-"]),
         )
         .plan_validation()
+        .saved_plan(
+            SavedPlan::new("process-order", "Fetch, check and archive one order.")
+                .input("orderId", "The order's id.")
+                .call("fetch", "fetch_order", json!({ "id": "†input.orderId", "_outputPath": "/order" }))
+                .call(
+                    "check",
+                    "check_order",
+                    json!({ "orderId": "†state.order.id", "total": "$state.order.total", "_outputPath": "/check" }),
+                )
+                .call(
+                    "store",
+                    "store_order",
+                    json!({
+                        "orderId": "$state.order.id",
+                        "total": "$state.order.total",
+                        "checkedId": "†state.check.orderId",
+                        "passed": "†state.check.ok",
+                        "_outputPath": "/archive/-",
+                    }),
+                ),
+        )
         .build()
 }

@@ -57,6 +57,7 @@ impl AgentBuilder {
                 wake_on_children: false,
                 guard: None,
                 run_prompt: None,
+                expand: None,
             },
             extensions: Vec::new(),
         }

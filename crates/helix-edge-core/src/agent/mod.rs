@@ -47,6 +47,8 @@ mod persistent;
 #[cfg(feature = "plans")]
 mod plan_tool;
 mod registry;
+#[cfg(feature = "plans")]
+mod saved_plans;
 mod subagent;
 
 pub use builder::AgentBuilder;
@@ -55,6 +57,8 @@ pub(crate) use builder::Extension;
 pub(crate) use output::OutputSpec;
 pub use persistent::{ChildMode, PersistentChild, persistent_child_id};
 pub use registry::Agents;
+#[cfg(feature = "plans")]
+pub use saved_plans::{MAX_SAVED_CALLS, RUN_PLAN, SavedPlan};
 pub use subagent::{AgentTool, SubAgentTool};
 
 /// Name of the tool injected when an agent has an output schema.
@@ -132,7 +136,24 @@ pub struct Agent {
         reason = "read by the run prompt a build registers (feature `skills`)"
     )]
     pub(crate) run_prompt: Option<RunPrompt>,
+    /// What a model's call adds to its step (a capability's: a saved plan's calls).
+    #[allow(
+        dead_code,
+        reason = "read by the expansion a build registers (feature `plans`)"
+    )]
+    pub(crate) expand: Option<CallExpansion>,
 }
+
+/// The calls a call adds to its step: `None` when it adds none, an error when it would
+/// but cannot (its own result says why).
+pub(crate) type CallExpansion = Rc<dyn Fn(&ToolCall) -> Option<Result<Vec<ToolCall>, String>>>;
+
+/// What calls add to their steps, one line per capability: with the feature `plans`, a
+/// saved plan's calls (the agent's [`CallExpansion`]).
+pub(crate) const CALL_EXPANSIONS: &[fn(&Agent) -> Option<&CallExpansion>] = &[
+    #[cfg(feature = "plans")]
+    |agent| agent.expand.as_ref(),
+];
 
 /// Given a run's id, what the run adds to its system prompt and the problems to log.
 pub(crate) type RunPrompt = Rc<dyn Fn(&str) -> LocalBoxFuture<'static, (String, Vec<String>)>>;

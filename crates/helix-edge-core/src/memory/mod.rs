@@ -29,6 +29,10 @@ pub use graph::{Access, Graph, Problem};
 pub use state::StateMemory;
 
 use crate::error::ToolError;
+
+/// The tool that re-runs a saved plan (`crate::agent::SavedPlan`): it takes no
+/// meta-arguments, since its plan's calls join the step before any call runs.
+pub const RUN_PLAN: &str = "run_plan";
 use crate::tool::Tool;
 use serde_json::Value;
 

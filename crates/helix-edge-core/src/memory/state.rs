@@ -26,6 +26,12 @@ fn take_meta(arguments: &mut Value, schema: Option<&Value>, tool: &Tool) -> Resu
     let scope = scope::take(arguments, schema)?;
     let when = Conditions::take(arguments)?;
     let each = Items::take(arguments)?;
+    if tool.name() == super::RUN_PLAN && (scope.is_some() || when.is_some() || each.is_some()) {
+        return Err(format!(
+            "{} takes no _scope, _when or _forEach (its plan's calls may have them)",
+            super::RUN_PLAN
+        ));
+    }
     if let (Some(scope), OutputPath::Choose(_), Some(Value::String(path))) =
         (&scope, tool.output_path(), arguments.get_mut(OUTPUT_PATH))
     {
@@ -80,7 +86,7 @@ impl Memory for StateMemory {
     fn input_schema(&self, schema: Option<&Value>, tool: &Tool, plans: bool) -> Value {
         let offered = offered_paths(schema, tool);
         let mut input = tool.output_path().offer(tool.input_schema(), &offered);
-        if plans {
+        if plans && tool.name() != super::RUN_PLAN {
             super::offer::plan_meta(&mut input, tool.takes_state_refs() && tool.strict);
         }
         input

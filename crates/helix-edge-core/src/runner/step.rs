@@ -18,7 +18,7 @@ use super::prompted::Prompted;
 use super::results::{end_without_running, result_hooks};
 use super::step_calls::{Ran, StepCalls};
 use super::{Live, RunError, Runner};
-use crate::agent::{Agent, RUN_PROMPTS};
+use crate::agent::{Agent, CALL_EXPANSIONS, RUN_PROMPTS};
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
@@ -77,6 +77,19 @@ impl<S: Store> Runner<S> {
             self.log(live, Level::Warn, "model_stopped_in_error", &fields);
         }
         let mut calls = normalize_calls(tool_calls, &live.transcript, step, &emitter);
+        // A call may add calls to its step (a saved plan's).
+        if let Some(expand) = CALL_EXPANSIONS.iter().find_map(|e| e(agent)) {
+            calls = calls
+                .into_iter()
+                .flat_map(|call| {
+                    let added = match expand(&call) {
+                        Some(Ok(added)) => added,
+                        _ => Vec::new(), // its own result says why
+                    };
+                    std::iter::once(call).chain(added)
+                })
+                .collect();
+        }
         self.complete_calls(live, agent, &mut calls).await?;
         // Usage and the stop reason are recorded per step, on the step's message.
         let metadata =

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::agent::{Agent, Agents, SavedPlan};
 use helix_edge_core::error::{DefinitionError, ToolError};
 use helix_edge_core::host::rfc3339;
 use helix_edge_core::testing::yield_now;
@@ -388,6 +388,21 @@ pub fn planner(exec: &Executions) -> Agent {
             .no_state_refs(),
         )
         .plan_validation()
+        .saved_plan(
+            SavedPlan::new("store-order", "Fetch, check and store one order.")
+                .input("orderId", "The order's id.")
+                .call("fetch", "fetch_order", json!({ "id": "†input.orderId", "_outputPath": "/order" }))
+                .call(
+                    "check",
+                    "check_order",
+                    json!({ "order_id": "$state.order.id", "total": "†state.order.total", "_outputPath": "/check" }),
+                )
+                .call(
+                    "store",
+                    "store_order",
+                    json!({ "order": "$state.order", "check": "$state.check", "_outputPath": "/stored/-" }),
+                ),
+        )
         .build()
         .unwrap()
 }
