@@ -8,8 +8,9 @@
 //!   and their typed tools are the `reference-agents` crate (`crates/reference-agents`),
 //!   tested natively: this crate is a cdylib only, as a user's worker is.
 //! - `test_agents` (feature `test-routes`, wasm only): the `ledger` agent the
-//!   end-to-end suite's fault injection counts executions with, and `typed` and
-//!   `lister` for typed state, tool output schemas and typed output.
+//!   end-to-end suite's fault injection counts executions with, `typed` and `lister`
+//!   for typed state, tool output schemas and typed output, and the agents of
+//!   thinking, tool attachments and attachments kept in R2.
 //! - The worker itself (wasm only): the agents this deployment hosts, given its
 //!   environment, and the entry and `SessionObject` class from `helix_edge::worker!`.
 
@@ -52,7 +53,10 @@ mod hosted {
             agents.with(reference_agents::librarian(skills)?)
         },
         #[cfg(feature = "test-routes")]
-        |agents, env| crate::test_agents::add(agents, var(env, "LEDGER_URL")),
+        |agents, env| {
+            let files = env.bucket("FILES").ok().map(helix_edge::objects::R2);
+            crate::test_agents::add(agents, var(env, "LEDGER_URL"), files)
+        },
     ];
 
     /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline) and the

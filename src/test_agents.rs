@@ -213,14 +213,46 @@ pub fn painter() -> Result<Agent, DefinitionError> {
         .build()
 }
 
-/// `agents` with the test agents: `typed`, `lister`, `thinker`, `painter`, and `ledger` when the
-/// suite gives it its `LEDGER_URL`.
+/// Input of `render_poster`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Poster {
+    /// How many base64 characters the picture has (a multiple of 4).
+    size: usize,
+}
+
+/// The `illustrator` agent: renders posters too large for the transcript, kept in
+/// `files` (the FILES bucket) by reference.
+pub fn illustrator(files: helix_edge::objects::R2) -> Result<Agent, DefinitionError> {
+    Agent::builder("illustrator")
+        .description("Test agent: renders posters too large to keep inline.")
+        .system_prompt("You render posters and describe them.")
+        .tool(Tool::new(
+            "render_poster",
+            "Render a poster; the picture comes with the result.",
+            |input: Poster, ctx| async move {
+                let picture = "A".repeat(input.size);
+                ctx.attach(Attachment::image("image/png", picture).named("poster.png"))?;
+                Ok::<_, ToolError>(json!({ "rendered": input.size }))
+            },
+        ))
+        .attachment_store(files)
+        .build()
+}
+
+/// `agents` with the test agents: `typed`, `lister`, `thinker`, `painter`, `ledger` when
+/// the suite gives it its `LEDGER_URL`, and `illustrator` when FILES is bound.
 pub fn add(
     agents: helix_edge::agent::Agents,
     ledger_url: Option<String>,
+    files: Option<helix_edge::objects::R2>,
 ) -> Result<helix_edge::agent::Agents, DefinitionError> {
     let agents = match ledger_url {
         Some(url) => agents.with(ledger(url)?)?,
+        None => agents,
+    };
+    let agents = match files {
+        Some(files) => agents.with(illustrator(files)?)?,
         None => agents,
     };
     agents

@@ -353,3 +353,23 @@ test('a tool\'s picture reaches the model after its result, and stays in the tra
   const tool = body.messages.find((m) => m.role === 'tool');
   assert.deepEqual(tool.attachments, [{ type: 'image', mediaType: 'image/png', data: pixel, name: 'chart.png' }]);
 });
+
+test('a poster too large for the transcript is kept in R2 and reaches the model whole', async () => {
+  const id = newId('poster');
+  const size = 1_400_000; // base64 characters: over the 1 MiB a call keeps inline
+  llm.push({ calls: [{ name: 'render_poster', args: { size } }] }, { text: 'A large poster.' });
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'illustrator', sessionId: id, input: 'A poster.' });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  await waitFor(worker, id, (s) => s.status === 'completed', 20_000);
+  const sent = llm.requests.at(-1).body.messages;
+  const at = sent.findIndex((m) => m.role === 'tool');
+  const [, image] = sent[at + 1].content;
+  assert.equal(image.image_url.url.length, 'data:image/png;base64,'.length + size, 'read back from R2, inline');
+  assert.ok(image.image_url.url.startsWith('data:image/png;base64,AAAA'));
+
+  const { body } = await api(worker, 'GET', `/v1/sessions/${id}/messages`);
+  const tool = body.messages.find((m) => m.role === 'tool');
+  assert.deepEqual(tool.attachments, [{
+    type: 'image', mediaType: 'image/png', url: `stored:attachments/${id}/${tool.toolCallId}/0`, name: 'poster.png',
+  }], 'the transcript keeps a reference');
+});

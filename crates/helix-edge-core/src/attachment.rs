@@ -117,6 +117,11 @@ impl Attachment {
 
     /// Checks the attachment; the error says what is wrong, for a 400.
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_up_to(MAX_ATTACHMENT_BYTES)
+    }
+
+    /// [`validate`](Self::validate), with inline data of at most `max` bytes (decoded).
+    pub(crate) fn validate_up_to(&self, max: usize) -> Result<(), String> {
         match self.kind {
             AttachmentKind::Image if !IMAGE_TYPES.contains(&self.media_type.as_str()) => {
                 return Err(format!(
@@ -134,9 +139,9 @@ impl Attachment {
             (Some(data), None) => {
                 let bytes = base64_len(data)
                     .ok_or("data is not valid base64 (standard alphabet, padded)")?;
-                if bytes > MAX_ATTACHMENT_BYTES {
+                if bytes > max {
                     return Err(format!(
-                        "an inline attachment holds at most {MAX_ATTACHMENT_BYTES} bytes, not {bytes}; pass a url instead"
+                        "an inline attachment holds at most {max} bytes, not {bytes}; pass a url instead"
                     ));
                 }
                 Ok(())

@@ -18,7 +18,10 @@
 //!   checked without running them), [`agent`] (agents, their builder
 //!   and the registry), `skill` (feature `skills`: skills an agent loads when a task
 //!   needs them; `skills_dir!` reads a directory of them at build time, from the
-//!   proc-macro crate `helix-edge-macros`).
+//!   proc-macro crate `helix-edge-macros`); `objects` (features `skill-store`,
+//!   `attachment-store`: objects by key in a store outside the session);
+//!   `attachment_store` (feature: large tool attachments kept in one, read back for
+//!   each model call).
 //! - Durability: [`store`] (the persistence contract, an in-memory backend, the D1 row
 //!   plan and the conformance suite), [`journal`] (the stream log, step attempts and
 //!   suspension context contract), [`sqlite`] (both over a session object's SQLite,
@@ -48,6 +51,8 @@ pub mod abort;
 pub mod agent;
 pub mod api;
 pub mod attachment;
+#[cfg(feature = "attachment-store")]
+pub mod attachment_store;
 pub mod auth;
 pub mod chat;
 pub mod chunk;
@@ -60,6 +65,8 @@ pub mod lifecycle;
 pub mod memory;
 pub mod message;
 pub mod model;
+#[cfg(feature = "objects")]
+pub mod objects;
 pub mod provider;
 pub mod provider_options;
 pub mod runner;

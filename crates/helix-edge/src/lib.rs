@@ -39,8 +39,8 @@
 //!   (feature `remote-subagents`): other deployments' agents over `fetch`. `list`: the
 //!   session list from D1. [`request`] (`outgoing`, on every target): an outgoing request for tools that call HTTP
 //!   APIs, without `worker::RequestInit`'s bundle cost.
-//! - [`objects`] (feature `skill-store`): R2 buckets and KV namespaces as stores of
-//!   skills.
+//! - [`objects`] (features `skill-store`, `attachment-store`): R2 buckets and KV
+//!   namespaces as the core's object stores.
 //! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -52,6 +52,8 @@
 // The pure core, module by module (each is documented in `helix-edge-core`).
 #[cfg(feature = "demo")]
 pub use helix_edge_core::demo;
+#[cfg(all(not(target_arch = "wasm32"), feature = "objects"))]
+pub use helix_edge_core::objects;
 #[cfg(feature = "testing")]
 pub use helix_edge_core::testing;
 pub use helix_edge_core::{
@@ -80,7 +82,7 @@ mod llm;
 pub mod migrations;
 #[cfg(target_arch = "wasm32")]
 mod object;
-#[cfg(all(target_arch = "wasm32", feature = "skill-store"))]
+#[cfg(all(target_arch = "wasm32", feature = "objects"))]
 pub mod objects;
 mod outgoing;
 #[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]

@@ -1,14 +1,14 @@
-//! Object stores of the platform as [`SkillStore`]s, for skills kept outside the worker
-//! ([`StoredSkills`](crate::skill::StoredSkills)): an R2 bucket ([`R2`]) or a KV
-//! namespace ([`Kv`]).
+//! The platform's object stores as the core's [`ObjectStore`]: an R2 bucket ([`R2`]) or
+//! a KV namespace ([`Kv`]), for skills kept outside the worker (`StoredSkills`, feature
+//! `skill-store`) and large tool attachments (feature `attachment-store`).
 //!
 //! ```ignore
 //! let files = helix_edge::objects::R2(env.bucket("FILES")?);
 //! Agent::builder("writer").skill_provider(StoredSkills::new(files, "skills/"))
 //! ```
 
-use crate::skill::{FileBytes, SkillStore};
 use futures::future::LocalBoxFuture;
+pub use helix_edge_core::objects::{FileBytes, ObjectStore};
 use std::ops::Range;
 use worker::{Bucket, KvStore, Range as R2Range};
 
@@ -18,7 +18,7 @@ pub struct R2(pub Bucket);
 /// A KV namespace: listed page by page; a range of a value is cut from all of it.
 pub struct Kv(pub KvStore);
 
-impl SkillStore for R2 {
+impl ObjectStore for R2 {
     fn keys<'a>(&'a self, prefix: &'a str) -> LocalBoxFuture<'a, Result<Vec<String>, String>> {
         Box::pin(async move {
             let mut keys = Vec::new();
@@ -83,9 +83,20 @@ impl SkillStore for R2 {
             }))
         })
     }
+
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> LocalBoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.0
+                .put(key, bytes)
+                .execute()
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        })
+    }
 }
 
-impl SkillStore for Kv {
+impl ObjectStore for Kv {
     fn keys<'a>(&'a self, prefix: &'a str) -> LocalBoxFuture<'a, Result<Vec<String>, String>> {
         Box::pin(async move {
             let mut keys = Vec::new();
@@ -113,6 +124,13 @@ impl SkillStore for Kv {
         Box::pin(async move {
             let value = self.0.get(key).bytes().await.map_err(|e| e.to_string())?;
             Ok(value.map(|bytes| FileBytes::of(&bytes, range)))
+        })
+    }
+
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> LocalBoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let put = self.0.put_bytes(key, &bytes).map_err(|e| e.to_string())?;
+            put.execute().await.map_err(|e| e.to_string())
         })
     }
 }

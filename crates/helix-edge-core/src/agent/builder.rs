@@ -58,6 +58,7 @@ impl AgentBuilder {
                 guard: None,
                 run_prompt: None,
                 expand: None,
+                model_layer: None,
             },
             extensions: Vec::new(),
         }

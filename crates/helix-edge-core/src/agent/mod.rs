@@ -142,7 +142,25 @@ pub struct Agent {
         reason = "read by the expansion a build registers (feature `plans`)"
     )]
     pub(crate) expand: Option<CallExpansion>,
+    /// What its model calls go through (a capability's: large attachments read back
+    /// from their store).
+    #[allow(
+        dead_code,
+        reason = "read by the model layer a build registers (feature `attachment-store`)"
+    )]
+    pub(crate) model_layer: Option<ModelLayer>,
 }
+
+/// A model, wrapped by a capability.
+pub(crate) type ModelLayer = Rc<dyn Fn(Rc<dyn crate::model::Model>) -> Rc<dyn crate::model::Model>>;
+
+/// What an agent's model calls go through, one line per capability: with the feature
+/// `attachment-store`, large attachments read back from their store (the agent's
+/// [`ModelLayer`]).
+pub(crate) const MODEL_LAYERS: &[fn(&Agent) -> Option<&ModelLayer>] = &[
+    #[cfg(feature = "attachment-store")]
+    |agent| agent.model_layer.as_ref(),
+];
 
 /// The calls a call adds to its step: `None` when it adds none, an error when it would
 /// but cannot (its own result says why).

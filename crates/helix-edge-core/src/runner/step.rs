@@ -18,7 +18,7 @@ use super::prompted::Prompted;
 use super::results::{end_without_running, result_hooks};
 use super::step_calls::{Ran, StepCalls};
 use super::{Live, RunError, Runner};
-use crate::agent::{Agent, CALL_EXPANSIONS, RUN_PROMPTS};
+use crate::agent::{Agent, CALL_EXPANSIONS, MODEL_LAYERS, RUN_PROMPTS};
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
@@ -42,6 +42,10 @@ impl<S: Store> Runner<S> {
                 return self.fail_run(live, ErrorInfo::of(&e)).await;
             }
         };
+        let model = MODEL_LAYERS
+            .iter()
+            .filter_map(|layer| layer(agent))
+            .fold(model, |inner, layer| layer(inner));
         // What the run read as it started goes into the system prompt within the call.
         let model = RUN_PROMPTS
             .iter()

@@ -34,10 +34,11 @@ mod run;
 mod stored;
 mod tools;
 
+pub use crate::objects::FileBytes;
 pub use front::{Frontmatter, MAX_COMPATIBILITY};
-pub use provider::{Catalog, FileBytes, Loaded, SkillProvider};
+pub use provider::{Catalog, Loaded, SkillProvider};
 #[cfg(feature = "skill-store")]
-pub use stored::{SkillStore, StoredSkills};
+pub use stored::StoredSkills;
 
 #[doc(hidden)]
 pub use helix_edge_macros::__skills_dir;

@@ -6,6 +6,7 @@
 //! whose skills change without a deploy.
 
 use super::{Skill, SkillError};
+use crate::objects::FileBytes;
 use futures::future::{LocalBoxFuture, ready};
 
 /// Where an agent's skills come from (see [`AgentBuilder::skill_provider`]).
@@ -55,17 +56,6 @@ pub struct Loaded {
     pub files: Vec<String>,
 }
 
-/// Bytes of a skill's file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileBytes {
-    /// The bytes read.
-    pub bytes: Vec<u8>,
-    /// Where they start in the file.
-    pub offset: u64,
-    /// The file's size.
-    pub total: u64,
-}
-
 impl SkillProvider for Vec<Skill> {
     fn catalog(&self) -> LocalBoxFuture<'_, Result<Catalog, SkillError>> {
         let mut skills = self.clone();
@@ -103,22 +93,5 @@ impl SkillProvider for Vec<Skill> {
 
     fn fixed(&self) -> Option<&[Skill]> {
         Some(self)
-    }
-}
-
-impl FileBytes {
-    /// `range` of `content` (clipped to it), or all of it.
-    pub fn of(content: &[u8], range: Option<std::ops::Range<u64>>) -> Self {
-        let total = content.len() as u64;
-        let range = range.unwrap_or(0..total);
-        let (start, end) = (range.start.min(total), range.end.min(total));
-        let bytes = content
-            .get(start as usize..end.max(start) as usize)
-            .unwrap_or_default();
-        Self {
-            bytes: bytes.to_vec(),
-            offset: start,
-            total,
-        }
     }
 }

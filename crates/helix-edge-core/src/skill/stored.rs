@@ -1,13 +1,14 @@
 //! Skills kept in a store the worker reads at run time — an R2 bucket or a KV namespace
-//! (the platform's adapters implement [`SkillStore`]) — laid out as a directory of
+//! (the platform's adapters implement [`ObjectStore`]) — laid out as a directory of
 //! skills under a prefix: `{prefix}{skill}/SKILL.md` and the skill's other files beside
 //! it. Edit a skill in the store and the next run sees it: each run lists the skills as
 //! it starts, `load_skill` reads the `SKILL.md` as it is then (its version, a hash of
 //! it, is recorded with the result) and `read_skill_file` reads a file only when asked,
 //! a byte range of it when the model asks for one.
 
-use super::provider::{Catalog, FileBytes, Loaded, SkillProvider};
+use super::provider::{Catalog, Loaded, SkillProvider};
 use super::{Skill, SkillError, check_name};
+use crate::objects::{FileBytes, ObjectStore};
 use futures::future::{LocalBoxFuture, join_all};
 use sha2::{Digest, Sha256};
 use std::ops::Range;
@@ -15,28 +16,14 @@ use std::ops::Range;
 /// The file of a skill that defines it.
 const SKILL_MD: &str = "SKILL.md";
 
-/// Objects by key: what [`StoredSkills`] reads skills from.
-pub trait SkillStore {
-    /// Every key that starts with `prefix` (all pages of the store's listing).
-    fn keys<'a>(&'a self, prefix: &'a str) -> LocalBoxFuture<'a, Result<Vec<String>, String>>;
-
-    /// The object at `key`, whole or the bytes of `range` (clipped to it); `None` when
-    /// there is none.
-    fn get<'a>(
-        &'a self,
-        key: &'a str,
-        range: Option<Range<u64>>,
-    ) -> LocalBoxFuture<'a, Result<Option<FileBytes>, String>>;
-}
-
-/// The skills under a prefix of a [`SkillStore`], read when a run needs them.
+/// The skills under a prefix of a [`ObjectStore`], read when a run needs them.
 #[derive(Debug, Clone)]
 pub struct StoredSkills<S> {
     store: S,
     prefix: String,
 }
 
-impl<S: SkillStore> StoredSkills<S> {
+impl<S: ObjectStore> StoredSkills<S> {
     /// The skills under `prefix` in `store` (`"skills/"`: `skills/pdf-forms/SKILL.md`
     /// is skill `pdf-forms`); `""` for the whole store. A prefix that does not end with
     /// `/` gets one.
@@ -70,7 +57,7 @@ impl<S: SkillStore> StoredSkills<S> {
     }
 }
 
-impl<S: SkillStore> SkillProvider for StoredSkills<S> {
+impl<S: ObjectStore> SkillProvider for StoredSkills<S> {
     fn catalog(&self) -> LocalBoxFuture<'_, Result<Catalog, SkillError>> {
         Box::pin(async move {
             let keys = self

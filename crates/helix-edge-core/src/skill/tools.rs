@@ -1,9 +1,10 @@
 //! What skills add to an agent: the catalog (and preloaded skills) in its system prompt,
 //! and the `load_skill` and `read_skill_file` tools over its skill provider.
 
-use super::provider::{FileBytes, SkillProvider};
+use super::provider::SkillProvider;
 use super::{LOAD_SKILL, READ_SKILL_FILE, Skill, SkillError};
 use crate::error::ToolError;
+use crate::objects::FileBytes;
 use crate::tool::Tool;
 use schemars::JsonSchema;
 use serde::Deserialize;

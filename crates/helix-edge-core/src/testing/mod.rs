@@ -22,11 +22,11 @@
 #![allow(clippy::panic)]
 
 mod exec;
-#[cfg(feature = "skill-store")]
+#[cfg(feature = "objects")]
 mod objects;
 
 pub use exec::{block, run_until_stalled, yield_now};
-#[cfg(feature = "skill-store")]
+#[cfg(feature = "objects")]
 pub use objects::MemoryObjects;
 
 use crate::agent::Agents;

@@ -1,9 +1,7 @@
-//! An object store in memory, for skills kept in a store ([`StoredSkills`]) in tests:
-//! what an R2 bucket or a KV namespace is on the platform.
-//!
-//! [`StoredSkills`]: crate::skill::StoredSkills
+//! An object store in memory, for tests of what reads and writes one (skills kept in a
+//! store, large attachments): what an R2 bucket or a KV namespace is on the platform.
 
-use crate::skill::{FileBytes, SkillStore};
+use crate::objects::{FileBytes, ObjectStore};
 use futures::future::{LocalBoxFuture, ready};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -22,13 +20,25 @@ impl MemoryObjects {
             .insert(key.into(), text.as_bytes().to_vec());
     }
 
+    /// The object at `key`, as text.
+    pub fn text(&self, key: &str) -> Option<String> {
+        let map = self.0.borrow();
+        map.get(key)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+    }
+
+    /// Every key.
+    pub fn all_keys(&self) -> Vec<String> {
+        self.0.borrow().keys().cloned().collect()
+    }
+
     /// Deletes `key`.
     pub fn delete(&self, key: &str) {
         self.0.borrow_mut().remove(key);
     }
 }
 
-impl SkillStore for MemoryObjects {
+impl ObjectStore for MemoryObjects {
     fn keys<'a>(&'a self, prefix: &'a str) -> LocalBoxFuture<'a, Result<Vec<String>, String>> {
         let map = self.0.borrow();
         let keys = map.keys().filter(|k| k.starts_with(prefix)).cloned();
@@ -42,5 +52,10 @@ impl SkillStore for MemoryObjects {
     ) -> LocalBoxFuture<'a, Result<Option<FileBytes>, String>> {
         let found = self.0.borrow().get(key).map(|b| FileBytes::of(b, range));
         Box::pin(ready(Ok(found)))
+    }
+
+    fn put<'a>(&'a self, key: &'a str, bytes: Vec<u8>) -> LocalBoxFuture<'a, Result<(), String>> {
+        self.0.borrow_mut().insert(key.into(), bytes);
+        Box::pin(ready(Ok(())))
     }
 }

@@ -37,6 +37,9 @@ struct ContextInner {
     show: ShowFn,
     abort: AbortSignal,
     attachments: RefCell<Vec<Attachment>>,
+    /// The most bytes one inline attachment holds (decoded), and the call's in all
+    /// (base64): raised where large attachments are kept in a store.
+    attachment_limits: std::cell::Cell<(usize, usize)>,
 }
 
 /// The base64 text a call's attachments hold at most, together: with its result (at
@@ -65,6 +68,10 @@ impl ToolContext {
                 show,
                 abort,
                 attachments: RefCell::new(Vec::new()),
+                attachment_limits: std::cell::Cell::new((
+                    crate::attachment::MAX_ATTACHMENT_BYTES,
+                    MAX_TOOL_ATTACHMENT_BYTES,
+                )),
             }),
         }
     }
@@ -186,10 +193,13 @@ impl ToolContext {
     /// document it fetched — inline (`data`, base64) or by `url`. The tool message
     /// keeps it in the transcript and each provider gets it in its own form. Checked
     /// here: a valid attachment, at most [`MAX_ATTACHMENTS`] per call, and at most
-    /// [`MAX_TOOL_ATTACHMENT_BYTES`] of inline data in all (a failed call keeps none).
+    /// [`MAX_TOOL_ATTACHMENT_BYTES`] of inline data in all (a failed call keeps none) —
+    /// or, for an agent that keeps large attachments in a store (feature
+    /// `attachment-store`), that module's larger limits.
     pub fn attach(&self, attachment: Attachment) -> Result<(), ToolError> {
         let refuse = |why: String| Err(ToolError::failed(format!("attachment refused: {why}")));
-        if let Err(why) = attachment.validate() {
+        let (each, all) = self.inner.attachment_limits.get();
+        if let Err(why) = attachment.validate_up_to(each) {
             return refuse(why);
         }
         let mut attachments = self.inner.attachments.borrow_mut();
@@ -200,13 +210,32 @@ impl ToolContext {
         }
         let inline = |a: &Attachment| a.data.as_ref().map_or(0, String::len);
         let total: usize = attachments.iter().map(inline).sum::<usize>() + inline(&attachment);
-        if total > MAX_TOOL_ATTACHMENT_BYTES {
+        if total > all {
             return refuse(format!(
-                "a call's inline attachments hold at most {MAX_TOOL_ATTACHMENT_BYTES} bytes of base64 in all; pass a url instead"
+                "a call's inline attachments hold at most {all} bytes of base64 in all; pass a url instead"
             ));
         }
         attachments.push(attachment);
         Ok(())
+    }
+
+    /// Lets [`attach`](Self::attach) take inline attachments of up to `each` bytes
+    /// (decoded), `all` bytes of base64 in all: where they are kept in a store.
+    #[allow(
+        dead_code,
+        reason = "called where large attachments are kept in a store (feature `attachment-store`)"
+    )]
+    pub(crate) fn raise_attachment_limits(&self, each: usize, all: usize) {
+        self.inner.attachment_limits.set((each, all));
+    }
+
+    /// Gives back attachments taken with [`take_attachments`](Self::take_attachments).
+    #[allow(
+        dead_code,
+        reason = "called where large attachments are kept in a store (feature `attachment-store`)"
+    )]
+    pub(crate) fn restore_attachments(&self, attachments: Vec<Attachment>) {
+        *self.inner.attachments.borrow_mut() = attachments;
     }
 
     /// The files given with the result ([`attach`](Self::attach)).
