@@ -50,12 +50,13 @@ mod hosted {
             };
             let skills =
                 helix_edge::skill::StoredSkills::new(helix_edge::objects::R2(files), "skills/");
-            agents.with(reference_agents::librarian(skills)?)
+            agents.with(reference_agents::librarian("librarian", skills)?)
         },
         #[cfg(feature = "test-routes")]
         |agents, env| {
             let files = env.bucket("FILES").ok().map(helix_edge::objects::R2);
-            crate::test_agents::add(agents, var(env, "LEDGER_URL"), files)
+            let kv = env.kv("KV").ok().map(helix_edge::objects::Kv);
+            crate::test_agents::add(agents, var(env, "LEDGER_URL"), files, kv)
         },
     ];
 

@@ -241,12 +241,22 @@ pub fn illustrator(files: helix_edge::objects::R2) -> Result<Agent, DefinitionEr
 }
 
 /// `agents` with the test agents: `typed`, `lister`, `thinker`, `painter`, `ledger` when
-/// the suite gives it its `LEDGER_URL`, and `illustrator` when FILES is bound.
+/// the suite gives it its `LEDGER_URL`, `illustrator` when FILES is bound and
+/// `librarian-kv` (the reference `librarian`, its skills under `skills/` of the KV
+/// namespace) when KV is.
 pub fn add(
     agents: helix_edge::agent::Agents,
     ledger_url: Option<String>,
     files: Option<helix_edge::objects::R2>,
+    kv: Option<helix_edge::objects::Kv>,
 ) -> Result<helix_edge::agent::Agents, DefinitionError> {
+    let agents = match kv {
+        Some(kv) => {
+            let skills = helix_edge::skill::StoredSkills::new(kv, "skills/");
+            agents.with(reference_agents::librarian("librarian-kv", skills)?)?
+        }
+        None => agents,
+    };
     let agents = match ledger_url {
         Some(url) => agents.with(ledger(url)?)?,
         None => agents,

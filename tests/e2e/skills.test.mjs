@@ -2,7 +2,8 @@
 // FILES): the reference `librarian` lists `skills/` as each run starts, loads a skill
 // when the model asks and reads a file of it by byte range; the skill is edited in the
 // bucket between two runs and the second run sees the new description and loads the
-// new version; a loaded skill's `allowed-tools` refuses other tools.
+// new version; a loaded skill's `allowed-tools` refuses other tools. The same agent
+// over the local KV namespace (`librarian-kv`) lists, loads and reads a skill there.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,8 +17,8 @@ after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup();
 const skillMd = (description, allowed) => `---\nname: release-notes\ndescription: ${description}\n${
   allowed ? `allowed-tools: ${allowed}\n` : ''}---\nGroup the changes; see \`templates/notes.md\`.\n`;
 
-async function put(key, text) {
-  const res = await worker.fetch(`/__test/objects/${key}`, {
+async function put(key, text, store = 'objects') {
+  const res = await worker.fetch(`/__test/${store}/${key}`, {
     method: 'PUT', headers: { authorization: `Bearer ${API_TOKEN}` }, body: text,
   });
   assert.equal(res.status, 204, await res.text());
@@ -71,4 +72,23 @@ test('a skill in the R2 bucket is listed, loaded, read by range, and its edit se
   assert.match(reloaded.version, /^sha256:[0-9a-f]{16}$/);
   assert.notEqual(reloaded.version, loaded.version, 'the transcript records the version each run loaded');
   assert.equal(reloaded.allowedTools, undefined);
+});
+
+test('a skill in the KV namespace is listed, loaded and read by range', async () => {
+  const tag = `kv-${process.pid}`;
+  await put('skills/release-notes/SKILL.md', skillMd(`Write release notes (${tag}).`, 'note'), 'kv');
+  await put('skills/release-notes/templates/notes.md', '## Features\n- é\n', 'kv');
+  const asked = llm.requests.length;
+  llm.push({ calls: [{ name: 'load_skill', args: { name: 'release-notes' } }] });
+  llm.push({ calls: [{ name: 'read_skill_file', args: { name: 'release-notes', path: 'templates/notes.md', offset: 3, length: 8 } }] });
+  llm.push({ text: 'Done.' });
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'librarian-kv', sessionId: tag, input: 'release notes' });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const done = await waitFor(worker, tag, (s) => s.status !== 'active', 30_000);
+  assert.equal(done.status, 'completed', JSON.stringify(done));
+  assert.match(llm.requests[asked].body.messages[0].content, new RegExp(`Write release notes \\(${tag}\\)`));
+  const [loaded] = results(asked + 1);
+  assert.deepEqual([loaded.files, loaded.allowedTools], [['templates/notes.md'], ['note']]);
+  const [, read] = results(asked + 2);
+  assert.deepEqual(read, { name: 'release-notes', path: 'templates/notes.md', offset: 3, length: 8, totalBytes: 17, content: 'Features' });
 });

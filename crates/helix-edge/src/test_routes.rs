@@ -8,7 +8,8 @@
 //!   the object's storage with D1's (the replication invariant), with the lags seen;
 //! - `POST /__test/forget/{id}`: deletes the object's storage, as a lost namespace would;
 //! - `PUT` / `DELETE /__test/objects/{key}`: writes or deletes an object of the `FILES`
-//!   R2 bucket (the reference worker's: skills kept in a store are edited with it).
+//!   R2 bucket (the reference worker's: skills kept in a store are edited with it);
+//!   `PUT /__test/kv/{key}` writes a value of its `KV` namespace.
 
 use crate::api::ApiError;
 use crate::app::App;
@@ -44,6 +45,9 @@ pub async fn route(req: &RawRequest, path: &str, env: &Env, app: &App) -> Option
     if let Some(key) = rest.strip_prefix("objects/") {
         return Some(object(req, env, &method, key).await);
     }
+    if let (Some(key), "PUT") = (rest.strip_prefix("kv/"), method.as_str()) {
+        return Some(kv_value(req, env, key).await);
+    }
     let target = match (method.as_str(), rest.split_once('/')) {
         ("POST", None) if rest == "conformance" => {
             Some((format!("conformance-{}", random_hex(6)), CONFORMANCE_PATH))
@@ -78,4 +82,18 @@ async fn object(req: &RawRequest, env: &Env, method: &str, key: &str) -> Answer 
     Response::empty()
         .map(|r| r.with_status(204))
         .map_err(failed)
+}
+
+/// Writes `key` of the `KV` namespace (the body).
+async fn kv_value(req: &RawRequest, env: &Env, key: &str) -> Answer {
+    let failed = |e: String| crate::http::internal("KV namespace", e);
+    let kv = env.kv("KV").map_err(|e| failed(e.to_string()))?;
+    let body = crate::http::read_body(req).await?;
+    let put = kv
+        .put_bytes(key, &body)
+        .map_err(|e| failed(e.to_string()))?;
+    put.execute().await.map_err(|e| failed(e.to_string()))?;
+    Response::empty()
+        .map(|r| r.with_status(204))
+        .map_err(|e| failed(e.to_string()))
 }

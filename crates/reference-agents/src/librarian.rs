@@ -25,8 +25,11 @@ pub struct Note {
 #[serde(deny_unknown_fields)]
 pub struct Publish {}
 
-/// The `librarian` agent, its skills from `skills`.
-pub fn librarian(skills: impl SkillProvider + 'static) -> Result<Agent, DefinitionError> {
+/// The `librarian` agent (named `name`), its skills from `skills`.
+pub fn librarian(
+    name: &str,
+    skills: impl SkillProvider + 'static,
+) -> Result<Agent, DefinitionError> {
     let note: ServerTool = Tool::new(
         "note",
         "Note a line of the document being written.",
@@ -39,7 +42,7 @@ pub fn librarian(skills: impl SkillProvider + 'static) -> Result<Agent, Definiti
         "Publish the document written so far.",
         |_: Publish, _: ToolContext| async move { Ok::<Value, ToolError>(json!({ "published": true })) },
     );
-    Agent::builder("librarian")
+    Agent::builder(name)
         .description("Writes documents with the skills kept in the deployment's FILES bucket.")
         .system_prompt(
             "You write documents. When a task matches a skill, load it first and follow it; note each line \
