@@ -3,8 +3,9 @@
 //! `skill-store`) and large tool attachments (feature `attachment-store`).
 //!
 //! ```ignore
-//! let files = helix_edge::objects::R2(env.bucket("FILES")?);
-//! Agent::builder("writer").skill_provider(StoredSkills::new(files, "skills/"))
+//! if let Ok(bucket) = env.bucket("FILES") {
+//!     writer = writer.skill_provider(StoredSkills::new(helix_edge::objects::R2(bucket), "skills/"));
+//! }
 //! ```
 
 use futures::future::LocalBoxFuture;

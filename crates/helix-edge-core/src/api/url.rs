@@ -92,7 +92,7 @@ pub fn page(query: &[(String, String)]) -> Result<MessagesQuery, ApiError> {
             .map(|(_, v)| v.as_str())
     };
     let number = |name: &str, default: u64| match get(name) {
-        None | Some("") => Ok(default),
+        None => Ok(default),
         Some(v) => v
             .parse::<u64>()
             .map_err(|_| ApiError::validation(format!("{name} must be a non-negative integer."))),
@@ -102,7 +102,7 @@ pub fn page(query: &[(String, String)]) -> Result<MessagesQuery, ApiError> {
         return Err(ApiError::validation("limit must be between 1 and 500."));
     }
     let include_thinking = match get("includeThinking") {
-        None | Some("" | "true") => true,
+        None | Some("true") => true,
         Some("false") => false,
         Some(_) => {
             return Err(ApiError::validation(
@@ -191,7 +191,10 @@ mod tests {
             ("limit", "0"),
             ("offset", "-1"),
             ("limit", "x"),
+            ("limit", ""),
+            ("offset", ""),
             ("includeThinking", "no"),
+            ("includeThinking", ""),
         ] {
             assert_eq!(page(&q(&[bad])).unwrap_err().status, 400, "{bad:?}");
         }
