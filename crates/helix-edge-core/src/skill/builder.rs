@@ -148,25 +148,10 @@ pub(super) fn guard(
 /// results recorded them (the version loaded).
 fn loaded_limits(run: &[Message]) -> Vec<(String, Vec<String>)> {
     let mut limits: Vec<(String, Vec<String>)> = Vec::new();
-    for message in run {
-        let Message::Tool {
-            tool_name,
-            content,
-            is_error: false,
-            ..
-        } = message
-        else {
-            continue;
-        };
-        let Some(name) = content.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        if tool_name != LOAD_SKILL {
-            continue;
-        }
+    for (name, result) in super::load_results(run) {
         // A skill loaded again counts as its latest version says.
         limits.retain(|(n, _)| n != name);
-        if let Some(Value::Array(tools)) = content.get("allowedTools") {
+        if let Some(Value::Array(tools)) = result.get("allowedTools") {
             let tools = tools.iter().filter_map(Value::as_str).map(String::from);
             limits.push((name.to_string(), tools.collect()));
         }

@@ -226,24 +226,26 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// successful `load_skill` results in its transcript.
 pub fn loaded(messages: &[Message]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for message in messages {
-        let Message::Tool {
-            tool_name,
-            content,
-            is_error: false,
-            ..
-        } = message
-        else {
-            continue;
-        };
-        let name = content.get("name").and_then(Value::as_str);
-        if let (LOAD_SKILL, Some(name)) = (tool_name.as_str(), name)
-            && !names.iter().any(|n| n == name)
-        {
+    for (name, _) in load_results(messages) {
+        if !names.iter().any(|n| n == name) {
             names.push(name.to_string());
         }
     }
     names
+}
+
+/// The successful `load_skill` results in `messages`, in order: the skill's name and the
+/// whole result.
+pub(crate) fn load_results(messages: &[Message]) -> impl Iterator<Item = (&str, &Value)> {
+    messages.iter().filter_map(|message| match message {
+        Message::Tool {
+            tool_name,
+            content,
+            is_error: false,
+            ..
+        } if tool_name == LOAD_SKILL => Some((content.get("name")?.as_str()?, content)),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
