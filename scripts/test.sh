@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 . scripts/bootstrap.sh
 # The example worker (its own lockfile) shares the workspace's build artifacts.
 export CARGO_TARGET_DIR="$PWD/target"
+# A one-shot run keeps its artifacts lean: no incremental caches (never reused here) and
+# line tables only for debug info (panics still name file and line). With full debug info
+# a run wrote ~9 GB, more than a CI machine short of disk has.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 
 step() { printf '\n==> %s\n' "$*"; }
 
