@@ -315,6 +315,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /** @description The session's schedules, soonest first, and the messages waiting in its queue for a busy run (first to run first). An aborted or deleted session has none. Served with the `schedules` feature; without it 404 not_found names the feature. */
+        get: operations["listSchedules"];
+        put?: never;
+        /** @description A run the session starts on its own: once `at` a time, `every` so many seconds from now, or on a `cron` pattern (5 fields, or 6 with seconds first; croner's syntax) read in `timezone` (an IANA name, UTC by default). Each fire starts a run with `message` (or `messages`), exactly once, also across restarts; fires missed while nothing ran run once on wake-up, not once per missed tick. `until` and `count` end it; `whenBusy` says what a fire does while a run is active or waits on a human: `reject` (the default: skipped, counted in `skipped`), `enqueue` (its own run after the current one), `interrupt` (the current run stops at its next step boundary, then this one runs), `merge` (joins the last queued message). Refused with 400 when `at` has passed, the pattern does not parse or never fires, the zone does not exist, or `until` is before the first fire; 429 too_many_schedules past 20 schedules. Served with the `schedules` feature; without it 404 not_found names the feature. */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description A schedule's id, as GET …/schedules lists it. */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** @description Removes a schedule: it fires no more (a fire already queued still runs). 404 schedule_not_found when the session has no such schedule. Served with the `schedules` feature. */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -1034,6 +1075,86 @@ export interface components {
             fromSequence: number;
             requestedAfter: number;
         };
+        /** @description Exactly one of `at`, `every` and `cron` (`timezone` only with `cron`), and the message as on a follow-up: `message` (with its `metadata` and `attachments`) or `messages`. */
+        ScheduleRequest: {
+            /**
+             * Format: date-time
+             * @description Once, at this time (RFC 3339 with an offset), in the future.
+             */
+            at?: string;
+            /** @description Every so many seconds, counted from the schedule's creation. */
+            every?: number;
+            /** @description A cron pattern: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; names (MON-FRI, JAN), `L`, `#`, `W` as croner reads them. */
+            cron?: string;
+            /** @description The IANA zone the pattern is read in (`Europe/Berlin`); UTC when not given. Daylight-saving changes follow croner: a fixed time in the spring gap fires once right after it, one repeated in the autumn fold fires once, at its first occurrence. */
+            timezone?: string;
+            /**
+             * Format: date-time
+             * @description No fire after this time.
+             */
+            until?: string;
+            /** @description Fires in all (skipped ones count). */
+            count?: number;
+            whenBusy?: components["schemas"]["WhenBusy"];
+            message?: string;
+            metadata?: Record<string, unknown>;
+            attachments?: components["schemas"]["Attachments"];
+            messages?: components["schemas"]["UserMessages"];
+        } & ((unknown | unknown | unknown) & (({
+            message?: unknown;
+        } | {
+            attachments: unknown;
+        }) | unknown));
+        /**
+         * @description What a message does while the session is busy (a run is active or waits on a human, or messages wait in its queue): `reject` (409 session_busy; a schedule's fire is skipped), `enqueue` (its own run after the others, in order), `interrupt` (the current run stops at its next step boundary, then this message runs first), `merge` (joins the last queued message, one run for both).
+         * @enum {string}
+         */
+        WhenBusy: "reject" | "enqueue" | "interrupt" | "merge";
+        Schedule: {
+            scheduleId: string;
+            /** Format: date-time */
+            at?: string;
+            every?: number;
+            cron?: string;
+            timezone?: string;
+            /** Format: date-time */
+            until?: string;
+            count?: number;
+            whenBusy: components["schemas"]["WhenBusy"];
+            /** @description Fires so far that queued or started a run. */
+            fired: number;
+            /** @description Fires skipped: the session was busy (`reject`) or its queue full. */
+            skipped: number;
+            /**
+             * Format: date-time
+             * @description When it fires next (UTC).
+             */
+            nextFireAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            messages: components["schemas"]["HistoryMessage"][];
+        };
+        QueuedMessage: {
+            queueId: string;
+            /** @description The id its run will have. */
+            runId: string;
+            messages: components["schemas"]["HistoryMessage"][];
+            options?: Record<string, unknown>;
+            source: {
+                /** @enum {unknown} */
+                from: "message" | "schedule";
+                scheduleId?: string;
+                dueMs?: number;
+            };
+            /** @description ms since the epoch. */
+            queuedAt: number;
+            /** @description Messages merged into it. */
+            merged?: number;
+        };
+        ScheduleList: {
+            schedules: components["schemas"]["Schedule"][];
+            queue: components["schemas"]["QueuedMessage"][];
+        };
     };
     responses: {
         /** @description An error. */
@@ -1627,6 +1748,92 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             413: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Schedules and queue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The schedule, with its first fire. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description A schedule's id, as GET …/schedules lists it. */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             503: components["responses"]["Error"];
         };
     };

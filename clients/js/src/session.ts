@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, Run, Session, SessionEvent, UserMessages } from './types.js';
+import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, Schedule, ScheduleRequest, Session, SessionEvent, UserMessages } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -72,6 +72,21 @@ export class SessionHandle {
   /** Checks a plan (the calls a model would make in one step) against this session's agent and state, running nothing: every problem, and the rounds a valid plan would run in. */
   validatePlan(calls: PlanCall[], { signal }: Signal = {}): Promise<PlanReport> {
     return this.transport.json('POST', `${this.path}/plans/validate`, { body: { calls }, signal });
+  }
+
+  /** A run the session starts on its own, later (helix-edge's `schedules` feature): 201 with its first fire. */
+  schedule(request: ScheduleRequest, { signal }: Signal = {}): Promise<Schedule> {
+    return this.transport.json('POST', `${this.path}/schedules`, { body: request, signal });
+  }
+
+  /** The session's schedules, soonest first, and the messages waiting in its queue. */
+  schedules({ signal }: Signal = {}): Promise<{ schedules: Schedule[]; queue: QueuedMessage[] }> {
+    return this.transport.json('GET', `${this.path}/schedules`, { signal });
+  }
+
+  /** Removes a schedule (404 `schedule_not_found` when there is none). */
+  async unschedule(scheduleId: string, { signal }: Signal = {}): Promise<void> {
+    await this.transport.json('DELETE', `${this.path}/schedules/${encodeURIComponent(scheduleId)}`, { signal });
   }
 
   /** A follow-up message: a new run (409 `session_busy` while one is active), with its model options if given. */

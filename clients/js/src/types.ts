@@ -23,6 +23,14 @@ export type CheckpointAt = Schemas['CheckpointAt'];
 export type PlanCall = Schemas['ValidatePlan']['calls'][number];
 /** What is wrong with a plan, and the rounds a valid one would run in. */
 export type PlanReport = Schemas['PlanReport'];
+/** A schedule, as `POST …/schedules` takes it: one of `at`, `every`, `cron` (+ `timezone`), the message, and `until`, `count`, `whenBusy`. */
+export type ScheduleRequest = Schemas['ScheduleRequest'];
+/** A schedule as the session keeps it: when it fires next, how often it fired or was skipped. */
+export type Schedule = Schemas['Schedule'];
+/** A message waiting in the session's queue for a busy run. */
+export type QueuedMessage = Schemas['QueuedMessage'];
+/** What a message does while the session is busy: `reject`, `enqueue`, `interrupt` or `merge`. */
+export type WhenBusy = Schemas['WhenBusy'];
 /** A message's attachments (images, documents), as a follow-up takes them. */
 export type Attachment = Schemas['Attachments'][number];
 /** Several user messages, as a follow-up takes them. */

@@ -21,7 +21,9 @@
 //!   proc-macro crate `helix-edge-macros`); `objects` (features `skill-store`,
 //!   `attachment-store`: objects by key in a store outside the session);
 //!   `attachment_store` (feature: large tool attachments kept in one, read back for
-//!   each model call).
+//!   each model call); `schedule` (feature `schedules`): runs a session starts on its
+//!   own (at a time, every so often, on a cron pattern in a time zone) and the queue of
+//!   messages that wait for a busy run.
 //! - Durability: [`store`] (the persistence contract, an in-memory backend, the D1 row
 //!   plan and the conformance suite), [`journal`] (the stream log, step attempts and
 //!   suspension context contract), [`sqlite`] (both over a session object's SQLite,
@@ -70,6 +72,8 @@ pub mod objects;
 pub mod provider;
 pub mod provider_options;
 pub mod runner;
+#[cfg(feature = "schedules")]
+pub mod schedule;
 pub mod schema;
 pub mod scripted;
 #[cfg(feature = "skills")]

@@ -76,6 +76,18 @@ pub fn slice_alarm(
     (alarm, fallback.then(|| now_ms + RETRY.as_millis() as u64))
 }
 
+/// `alarm`, brought forward to `due_ms` (if given) at `now_ms`: work a capability keeps
+/// (a schedule's fire) is due then. An alarm left to a slice under way stays left.
+pub fn no_later(alarm: Alarm, due_ms: Option<u64>, now_ms: u64) -> Alarm {
+    let Some(due) = due_ms else { return alarm };
+    let wait = Duration::from_millis(due.saturating_sub(now_ms).max(1));
+    match alarm {
+        Alarm::In(current) => Alarm::In(current.min(wait)),
+        Alarm::Clear => Alarm::In(wait),
+        Alarm::Leave => Alarm::Leave,
+    }
+}
+
 /// Whether a read that finds `head` at `now_ms` should continue the session: a client
 /// call is past its deadline, or — after a restart, before the alarm comes back — the
 /// run waits for nobody (no pending call, or every one answered) and nothing is
@@ -209,6 +221,21 @@ mod tests {
             (Alarm::In(RETRY), None),
             "an undelivered report is retried, not a fallback"
         );
+    }
+
+    #[test]
+    fn an_alarm_is_brought_forward_to_a_due_fire_and_a_cleared_one_set_for_it() {
+        let at = |ms| Alarm::In(Duration::from_millis(ms));
+        assert_eq!(no_later(Alarm::Clear, Some(1_500), 1_000), at(500));
+        assert_eq!(no_later(at(100), Some(1_500), 1_000), at(100));
+        assert_eq!(no_later(at(900), Some(1_500), 1_000), at(500));
+        assert_eq!(
+            no_later(Alarm::Clear, Some(400), 1_000),
+            at(1),
+            "overdue: at once"
+        );
+        assert_eq!(no_later(Alarm::Clear, None, 1_000), Alarm::Clear);
+        assert_eq!(no_later(Alarm::Leave, Some(1_500), 1_000), Alarm::Leave);
     }
 
     #[test]

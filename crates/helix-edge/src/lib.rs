@@ -30,7 +30,7 @@
 //!   tables.
 //! - [`SessionHost`] (`object`): the Durable Object that owns one session — drives the
 //!   runner (`drive`), answers its requests (`ops`, `chat`, `stream`, `delete`,
-//!   `time_travel`), orders children (`tree`) and replicates (`replicate`); what
+//!   `time_travel`, `schedules`), orders children (`tree`) and replicates (`replicate`); what
 //!   features add to it is one table, `CAPABILITIES` (`object/capability.rs`: a wait
 //!   kind, internal routes, API operations).
 //! - `storage`: the core's [`sqlite`] over the object's `SqlStorage`. `d1`: D1 access,
@@ -52,6 +52,8 @@
 // The pure core, module by module (each is documented in `helix-edge-core`).
 #[cfg(feature = "demo")]
 pub use helix_edge_core::demo;
+#[cfg(feature = "schedules")]
+pub use helix_edge_core::schedule;
 #[cfg(feature = "testing")]
 pub use helix_edge_core::testing;
 pub use helix_edge_core::{

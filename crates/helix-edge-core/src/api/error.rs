@@ -81,6 +81,9 @@ impl ApiError {
             Operation::ValidatePlan => {
                 "This worker does not check plans (helix-edge's `plans` feature)."
             }
+            Operation::CreateSchedule | Operation::ListSchedules | Operation::DeleteSchedule => {
+                "This worker does not keep schedules (helix-edge's `schedules` feature)."
+            }
             _ => "This worker does not serve this route.",
         };
         Self::client(404, "not_found", message)

@@ -58,12 +58,13 @@ impl Operation {
                 | Self::Retry
                 | Self::Fork
                 | Self::ValidatePlan
+                | Self::CreateSchedule
                 | Self::Chat
         )
     }
 
     /// Whether a worker serves it only with a feature (`chat`, `openapi`, `time-travel`,
-    /// `plans`).
+    /// `plans`, `schedules`).
     pub fn is_optional(self) -> bool {
         matches!(
             self,
@@ -76,6 +77,9 @@ impl Operation {
                 | Self::Retry
                 | Self::Fork
                 | Self::ValidatePlan
+                | Self::CreateSchedule
+                | Self::ListSchedules
+                | Self::DeleteSchedule
         )
     }
 
@@ -195,6 +199,9 @@ mod tests {
             ("POST", "/v1/sessions/s1/retry", "`time-travel`"),
             ("POST", "/v1/sessions/s1/fork", "`time-travel`"),
             ("POST", "/v1/sessions/s1/plans/validate", "`plans`"),
+            ("POST", "/v1/sessions/s1/schedules", "`schedules`"),
+            ("GET", "/v1/sessions/s1/schedules", "`schedules`"),
+            ("DELETE", "/v1/sessions/s1/schedules/sc1", "`schedules`"),
         ];
         for (method, path, feature) in optional {
             let operation = served(method, path).0;

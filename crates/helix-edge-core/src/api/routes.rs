@@ -49,6 +49,12 @@ pub enum Operation {
     Fork,
     /// `POST /v1/sessions/{id}/plans/validate`: a plan checked, nothing run.
     ValidatePlan,
+    /// `POST /v1/sessions/{id}/schedules`: a run the session starts on its own, later.
+    CreateSchedule,
+    /// `GET /v1/sessions/{id}/schedules`.
+    ListSchedules,
+    /// `DELETE /v1/sessions/{id}/schedules/{scheduleId}`.
+    DeleteSchedule,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -112,6 +118,21 @@ pub const ROUTES: &[RouteSpec] = &[
         "POST",
         "/v1/sessions/{id}/plans/validate",
         Operation::ValidatePlan,
+    ),
+    r(
+        "GET",
+        "/v1/sessions/{id}/schedules",
+        Operation::ListSchedules,
+    ),
+    r(
+        "POST",
+        "/v1/sessions/{id}/schedules",
+        Operation::CreateSchedule,
+    ),
+    r(
+        "DELETE",
+        "/v1/sessions/{id}/schedules/{scheduleId}",
+        Operation::DeleteSchedule,
     ),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
@@ -200,12 +221,13 @@ mod tests {
     fn every_route_of_the_table_parses_to_its_operation() {
         for spec in ROUTES {
             let path = spec.path.replace("{id}", "s-1");
-            let path = path.replace("{checkpointId}", "cp_1");
+            let path = path.replace("{checkpointId}", "item_1");
+            let path = path.replace("{scheduleId}", "item_1");
             let route = route(spec.method, &path).unwrap();
             assert_eq!(route.operation, spec.operation, "{} {path}", spec.method);
             let expected = spec.path.contains("{id}").then_some("s-1");
             assert_eq!(route.session, expected);
-            let item = spec.path.contains("{checkpointId}").then_some("cp_1");
+            let item = path.contains("item_1").then_some("item_1");
             assert_eq!(route.item, item);
         }
     }

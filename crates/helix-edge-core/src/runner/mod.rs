@@ -69,6 +69,8 @@ mod waited;
 pub mod waits;
 
 pub use error::RunError;
+#[cfg(feature = "schedules")]
+pub(crate) use ops::ensure_idle;
 pub use ops::{CreateSession, Created, Routed, Submission};
 pub use waits::{
     ChildEnded, ChildOrder, Children, NoChildren, WaitKind, child_outcome, child_session_id,

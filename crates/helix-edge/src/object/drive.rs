@@ -5,7 +5,8 @@
 use super::CAPABILITIES;
 use super::Inner;
 use crate::host::Level;
-use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, replicate_at_once, slice_alarm};
+use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, no_later, replicate_at_once, slice_alarm};
+use crate::runner::Progress;
 use crate::worker_host::log;
 use futures::future::LocalBoxFuture;
 use serde_json::json;
@@ -31,6 +32,9 @@ impl Inner {
             let fields = json!({ "session": id, "error": e.to_string() });
             log(Level::Warn, "alarm_error", fields);
         }
+        for before in CAPABILITIES.iter().filter_map(|c| c.before_slice) {
+            before(self, id).await;
+        }
         let started = Date::now().as_millis();
         let progress = parts.runner.drive(id, STEPS_PER_SLICE).await;
         let now = Date::now().as_millis();
@@ -53,6 +57,9 @@ impl Inner {
         }
         let waiting = parts.replica.backlog().0 > 0;
         let (alarm, fallback) = slice_alarm(&progress, now, reported, waiting);
+        let idle = matches!(progress, Ok(Progress::Idle(_)));
+        let dues = CAPABILITIES.iter().filter_map(|c| c.next_due);
+        let alarm = dues.fold(alarm, |alarm, due| no_later(alarm, due(self, idle), now));
         self.replication_fallback.set(fallback);
         let rearmed = match alarm {
             Alarm::In(wait) => storage.set_alarm(wait).await,

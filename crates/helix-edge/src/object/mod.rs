@@ -15,6 +15,8 @@
 //! - `chat` (feature `chat`): the AI SDK's chat routes.
 //! - `time_travel` (feature `time-travel`): runs, checkpoints, retries and forks.
 //! - `plans` (feature `plans`): plans checked without running them.
+//! - `schedules` (feature `schedules`): schedules, the queue of waiting messages, and
+//!   the fires claimed before each slice.
 //! - `testing` (feature `test-routes`): the test build's routes.
 
 mod capability;
@@ -26,6 +28,8 @@ mod ops;
 #[cfg(feature = "plans")]
 mod plans;
 mod replicate;
+#[cfg(feature = "schedules")]
+mod schedules;
 mod stream;
 #[cfg(feature = "test-routes")]
 mod testing;
@@ -109,6 +113,8 @@ const CAPABILITIES: &[&Capability] = &[
     &time_travel::TIME_TRAVEL,
     #[cfg(feature = "plans")]
     &plans::PLANS,
+    #[cfg(feature = "schedules")]
+    &schedules::SCHEDULES,
     #[cfg(feature = "test-routes")]
     &testing::TESTING,
 ];

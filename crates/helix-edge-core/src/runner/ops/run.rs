@@ -44,6 +44,25 @@ impl<S: Store> Runner<S> {
         self.start_run(&mut live, messages, None, options).await
     }
 
+    /// [`Self::send_messages`] for a run whose id was fixed beforehand (a queued
+    /// message's: its start is then recognised after a crash, and never repeated).
+    pub async fn send_messages_as(
+        &self,
+        session_id: &str,
+        messages: Vec<Message>,
+        options: Option<Value>,
+        run_id: String,
+    ) -> Result<String, RunError> {
+        let mut live = self.load(session_id).await?;
+        if let Some(given) = &options {
+            let agent = self.agent(&live.head.agent)?;
+            super::check_options(given, &agent)?;
+        }
+        ensure_idle(&live.head)?;
+        self.start_run_as(&mut live, messages, None, options, run_id)
+            .await
+    }
+
     /// Starts a new run: a follow-up message, or a restore of a checkpoint (with a
     /// message to run on, for a retry that replaces the user's message).
     pub(crate) async fn start_run(
@@ -53,9 +72,22 @@ impl<S: Store> Runner<S> {
         restore: Option<Restore>,
         options: Option<Value>,
     ) -> Result<String, RunError> {
+        let run_id = self.host.new_id("run");
+        self.start_run_as(live, messages, restore, options, run_id)
+            .await
+    }
+
+    /// [`Self::start_run`] with the run's id given.
+    async fn start_run_as(
+        &self,
+        live: &mut Live,
+        messages: Vec<Message>,
+        restore: Option<Restore>,
+        options: Option<Value>,
+        run_id: String,
+    ) -> Result<String, RunError> {
         let now = self.host.now_ms();
         let mut head = live.head.clone();
-        let run_id = self.host.new_id("run");
         let input_at = match &restore {
             Some(r) if !messages.is_empty() => r.keep,
             Some(r) => r.input_at,

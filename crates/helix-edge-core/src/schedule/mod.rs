@@ -1,0 +1,34 @@
+//! Schedules (feature `schedules`): runs a session starts on its own — once at a time,
+//! every so many seconds, or on a cron pattern in a time zone — and the durable queue of
+//! messages that wait while a run is busy (`whenBusy`). Both live in the session
+//! object's storage; its one alarm serves the schedules together with its other work.
+//!
+//! - [`when`]: when a schedule fires, and the arithmetic of its next fire (croner's
+//!   cron patterns, jiff's time zones).
+//! - [`body`]: the API's schedule body, checked into the record a session keeps, and
+//!   its view.
+//! - [`busy`]: what a message does while the session is busy: the policies and the
+//!   decision.
+//! - [`table`]: schedules and the queue in the object's SQLite, and the claim protocol
+//!   that runs each due fire exactly once.
+//! - [`drain`]: starting the queue's next run once the session is idle.
+
+pub mod body;
+pub mod busy;
+pub mod drain;
+pub mod table;
+pub mod when;
+
+pub use body::{MAX_SCHEDULES, Schedule, ScheduleBody, ScheduleView};
+pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide};
+pub use drain::{Next, start_next};
+pub use table::{Fired, Schedules, TableError};
+pub use when::When;
+
+use crate::store::SessionHead;
+
+/// Whether a message arriving now would find the session busy: a run is active or waits
+/// on a human (a new run would leave its calls unanswered).
+pub fn is_busy(head: &SessionHead) -> bool {
+    crate::runner::ensure_idle(head).is_err()
+}

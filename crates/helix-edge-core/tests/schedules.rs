@@ -1,0 +1,374 @@
+//! Schedules and the queue of waiting messages (`helix_edge_core::schedule`) in a session
+//! object's SQLite, natively, with a real runner on the same database: the claim
+//! protocol (each due fire runs exactly once, a crash anywhere in between included),
+//! fires missed while nothing ran, each `whenBusy` policy, and the limits.
+
+#![cfg(not(target_arch = "wasm32"))]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+#[path = "support/lite.rs"]
+mod lite;
+
+use futures::executor::block_on;
+use futures::future::LocalBoxFuture;
+use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::host::{Host, ManualHost};
+use helix_edge_core::journal::MemoryJournal;
+use helix_edge_core::message::Message;
+use helix_edge_core::model::OneModel;
+use helix_edge_core::runner::{CreateSession, Progress, Runner, RunnerConfig};
+use helix_edge_core::schedule::{
+    Decision, Fired, MAX_QUEUED, MAX_SCHEDULES, Next, Schedule, ScheduleBody, Schedules,
+    TableError, WhenBusy, busy::Queued, is_busy, start_next, table::from_message,
+};
+use helix_edge_core::scripted::ScriptedModel;
+use helix_edge_core::sqlite::{Record, Replica, Row, SqliteStore};
+use helix_edge_core::store::rows::{Arg, Statement};
+use helix_edge_core::store::{SessionStatus, Store, StoreError};
+use lite::Lite;
+use serde_json::{Value, json};
+use std::cell::Cell;
+use std::rc::Rc;
+
+const SESSION: &str = "s1";
+const NOW: u64 = 1_795_683_600_000; // 2026-11-26T09:00:00Z
+
+/// No queryable record: these tests are about the object's own storage.
+struct Nowhere;
+
+impl Record for Nowhere {
+    fn encode(_: &[Statement]) -> Option<String> {
+        Some(String::new())
+    }
+    fn send<'a>(&'a self, _: Vec<String>) -> LocalBoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn read<'a>(
+        &'a self,
+        _: &'a str,
+        _: Vec<Arg>,
+    ) -> LocalBoxFuture<'a, Result<Vec<Row>, StoreError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// A session object: its SQLite, a runner on it, the clock and the model.
+struct Object {
+    db: Rc<Lite>,
+    host: Rc<ManualHost>,
+    model: Rc<ScriptedModel>,
+    runner: Runner<SqliteStore<Nowhere>>,
+    ids: Cell<u32>,
+}
+
+impl Object {
+    fn new() -> Self {
+        let db = Lite::object();
+        let host = Rc::new(ManualHost::new(NOW, "t"));
+        let replica = Rc::new(Replica::<Nowhere>::new(db.clone(), None, host.clone()));
+        let store = SqliteStore::new(db.clone(), replica, u64::MAX);
+        let model = Rc::new(ScriptedModel::new());
+        let agent = Agent::builder("helper")
+            .system_prompt("Help.")
+            .build()
+            .unwrap();
+        let agents = Agents::new().with(agent).unwrap();
+        let runner = Runner::new(
+            store,
+            agents,
+            Rc::new(OneModel(model.clone())),
+            Rc::new(MemoryJournal::new()),
+            host.clone(),
+            RunnerConfig::new("i1"),
+        );
+        let object = Self {
+            db,
+            host,
+            model,
+            runner,
+            ids: Cell::new(0),
+        };
+        object.model.text("hello");
+        block_on(
+            object
+                .runner
+                .create(CreateSession::new(SESSION, "helper", "hi")),
+        )
+        .unwrap();
+        object.drive();
+        object
+    }
+
+    fn table(&self) -> Schedules<'_> {
+        Schedules::new(&*self.db)
+    }
+
+    fn ids(&self) -> (String, String) {
+        let n = self.ids.get() + 1;
+        self.ids.set(n);
+        (format!("queued_{n}"), format!("run_q{n}"))
+    }
+
+    fn drive(&self) -> Progress {
+        block_on(self.runner.drive(SESSION, 8)).unwrap()
+    }
+
+    fn status(&self) -> SessionStatus {
+        let loaded = block_on(self.runner.store().load(SESSION))
+            .unwrap()
+            .unwrap();
+        loaded.head.status
+    }
+
+    fn busy(&self) -> bool {
+        let loaded = block_on(self.runner.store().load(SESSION))
+            .unwrap()
+            .unwrap();
+        is_busy(&loaded.head)
+    }
+
+    fn schedule(&self, body: Value) -> Schedule {
+        let body: ScheduleBody = serde_json::from_value(body).unwrap();
+        let n = self.ids.get() + 1;
+        self.ids.set(n);
+        let schedule = body
+            .into_schedule(format!("schedule_{n}"), self.host.now_ms())
+            .unwrap();
+        self.table().create(&schedule).unwrap();
+        schedule
+    }
+
+    /// The alarm at `now`: claims the due fires, then starts what the queue holds.
+    fn alarm(&self, now: u64) -> Vec<(Schedule, Fired)> {
+        self.host.advance(now.saturating_sub(self.host.now_ms()));
+        let fired = self
+            .table()
+            .claim_due(now, self.busy(), || self.ids())
+            .unwrap();
+        block_on(start_next(&self.runner, &self.table(), SESSION)).unwrap();
+        fired
+    }
+
+    /// The user messages of the transcript.
+    fn user_messages(&self) -> Vec<String> {
+        let messages = block_on(self.runner.store().messages(SESSION, 0, 1000)).unwrap();
+        messages
+            .iter()
+            .filter_map(text)
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// A user message's text.
+fn text(message: &Message) -> Option<&str> {
+    match message {
+        Message::User { content, .. } => Some(content),
+        _ => None,
+    }
+}
+
+#[test]
+fn an_every_schedule_fires_once_per_tick_each_fire_a_run_of_its_own() {
+    let o = Object::new();
+    let s = o.schedule(json!({"every": 2, "message": "tick", "count": 3}));
+    assert!(o.alarm(NOW + 1_999).is_empty(), "not due yet");
+    for tick in 1..=3u64 {
+        let fired = o.alarm(NOW + tick * 2_000);
+        assert_eq!(fired.len(), 1);
+        assert!(matches!(fired[0].1, Fired::Queued { .. }));
+        assert_eq!(o.status(), SessionStatus::Active, "the fire's run started");
+        o.model.text("tock");
+        assert_eq!(o.drive(), Progress::Idle(SessionStatus::Completed));
+        assert!(o.alarm(NOW + tick * 2_000).is_empty(), "claimed once");
+    }
+    assert_eq!(o.user_messages(), ["hi", "tick", "tick", "tick"]);
+    assert!(
+        o.table().list().unwrap().is_empty(),
+        "spent after count: {s:?}"
+    );
+    assert!(o.table().queue().unwrap().is_empty());
+}
+
+#[test]
+fn fires_missed_while_nothing_ran_run_once_on_wake_up() {
+    let o = Object::new();
+    o.schedule(json!({"every": 10, "message": "tick"}));
+    // Asleep for a minute and five seconds: six ticks passed.
+    let fired = o.alarm(NOW + 65_000);
+    assert_eq!(fired.len(), 1, "one run for the missed ticks");
+    let schedule = &o.table().list().unwrap()[0];
+    assert_eq!(schedule.fired, 1);
+    assert_eq!(
+        schedule.next_fire_ms,
+        NOW + 70_000,
+        "the next tick after now"
+    );
+}
+
+#[test]
+fn a_crash_after_the_claim_runs_the_fire_on_wake_up_and_after_the_start_never_again() {
+    let o = Object::new();
+    o.schedule(json!({"at": "2026-11-26T09:01:00Z", "message": "remind me"}));
+    // The claim committed, then the process died before the run started.
+    let due = NOW + 60_000;
+    let fired = o.table().claim_due(due, o.busy(), || o.ids()).unwrap();
+    assert_eq!(fired.len(), 1);
+    assert!(
+        o.table().list().unwrap().is_empty(),
+        "an `at` is spent once claimed"
+    );
+    assert_eq!(o.status(), SessionStatus::Completed, "no run yet");
+    // Wake-up: nothing is due any more, but the queued fire starts.
+    assert!(o.alarm(due + 5_000).is_empty());
+    assert_eq!(o.status(), SessionStatus::Active);
+    o.model.text("done");
+    o.drive();
+    assert_eq!(o.user_messages(), ["hi", "remind me"]);
+
+    // Now a crash between the run's start and the entry's removal: the entry is back.
+    let queued = from_message("queued_x".into(), "run_x".into(), vec![], None, due);
+    let again = block_on(o.runner.send_messages_as(
+        SESSION,
+        vec![Message::user("once")],
+        None,
+        "run_x".into(),
+    ));
+    assert_eq!(again.unwrap(), "run_x");
+    o.model.text("ok");
+    o.drive();
+    let decision = o
+        .table()
+        .enqueue(queued.clone(), WhenBusy::Enqueue, false)
+        .unwrap();
+    assert_eq!(decision, Decision::Start);
+    assert!(o.table().started(SESSION, &queued).unwrap());
+    let next = block_on(start_next(&o.runner, &o.table(), SESSION)).unwrap();
+    assert_eq!(next, Next::Empty, "recognised as started and dropped");
+    assert_eq!(
+        o.user_messages(),
+        ["hi", "remind me", "once"],
+        "not run twice"
+    );
+}
+
+/// A session with a run started and not yet driven: busy until it is.
+fn busy_object() -> Object {
+    let o = Object::new();
+    block_on(
+        o.runner
+            .send_messages(SESSION, vec![Message::user("long")], None),
+    )
+    .unwrap();
+    assert!(o.busy());
+    o
+}
+
+#[test]
+fn a_fire_while_busy_follows_its_policy() {
+    let o = busy_object();
+    o.schedule(json!({"every": 5, "message": "rejected", "whenBusy": "reject"}));
+    o.schedule(json!({"every": 5, "message": "queued", "whenBusy": "enqueue"}));
+    o.schedule(json!({"every": 5, "message": "merged", "whenBusy": "merge"}));
+    o.schedule(json!({"every": 5, "message": "first", "whenBusy": "interrupt"}));
+    let fired = o.table().claim_due(NOW + 5_000, true, || o.ids()).unwrap();
+    let outcome = |text: &str| {
+        fired
+            .iter()
+            .find(|(s, _)| self::text(&s.messages[0]) == Some(text))
+            .map(|(_, f)| f.clone())
+            .unwrap()
+    };
+    assert_eq!(outcome("rejected"), Fired::Skipped);
+    let Fired::Queued { queue_id } = outcome("queued") else {
+        panic!()
+    };
+    assert_eq!(
+        outcome("merged"),
+        Fired::Merged {
+            queue_id: queue_id.clone()
+        }
+    );
+    assert!(matches!(outcome("first"), Fired::Interrupting { .. }));
+    let queue = o.table().queue().unwrap();
+    let texts: Vec<Vec<&str>> = queue
+        .iter()
+        .map(|q| q.messages.iter().filter_map(text).collect())
+        .collect();
+    assert_eq!(
+        texts,
+        [vec!["first"], vec!["queued", "merged"]],
+        "interrupt goes first"
+    );
+    let skipped: Vec<u64> = o
+        .table()
+        .list()
+        .unwrap()
+        .iter()
+        .map(|s| s.skipped)
+        .collect();
+    assert_eq!(skipped.iter().sum::<u64>(), 1);
+    // While the run is busy, nothing starts.
+    let next = block_on(start_next(&o.runner, &o.table(), SESSION)).unwrap();
+    assert_eq!(next, Next::Waiting);
+}
+
+#[test]
+fn queued_messages_run_in_order_one_run_each_once_the_session_is_idle() {
+    let o = busy_object();
+    for text in ["one", "two", "three"] {
+        let (queue_id, run_id) = o.ids();
+        let message = Message::user(text);
+        let queued = from_message(queue_id, run_id, vec![message], None, NOW);
+        let decision = o.table().enqueue(queued, WhenBusy::Enqueue, true).unwrap();
+        assert_eq!(decision, Decision::Queue);
+    }
+    // The long run ends.
+    o.model.text("done");
+    o.drive();
+    for expected in ["one", "two", "three"] {
+        let Next::Started(queued) = block_on(start_next(&o.runner, &o.table(), SESSION)).unwrap()
+        else {
+            panic!("{expected} did not start");
+        };
+        assert_eq!(text(&queued.messages[0]), Some(expected));
+        o.model.text("ok");
+        o.drive();
+    }
+    assert_eq!(&o.user_messages()[2..], ["one", "two", "three"]);
+}
+
+#[test]
+fn the_queue_and_the_schedules_are_bounded_and_cleared_with_the_session() {
+    let o = busy_object();
+    for _ in 0..MAX_QUEUED {
+        let (queue_id, run_id) = o.ids();
+        let queued: Queued = from_message(queue_id, run_id, vec![], None, NOW);
+        o.table().enqueue(queued, WhenBusy::Enqueue, true).unwrap();
+    }
+    let (queue_id, run_id) = o.ids();
+    let one_more = from_message(queue_id, run_id, vec![], None, NOW);
+    assert_eq!(
+        o.table()
+            .enqueue(one_more, WhenBusy::Enqueue, true)
+            .unwrap(),
+        Decision::Full
+    );
+    assert_eq!(o.table().queue().unwrap().len(), MAX_QUEUED);
+    for _ in 0..MAX_SCHEDULES {
+        o.schedule(json!({"every": 60, "message": "x"}));
+    }
+    let body: ScheduleBody = serde_json::from_value(json!({"every": 60, "message": "x"})).unwrap();
+    let extra = body.into_schedule("schedule_extra".into(), NOW).unwrap();
+    assert_eq!(o.table().create(&extra), Err(TableError::TooMany));
+    assert_eq!(o.table().list().unwrap().len(), MAX_SCHEDULES);
+    assert!(
+        o.table()
+            .delete(&o.table().list().unwrap()[0].schedule_id.clone())
+            .unwrap()
+    );
+    assert!(!o.table().delete("schedule_none").unwrap());
+    o.table().clear().unwrap();
+    assert!(o.table().list().unwrap().is_empty());
+    assert!(o.table().queue().unwrap().is_empty());
+}
