@@ -63,7 +63,8 @@ impl<S: Store> Runner<S> {
         let options = self
             .options_of(&live.head, &restore.checkpoint.run_id)
             .await?;
-        self.start_run(&mut live, input, Some(restore), options)
+        let run_id = self.host.new_id("run");
+        self.start_run(&mut live, input, Some(restore), options, run_id)
             .await
     }
 

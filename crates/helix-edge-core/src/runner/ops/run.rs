@@ -41,7 +41,9 @@ impl<S: Store> Runner<S> {
             super::check_options(given, &agent)?;
         }
         ensure_idle(&live.head)?;
-        self.start_run(&mut live, messages, None, options).await
+        let run_id = self.host.new_id("run");
+        self.start_run(&mut live, messages, None, options, run_id)
+            .await
     }
 
     /// [`Self::send_messages`] for a run whose id was fixed beforehand (a queued
@@ -59,26 +61,13 @@ impl<S: Store> Runner<S> {
             super::check_options(given, &agent)?;
         }
         ensure_idle(&live.head)?;
-        self.start_run_as(&mut live, messages, None, options, run_id)
+        self.start_run(&mut live, messages, None, options, run_id)
             .await
     }
 
-    /// Starts a new run: a follow-up message, or a restore of a checkpoint (with a
+    /// Starts run `run_id`: a follow-up message, or a restore of a checkpoint (with a
     /// message to run on, for a retry that replaces the user's message).
     pub(crate) async fn start_run(
-        &self,
-        live: &mut Live,
-        messages: Vec<Message>,
-        restore: Option<Restore>,
-        options: Option<Value>,
-    ) -> Result<String, RunError> {
-        let run_id = self.host.new_id("run");
-        self.start_run_as(live, messages, restore, options, run_id)
-            .await
-    }
-
-    /// [`Self::start_run`] with the run's id given.
-    async fn start_run_as(
         &self,
         live: &mut Live,
         messages: Vec<Message>,
@@ -218,7 +207,8 @@ impl<S: Store> Runner<S> {
         if let Some(parent) = live.head.parent.as_mut() {
             parent.tool_call_id = then.tool_call_id;
         }
-        self.start_run(live, vec![Message::user(then.message)], None, None)
+        let run_id = self.host.new_id("run");
+        self.start_run(live, vec![Message::user(then.message)], None, None, run_id)
             .await
             .map(drop)
     }

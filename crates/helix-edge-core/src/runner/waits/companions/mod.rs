@@ -489,7 +489,8 @@ async fn turn_ended<S: Store>(
         SessionStatus::Completed | SessionStatus::Failed
     );
     if !stored && notice && finished && rt.agent(&live.head.agent)?.wakes_on_children() {
-        rt.start_run(live, Vec::new(), None, None).await?;
+        let run_id = rt.host.new_id("run");
+        rt.start_run(live, Vec::new(), None, None, run_id).await?;
         return Ok(true);
     }
     Ok(stored)
