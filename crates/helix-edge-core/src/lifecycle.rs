@@ -76,6 +76,13 @@ pub fn slice_alarm(
     (alarm, fallback.then(|| now_ms + RETRY.as_millis() as u64))
 }
 
+/// [`slice_alarm`]'s answer when work a capability keeps falls due at `due_ms` (a
+/// schedule's fire): the alarm brought forward to it, and never a fallback the
+/// replication may clear.
+pub fn due_alarm(alarm: Alarm, due_ms: u64, now_ms: u64) -> (Alarm, Option<u64>) {
+    (no_later(alarm, Some(due_ms), now_ms), None)
+}
+
 /// `alarm`, brought forward to `due_ms` (if given) at `now_ms`: work a capability keeps
 /// (a schedule's fire) is due then. An alarm left to a slice under way stays left.
 pub fn no_later(alarm: Alarm, due_ms: Option<u64>, now_ms: u64) -> Alarm {
@@ -220,6 +227,12 @@ mod tests {
             slice_alarm(&idle, 0, false, false),
             (Alarm::In(RETRY), None),
             "an undelivered report is retried, not a fallback"
+        );
+        let (alarm, _) = slice_alarm(&idle, 1_000, true, true);
+        assert_eq!(
+            due_alarm(alarm, 3_000, 1_000),
+            (Alarm::In(Duration::from_millis(2_000)), None),
+            "a schedule's fire is due: the alarm is no fallback the replication may clear"
         );
     }
 

@@ -63,29 +63,10 @@ impl ApiError {
     /// The route of `operation` exists in the API but this worker was built without the
     /// feature that serves it (404, naming the feature).
     pub fn not_served(operation: super::Operation) -> Self {
-        use super::Operation;
-        let message = match operation {
-            Operation::OpenApi => {
-                "This worker does not serve its OpenAPI document (helix-edge's `openapi` feature)."
-            }
-            Operation::Chat | Operation::ChatStream => {
-                "This worker does not serve the AI SDK's chat routes (helix-edge's `chat` feature)."
-            }
-            Operation::ListRuns
-            | Operation::ListCheckpoints
-            | Operation::GetCheckpoint
-            | Operation::Retry
-            | Operation::Fork => {
-                "This worker does not serve a session's runs, checkpoints, retries and forks (helix-edge's `time-travel` feature)."
-            }
-            Operation::ValidatePlan => {
-                "This worker does not check plans (helix-edge's `plans` feature)."
-            }
-            Operation::CreateSchedule | Operation::ListSchedules | Operation::DeleteSchedule => {
-                "This worker does not keep schedules (helix-edge's `schedules` feature)."
-            }
-            _ => "This worker does not serve this route.",
-        };
+        let feature = operation.feature().unwrap_or("a");
+        let message = format!(
+            "This worker does not serve this route: it was built without helix-edge's `{feature}` feature."
+        );
         Self::client(404, "not_found", message)
     }
 

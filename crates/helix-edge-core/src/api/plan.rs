@@ -63,24 +63,25 @@ impl Operation {
         )
     }
 
-    /// Whether a worker serves it only with a feature (`chat`, `openapi`, `time-travel`,
-    /// `plans`, `schedules`).
+    /// Whether a worker serves it only with a feature (see [`Self::feature`]).
     pub fn is_optional(self) -> bool {
-        matches!(
-            self,
-            Self::Chat
-                | Self::ChatStream
-                | Self::OpenApi
-                | Self::ListRuns
-                | Self::ListCheckpoints
-                | Self::GetCheckpoint
-                | Self::Retry
-                | Self::Fork
-                | Self::ValidatePlan
-                | Self::CreateSchedule
-                | Self::ListSchedules
-                | Self::DeleteSchedule
-        )
+        self.feature().is_some()
+    }
+
+    /// The helix-edge cargo feature a worker serves it with, if it is optional.
+    pub fn feature(self) -> Option<&'static str> {
+        Some(match self {
+            Self::Chat | Self::ChatStream => "chat",
+            Self::OpenApi => "openapi",
+            Self::ListRuns
+            | Self::ListCheckpoints
+            | Self::GetCheckpoint
+            | Self::Retry
+            | Self::Fork => "time-travel",
+            Self::ValidatePlan => "plans",
+            Self::CreateSchedule | Self::ListSchedules | Self::DeleteSchedule => "schedules",
+            _ => return None,
+        })
     }
 
     /// Who answers it.

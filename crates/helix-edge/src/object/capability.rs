@@ -1,6 +1,6 @@
 //! What an optional capability adds to the session object, registered once (the
 //! object's `CAPABILITIES`, one line per cargo feature): the kind of outside work its runner
-//! waits on, internal routes, API operations it serves, what it does around each
+//! waits on, internal routes, API operations it serves, what it does after each
 //! slice of work and when it needs the alarm. The object consults the table; no feature is named anywhere else in
 //! it.
 
@@ -32,12 +32,8 @@ pub(super) type Handler = for<'a> fn(&'a Rc<Inner>, &'a Call<'a>) -> LocalBoxFut
 /// After a slice of work on session `id`: whether what it owes others went through.
 pub(super) type AfterSlice = for<'a> fn(&'a Inner, &'a str) -> LocalBoxFuture<'a, bool>;
 
-/// Before a slice of work on session `id`.
-pub(super) type BeforeSlice = for<'a> fn(&'a Inner, &'a str) -> LocalBoxFuture<'a, ()>;
-
-/// When the alarm must fire at the latest (ms) for what a capability keeps, after a
-/// slice that left the session idle (or not).
-pub(super) type NextDue = fn(&Inner, bool) -> Option<u64>;
+/// When work a capability keeps falls due next (ms), as its last after-slice hook found.
+pub(super) type NextDue = fn(&Inner) -> Option<u64>;
 
 /// What a kind of outside work needs of the object to reach the other side.
 #[allow(
@@ -63,11 +59,9 @@ pub(super) struct Capability {
     pub routes: &'static [(&'static str, Handler)],
     /// API operations it serves.
     pub operations: &'static [(Operation, Handler)],
-    /// What it does before each slice of work.
-    pub before_slice: Option<BeforeSlice>,
     /// What it does after each slice of work.
     pub after_slice: Option<AfterSlice>,
-    /// When the alarm must fire for it, after each slice.
+    /// When the alarm must fire for it next, after each slice.
     pub next_due: Option<NextDue>,
     /// Test builds: what D1 does wrong on purpose (`TEST_D1_FAULT`).
     pub d1_fault: Option<fn(&Env) -> Option<String>>,
@@ -84,7 +78,6 @@ pub(super) const NOTHING: Capability = Capability {
     waits: None,
     routes: &[],
     operations: &[],
-    before_slice: None,
     after_slice: None,
     next_due: None,
     d1_fault: None,

@@ -5,8 +5,7 @@
 use super::CAPABILITIES;
 use super::Inner;
 use crate::host::Level;
-use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, no_later, replicate_at_once, slice_alarm};
-use crate::runner::Progress;
+use crate::lifecycle::{Alarm, GUARD, STEPS_PER_SLICE, due_alarm, replicate_at_once, slice_alarm};
 use crate::worker_host::log;
 use futures::future::LocalBoxFuture;
 use serde_json::json;
@@ -32,9 +31,6 @@ impl Inner {
             let fields = json!({ "session": id, "error": e.to_string() });
             log(Level::Warn, "alarm_error", fields);
         }
-        for before in CAPABILITIES.iter().filter_map(|c| c.before_slice) {
-            before(self, id).await;
-        }
         let started = Date::now().as_millis();
         let progress = parts.runner.drive(id, STEPS_PER_SLICE).await;
         let now = Date::now().as_millis();
@@ -57,9 +53,11 @@ impl Inner {
         }
         let waiting = parts.replica.backlog().0 > 0;
         let (alarm, fallback) = slice_alarm(&progress, now, reported, waiting);
-        let idle = matches!(progress, Ok(Progress::Idle(_)));
-        let dues = CAPABILITIES.iter().filter_map(|c| c.next_due);
-        let alarm = dues.fold(alarm, |alarm, due| no_later(alarm, due(self, idle), now));
+        let due = CAPABILITIES.iter().filter_map(|c| c.next_due);
+        let (alarm, fallback) = match due.filter_map(|due| due(self)).min() {
+            Some(at) => due_alarm(alarm, at, now),
+            None => (alarm, fallback),
+        };
         self.replication_fallback.set(fallback);
         let rearmed = match alarm {
             Alarm::In(wait) => storage.set_alarm(wait).await,

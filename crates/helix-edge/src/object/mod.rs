@@ -79,6 +79,9 @@ struct Inner {
     replication_scheduled: Cell<bool>,
     /// When the alarm a slice set only to retry replication fires (ms), if it did.
     replication_fallback: Cell<Option<u64>>,
+    /// When a schedule's fire or the queue falls due (ms), as the last slice found.
+    #[allow(dead_code, reason = "kept by the schedules capability, when a build has it")]
+    due: Cell<Option<u64>>,
 }
 
 /// What the object opens on its first request.
@@ -137,6 +140,7 @@ impl SessionHost {
                 pinging: Cell::new(false),
                 replication_scheduled: Cell::new(false),
                 replication_fallback: Cell::new(None),
+                due: Cell::new(None),
             }),
         }
     }
@@ -297,7 +301,7 @@ impl Inner {
                     handler(&self, &call).await
                 }
                 // The worker answers the rest itself.
-                None => Err(internal("object route", format!("{other:?}"))),
+                None => Err(internal("object route", &path)),
             },
         }
     }

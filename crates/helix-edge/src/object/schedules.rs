@@ -1,8 +1,9 @@
 //! Schedules and the queue of waiting messages (feature `schedules`), as the session's
 //! object serves them: `POST …/schedules`, `GET …/schedules`, `DELETE
-//! …/schedules/{scheduleId}`; before each slice of work the due fires are claimed and the
-//! queue's next run started ([`crate::schedule`] holds the protocol); after it, the alarm
-//! is brought forward to the soonest fire. An aborted session's schedules and queue go.
+//! …/schedules/{scheduleId}`; after each slice of work (the alarm's included) the due fires
+//! are claimed and the queue's next run started, driven by a slice of its own
+//! ([`crate::schedule`] holds the protocol), and the alarm is brought forward to the
+//! soonest fire. An aborted session's schedules and queue go.
 
 use super::capability::{Call, Capability, NOTHING};
 use super::{Inner, Reply};
@@ -31,8 +32,8 @@ pub(super) const SCHEDULES: Capability = Capability {
             Box::pin(inner.delete_schedule(call))
         }),
     ],
-    before_slice: Some(before_slice),
-    next_due: Some(next_due),
+    after_slice: Some(after_slice),
+    next_due: Some(|inner| inner.due.take()),
     ..NOTHING
 };
 
@@ -117,7 +118,7 @@ impl Inner {
 
     /// Claims the due fires of session `id` and starts the queue's next run if the
     /// session is idle.
-    async fn fire_and_start(&self, id: &str) -> Result<(), RunError> {
+    async fn fire_and_start(&self, id: &str) -> Result<Next, RunError> {
         let storage = |e: String| RunError::Store(StoreError::Backend(e));
         let parts = self.parts().map_err(|e| storage(e.message))?;
         let runner = &parts.runner;
@@ -125,7 +126,7 @@ impl Inner {
         let storage = |e: TableError| storage(e.to_string());
         let head = self.head(runner, id).await?;
         if head.status == SessionStatus::Aborted {
-            return table.clear().map_err(storage);
+            return table.clear().map(|()| Next::Empty).map_err(storage);
         }
         let now = Date::now().as_millis();
         let ids = || (WorkerHost.new_id("queued"), WorkerHost.new_id("run"));
@@ -149,7 +150,8 @@ impl Inner {
                 runner.interrupt(id, reason).await?;
             }
         }
-        match crate::schedule::start_next(runner, &table, id).await? {
+        let next = crate::schedule::start_next(runner, &table, id).await?;
+        match &next {
             Next::Started(queued) => {
                 let fields =
                     json!({ "session": id, "queued": queued.queue_id, "run": queued.run_id });
@@ -161,30 +163,41 @@ impl Inner {
             }
             Next::Empty | Next::Waiting => {}
         }
-        Ok(())
+        Ok(next)
     }
 }
 
-/// Before a slice: the due fires, and the queue's next run.
-fn before_slice<'a>(inner: &'a Inner, id: &'a str) -> LocalBoxFuture<'a, ()> {
+/// After a slice: the due fires, and the queue's next run (driven by a slice of its
+/// own). Owes nobody anything: `true`.
+fn after_slice<'a>(inner: &'a Inner, id: &'a str) -> LocalBoxFuture<'a, bool> {
     Box::pin(async move {
-        if let Err(e) = inner.fire_and_start(id).await {
-            let fields = json!({ "session": id, "error": e.to_string() });
-            log(Level::Warn, "schedule_error", fields);
+        match inner.fire_and_start(id).await {
+            // Its own slice drives it (and says when the alarm is due next).
+            Ok(Next::Started(_)) => {
+                if let Some(me) = inner.me.upgrade() {
+                    me.schedule(id);
+                }
+            }
+            // Idle, with more maybe queued behind the one dropped.
+            Ok(Next::Dropped(..)) => inner.due.set(next_due(inner, true)),
+            Ok(Next::Empty | Next::Waiting) => inner.due.set(next_due(inner, false)),
+            Err(e) => {
+                let fields = json!({ "session": id, "error": e.to_string() });
+                log(Level::Warn, "schedule_error", fields);
+                inner.due.set(next_due(inner, false));
+            }
         }
+        true
     })
 }
 
 /// When the alarm must fire for the schedules and the queue: at the soonest fire, and
-/// at once when the session is `idle` with messages queued.
+/// at once when the session is idle with messages queued.
 fn next_due(inner: &Inner, idle: bool) -> Option<u64> {
     let parts = inner.parts().ok()?;
     let table = Schedules::new(&*parts.sql);
-    let queued = idle && table.first().ok().flatten().is_some();
-    let now = Date::now().as_millis();
-    let fire = table.next_fire().ok().flatten();
-    match (queued, fire) {
-        (true, _) => Some(now),
-        (false, fire) => fire,
+    if idle && table.first().ok().flatten().is_some() {
+        return Some(Date::now().as_millis());
     }
+    table.next_fire().ok().flatten()
 }

@@ -63,8 +63,7 @@ impl<S: Store> Runner<S> {
         let options = self
             .options_of(&live.head, &restore.checkpoint.run_id)
             .await?;
-        let run_id = self.host.new_id("run");
-        self.start_run(&mut live, input, Some(restore), options, run_id)
+        self.start_run(&mut live, input, Some(restore), options, None)
             .await
     }
 

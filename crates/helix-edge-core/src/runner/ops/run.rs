@@ -41,8 +41,7 @@ impl<S: Store> Runner<S> {
             super::check_options(given, &agent)?;
         }
         ensure_idle(&live.head)?;
-        let run_id = self.host.new_id("run");
-        self.start_run(&mut live, messages, None, options, run_id)
+        self.start_run(&mut live, messages, None, options, None)
             .await
     }
 
@@ -61,22 +60,24 @@ impl<S: Store> Runner<S> {
             super::check_options(given, &agent)?;
         }
         ensure_idle(&live.head)?;
-        self.start_run(&mut live, messages, None, options, run_id)
+        self.start_run(&mut live, messages, None, options, Some(run_id))
             .await
     }
 
-    /// Starts run `run_id`: a follow-up message, or a restore of a checkpoint (with a
-    /// message to run on, for a retry that replaces the user's message).
+    /// Starts a new run (`run_id`, or a new id): a follow-up message, or a restore of a
+    /// checkpoint (with a message to run on, for a retry that replaces the user's
+    /// message).
     pub(crate) async fn start_run(
         &self,
         live: &mut Live,
         messages: Vec<Message>,
         restore: Option<Restore>,
         options: Option<Value>,
-        run_id: String,
+        run_id: Option<String>,
     ) -> Result<String, RunError> {
         let now = self.host.now_ms();
         let mut head = live.head.clone();
+        let run_id = run_id.unwrap_or_else(|| self.host.new_id("run"));
         let input_at = match &restore {
             Some(r) if !messages.is_empty() => r.keep,
             Some(r) => r.input_at,
@@ -207,8 +208,7 @@ impl<S: Store> Runner<S> {
         if let Some(parent) = live.head.parent.as_mut() {
             parent.tool_call_id = then.tool_call_id;
         }
-        let run_id = self.host.new_id("run");
-        self.start_run(live, vec![Message::user(then.message)], None, None, run_id)
+        self.start_run(live, vec![Message::user(then.message)], None, None, None)
             .await
             .map(drop)
     }

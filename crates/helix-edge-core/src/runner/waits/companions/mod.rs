@@ -489,8 +489,7 @@ async fn turn_ended<S: Store>(
         SessionStatus::Completed | SessionStatus::Failed
     );
     if !stored && notice && finished && rt.agent(&live.head.agent)?.wakes_on_children() {
-        let run_id = rt.host.new_id("run");
-        rt.start_run(live, Vec::new(), None, None, run_id).await?;
+        rt.start_run(live, Vec::new(), None, None, None).await?;
         return Ok(true);
     }
     Ok(stored)
