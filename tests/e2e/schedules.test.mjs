@@ -3,7 +3,10 @@
 // runs; a one-off `at` fire survives a SIGKILL while it is due and runs once after the
 // restart; a fire while the session waits on an approval follows its policy (`reject`
 // skips it, `enqueue` runs it once the approval is answered); bad input is refused
-// with a clear 400/429/404 and changes nothing. Prints the alarm's drift (fire − due).
+// with a clear 400/429/404 and changes nothing. Follow-ups sent while a run is busy
+// follow their `whenBusy`: three `enqueue`d messages run in order, one run each; `reject`
+// is 409; `merge` joins the last queued message; `interrupt` stops a slow step's run and
+// runs first. Prints the alarm's drift (fire − due).
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -151,6 +154,66 @@ test('bad schedules are refused with what is wrong and change nothing', async ()
   assert.equal(missing.status, 404);
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}/schedules`)).body.schedules.length, 19);
   assert.deepEqual(await userTexts(id), ['hello'], 'no run started');
+});
+
+/** A session whose every model call takes `ms` (a slow step), answering with text. */
+async function slowSession(id, ms) {
+  llm.respondWith(() => ({ text: 'ok', delayMs: ms }));
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'first' });
+  assert.equal(res.status, 201);
+}
+
+test('follow-ups sent during a run: enqueue runs each in order, reject is 409, merge joins the last', async () => {
+  const id = newId('queue');
+  await slowSession(id, 1_500);
+  const ids = [];
+  for (const text of ['one', 'two', 'three']) {
+    const res = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: text, whenBusy: 'enqueue' });
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    assert.equal(res.body.queued, true);
+    ids.push(res.body.runId);
+  }
+  const refused = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'no', whenBusy: 'reject' });
+  assert.equal(refused.status, 409);
+  assert.equal(refused.body.error.code, 'session_busy');
+  const plain = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'no' });
+  assert.equal(plain.status, 409, 'reject is the default');
+  const merged = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'three and a half', whenBusy: 'merge' });
+  assert.equal(merged.status, 202);
+  assert.equal(merged.body.runId, ids[2], 'joins the last queued message');
+  const listed = (await api(worker, 'GET', `/v1/sessions/${id}/schedules`)).body.queue;
+  assert.deepEqual(listed.map((q) => q.runId), ids);
+  assert.equal(listed[2].merged, 1);
+  const end = Date.now() + 30_000;
+  while (Date.now() < end && (await runs(id)).length < 4) await sleep(250);
+  await waitFor(worker, id, (s) => s.status === 'completed', 15_000);
+  const all = await runs(id);
+  assert.deepEqual(all.slice(1).map((r) => r.runId), ids, 'one run each, in order, with the ids given');
+  assert.deepEqual(await userTexts(id), ['first', 'one', 'two', 'three', 'three and a half']);
+});
+
+test('interrupt stops the running step\'s run at its boundary and runs first', async () => {
+  const id = newId('interrupt');
+  // Two slow steps: a note, then the answer; the interrupt comes during the first.
+  llm.respondWith((body) => {
+    const last = body.messages?.at(-1);
+    if (last?.role === 'user' && last.content === 'first') return { calls: [{ name: 'add_note', args: { text: 'x' } }], delayMs: 1_500 };
+    return { text: 'ok', delayMs: 1_500 };
+  });
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'first' });
+  assert.equal(res.status, 201);
+  await sleep(300);
+  const queued = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'later', whenBusy: 'enqueue' });
+  const urgent = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'now', whenBusy: 'interrupt' });
+  assert.equal(urgent.status, 202, JSON.stringify(urgent.body));
+  assert.equal(urgent.body.position, 1, 'first in line');
+  const end = Date.now() + 30_000;
+  while (Date.now() < end && (await runs(id)).length < 3) await sleep(250);
+  await waitFor(worker, id, (s) => s.status === 'completed', 15_000);
+  const all = await runs(id);
+  assert.equal(all[0].status, 'interrupted', JSON.stringify(all.map((r) => [r.runId, r.status])));
+  assert.deepEqual(all.slice(1).map((r) => r.runId), [urgent.body.runId, queued.body.runId]);
+  assert.deepEqual((await userTexts(id)).slice(1), ['now', 'later']);
 });
 
 test('the alarm drift of the fires above', () => {

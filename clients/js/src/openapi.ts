@@ -590,6 +590,7 @@ export interface components {
             metadata?: Record<string, unknown>;
             attachments?: components["schemas"]["Attachments"];
             providerOptions?: components["schemas"]["ProviderOptions"];
+            whenBusy?: components["schemas"]["WhenBusy"];
         } | {
             message?: unknown;
         } | {
@@ -597,6 +598,7 @@ export interface components {
         }) | {
             messages: components["schemas"]["UserMessages"];
             providerOptions?: components["schemas"]["ProviderOptions"];
+            whenBusy?: components["schemas"]["WhenBusy"];
         };
         ToolResult: {
             /** @constant */
@@ -1186,6 +1188,12 @@ export interface components {
             content: {
                 "application/json": {
                     runId: string;
+                    /** @description The message waits in the session's queue (`whenBusy`: enqueue, interrupt, merge); `runId` is the id its run will have. */
+                    queued?: boolean;
+                    /** @description Its entry in the queue (GET …/schedules lists it); after a merge, the entry it joined. */
+                    queueId?: string;
+                    /** @description Its place in the queue, 1 first. */
+                    position?: number;
                 };
             };
         };
@@ -1437,6 +1445,7 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             413: components["responses"]["Error"];
+            429: components["responses"]["Error"];
             503: components["responses"]["Error"];
         };
     };

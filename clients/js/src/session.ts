@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, Schedule, ScheduleRequest, Session, SessionEvent, UserMessages } from './types.js';
+import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, Schedule, ScheduleRequest, Session, WhenBusy, SessionEvent, UserMessages } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -89,12 +89,12 @@ export class SessionHandle {
     await this.transport.json('DELETE', `${this.path}/schedules/${encodeURIComponent(scheduleId)}`, { signal });
   }
 
-  /** A follow-up message: a new run (409 `session_busy` while one is active), with its model options if given. */
+  /** A follow-up message: a new run, with its model options if given. While a run is busy it follows `whenBusy` (helix-edge's `schedules` feature): `reject` (409 `session_busy`, the default), `enqueue`, `interrupt` or `merge` (202 with `queued`, `queueId`, `position`). */
   send(
     message: string,
-    { signal, providerOptions }: Signal & { providerOptions?: ProviderOptions } = {},
-  ): Promise<{ runId: string }> {
-    const body = providerOptions ? { message, providerOptions } : { message };
+    { signal, providerOptions, whenBusy }: Signal & { providerOptions?: ProviderOptions; whenBusy?: WhenBusy } = {},
+  ): Promise<{ runId: string; queued?: boolean; queueId?: string; position?: number }> {
+    const body = { message, ...(providerOptions ? { providerOptions } : {}), ...(whenBusy ? { whenBusy } : {}) };
     return this.started(this.transport.json('POST', `${this.path}/messages`, { body, signal }));
   }
 

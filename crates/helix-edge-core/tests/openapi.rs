@@ -104,10 +104,14 @@ fn creates(body: &Value) -> bool {
         .is_ok()
 }
 
-/// Whether a follow-up with this body is accepted (as `creates`).
+/// Whether a follow-up with this body is accepted (as `creates`; its `whenBusy` taken as
+/// the schedules' follow-up takes it).
 fn follows(body: &Value) -> bool {
     let text = body.to_string();
     let Ok((_, rest)) = take(text.as_bytes()) else {
+        return false;
+    };
+    let Ok((_, rest)) = helix_edge_core::schedule::take_when_busy(&rest) else {
         return false;
     };
     parse_body::<MessageBody>(&rest)
@@ -263,15 +267,16 @@ fn request_body_schemas_agree_with_the_parsers() {
     let [one, many] = [0, 1].map(|i| schema("SendMessage")["oneOf"][i].clone());
     agrees(
         &one,
-        json!({"message": "more", "metadata": {}, "attachments": [png], "providerOptions": {}}),
+        json!({"message": "more", "metadata": {}, "attachments": [png], "providerOptions": {}, "whenBusy": "enqueue"}),
         follows,
     );
     agrees(
         &many,
-        json!({"messages": ["a", "b"], "providerOptions": {"thinkingBudget": 4096}}),
+        json!({"messages": ["a", "b"], "providerOptions": {"thinkingBudget": 4096}, "whenBusy": "merge"}),
         follows,
     );
     assert!(!follows(&json!({"message": "m", "state": {}})));
+    assert!(!follows(&json!({"message": "m", "whenBusy": "later"})));
     agrees(
         &schema("Reason"),
         json!({"reason": "why"}),

@@ -69,9 +69,9 @@ mod waited;
 pub mod waits;
 
 pub use error::RunError;
-#[cfg(feature = "schedules")]
-pub(crate) use ops::ensure_idle;
 pub use ops::{CreateSession, Created, Routed, Submission};
+#[cfg(feature = "schedules")]
+pub(crate) use ops::{check_options, ensure_idle};
 pub use waits::{
     ChildEnded, ChildOrder, Children, NoChildren, WaitKind, child_outcome, child_session_id,
     ended_report,
@@ -245,7 +245,7 @@ impl<S: Store> Runner<S> {
         matches!(found, Ok(Some(_)))
     }
 
-    fn agent(&self, name: &str) -> Result<Rc<Agent>, RunError> {
+    pub(crate) fn agent(&self, name: &str) -> Result<Rc<Agent>, RunError> {
         self.agents
             .get(name)
             .ok_or_else(|| RunError::AgentNotFound(name.into()))

@@ -2,10 +2,15 @@
 //! active or waits on a human, or messages already wait their turn. The decision is pure;
 //! the session's object carries it out on its durable queue ([`super::table`]).
 
+use crate::api::ApiError;
 use crate::message::Message;
 use crate::wire::wire_enum;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+/// The field of a follow-up's body that gives its policy.
+const FIELD: &str = "whenBusy";
 
 /// Messages a session's queue holds at most; one more is refused (429 `queue_full`).
 pub const MAX_QUEUED: usize = 50;
@@ -68,6 +73,32 @@ pub struct Queued {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+/// Takes `whenBusy` out of a follow-up's body (`POST …/messages`), checked, leaving the
+/// rest for the body's own parser (a build without this feature has no code for the
+/// field: the parser refuses it as unknown). A body that is not a JSON object is left to
+/// its parser.
+pub fn take_when_busy(body: &[u8]) -> Result<(Option<WhenBusy>, Cow<'_, [u8]>), ApiError> {
+    let kept = Ok((None, Cow::Borrowed(body)));
+    let needle = FIELD.as_bytes();
+    if !body.windows(needle.len()).any(|w| w == needle) {
+        return kept;
+    }
+    let text = std::str::from_utf8(body).unwrap_or_default();
+    let Ok(mut fields) = serde_json::from_str::<Map<String, Value>>(text) else {
+        return kept;
+    };
+    let Some(policy) = fields.remove(FIELD) else {
+        return kept;
+    };
+    let policy = serde_json::from_value(policy).map_err(|e| {
+        ApiError::validation(format!(
+            "whenBusy: {e}; one of reject, enqueue, interrupt, merge."
+        ))
+    })?;
+    let rest = serde_json::to_vec(&fields).map_err(|e| ApiError::validation(e.to_string()))?;
+    Ok((Some(policy), Cow::Owned(rest)))
 }
 
 /// What to do with a message.
@@ -162,6 +193,22 @@ mod tests {
             Decision::MergeInto(_)
         ));
         assert_eq!(decide(WhenBusy::Reject, true, &full), Decision::Refuse);
+    }
+
+    #[test]
+    fn a_follow_ups_policy_is_taken_out_of_its_body_and_checked() {
+        let (policy, rest) = take_when_busy(br#"{"message":"hi","whenBusy":"enqueue"}"#).unwrap();
+        assert_eq!(policy, Some(WhenBusy::Enqueue));
+        assert_eq!(&*rest, br#"{"message":"hi"}"#);
+        let (policy, rest) = take_when_busy(br#"{"message":"hi"}"#).unwrap();
+        assert_eq!((policy, &*rest), (None, &br#"{"message":"hi"}"#[..]));
+        let err = take_when_busy(br#"{"message":"hi","whenBusy":"later"}"#).unwrap_err();
+        assert!(
+            err.message.starts_with("whenBusy: unknown variant"),
+            "{}",
+            err.message
+        );
+        assert!(take_when_busy(br#"{"whenBusy":null}"#).is_err());
     }
 
     #[test]

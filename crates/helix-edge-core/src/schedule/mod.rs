@@ -20,12 +20,23 @@ pub mod table;
 pub mod when;
 
 pub use body::{MAX_SCHEDULES, Schedule, ScheduleBody, ScheduleView};
-pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide};
+pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide, take_when_busy};
 pub use drain::{Next, start_next};
 pub use table::{Fired, Schedules, TableError};
 pub use when::When;
 
 use crate::store::SessionHead;
+
+/// Checks a follow-up's model options against the session's agent before the message is
+/// queued (they are checked again when its run starts).
+pub fn check_options<S: crate::store::Store>(
+    runner: &crate::runner::Runner<S>,
+    head: &SessionHead,
+    options: &serde_json::Value,
+) -> Result<(), crate::runner::RunError> {
+    let agent = runner.agent(&head.agent)?;
+    crate::runner::check_options(options, &agent)
+}
 
 /// Whether a message arriving now would find the session busy: a run is active or waits
 /// on a human (a new run would leave its calls unanswered).

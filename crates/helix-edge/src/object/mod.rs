@@ -80,7 +80,10 @@ struct Inner {
     /// When the alarm a slice set only to retry replication fires (ms), if it did.
     replication_fallback: Cell<Option<u64>>,
     /// When a schedule's fire or the queue falls due (ms), as the last slice found.
-    #[allow(dead_code, reason = "kept by the schedules capability, when a build has it")]
+    #[allow(
+        dead_code,
+        reason = "kept by the schedules capability, when a build has it"
+    )]
     due: Cell<Option<u64>>,
 }
 
@@ -281,6 +284,15 @@ impl Inner {
         }
         let parts = self.attach(&id)?;
         let route = crate::api::route(method.as_ref(), &path)?;
+        // A capability's handler comes first: it may take over a base operation (the
+        // schedules' follow-up, with its `whenBusy`).
+        if let Some(handler) = served_operation(route.operation) {
+            let call = Call {
+                item: route.item,
+                ..call
+            };
+            return handler(&self, &call).await;
+        }
         let runner = &parts.runner;
         match route.operation {
             Operation::GetSession => self.get(runner, &id).await,
@@ -292,17 +304,8 @@ impl Inner {
             Operation::Interrupt => self.interrupt(runner, &id, &body).await,
             Operation::Resume => self.resume(runner, &id, &body).await,
             Operation::Abort => self.abort(runner, &id, &body).await,
-            other => match served_operation(other) {
-                Some(handler) => {
-                    let call = Call {
-                        item: route.item,
-                        ..call
-                    };
-                    handler(&self, &call).await
-                }
-                // The worker answers the rest itself.
-                None => Err(internal("object route", &path)),
-            },
+            // The worker answers the rest itself.
+            _ => Err(internal("object route", &path)),
         }
     }
 }

@@ -7,15 +7,19 @@
 
 use super::capability::{Call, Capability, NOTHING};
 use super::{Inner, Reply};
-use crate::api::{ApiError, Operation, parse_body};
+use crate::api::{ApiError, MessageBody, Operation, parse_body};
 use crate::host::{Host, Level};
 use crate::http::{internal, json_response};
 use crate::runner::RunError;
-use crate::schedule::{Fired, Next, ScheduleBody, ScheduleView, Schedules, TableError, is_busy};
+use crate::schedule::{
+    Decision, Fired, MAX_QUEUED, Next, ScheduleBody, ScheduleView, Schedules, TableError,
+    check_options, is_busy, table::from_message, take_when_busy,
+};
 use crate::store::{SessionStatus, StoreError};
 use crate::worker_host::{WorkerHost, log};
 use futures::future::LocalBoxFuture;
 use serde_json::json;
+use std::rc::Rc;
 use std::time::Duration;
 use worker::{Date, Response};
 
@@ -31,6 +35,9 @@ pub(super) const SCHEDULES: Capability = Capability {
         (Operation::DeleteSchedule, |inner, call| {
             Box::pin(inner.delete_schedule(call))
         }),
+        (Operation::SendMessage, |inner, call| {
+            Box::pin(inner.send_when_busy(call))
+        }),
     ],
     after_slice: Some(after_slice),
     next_due: Some(|inner| inner.due.take()),
@@ -45,6 +52,84 @@ fn table_error(e: TableError) -> ApiError {
 }
 
 impl Inner {
+    /// `POST …/messages` with its `whenBusy`: the run starts at once when nothing is busy;
+    /// otherwise the message is refused (`reject`: 409), queued (`enqueue`, `interrupt`:
+    /// first in line, the running run asked to stop at its next step boundary) or merged
+    /// into the last queued message (`merge`). 202 `{"runId"}`, with `queued`, `queueId`
+    /// and `position` when it waits; 429 `queue_full` past the queue's bound.
+    async fn send_when_busy(self: &Rc<Self>, call: &Call<'_>) -> Reply {
+        let parts = self.attach(call.id)?;
+        let runner = &parts.runner;
+        let (options, body) =
+            crate::provider_options::take(call.body).map_err(ApiError::validation)?;
+        let (policy, body) = take_when_busy(&body)?;
+        let messages = parse_body::<MessageBody>(&body)?.into_messages()?;
+        let head = self.head(runner, call.id).await?;
+        if head.status == SessionStatus::Aborted {
+            return Err(RunError::Aborted.into());
+        }
+        if let Some(given) = &options {
+            check_options(runner, &head, given)?;
+        }
+        let table = Schedules::new(&*parts.sql);
+        let (queue_id, run_id) = (WorkerHost.new_id("queued"), WorkerHost.new_id("run"));
+        let now = Date::now().as_millis();
+        let queued = from_message(queue_id.clone(), run_id.clone(), messages, options, now);
+        let policy = policy.unwrap_or_default();
+        let decision = table
+            .enqueue(queued, policy, is_busy(&head))
+            .map_err(table_error)?;
+        let waiting = |queue_id: &str, run_id: &str| -> Reply {
+            let queue = table.queue().map_err(table_error)?;
+            let position = queue.iter().position(|q| q.queue_id == queue_id);
+            let fields =
+                json!({ "session": call.id, "queued": queue_id, "policy": policy.as_str() });
+            log(Level::Info, "message_queued", fields);
+            let body = json!({
+                "runId": run_id, "queued": true, "queueId": queue_id,
+                "position": position.map_or(queue.len(), |p| p + 1),
+            });
+            json_response(202, &body)
+        };
+        match decision {
+            Decision::Start => match crate::schedule::start_next(runner, &table, call.id).await? {
+                Next::Started(started) if started.queue_id == queue_id => {
+                    self.schedule(call.id);
+                    json_response(202, &json!({ "runId": run_id }))
+                }
+                Next::Dropped(_, why) => Err(ApiError::validation(why)),
+                // Something started first (or the session turned busy): it waits its turn.
+                _ => waiting(&queue_id, &run_id),
+            },
+            Decision::Queue => waiting(&queue_id, &run_id),
+            Decision::Interrupt => {
+                if head.status == SessionStatus::Active && head.pending.is_empty() {
+                    runner
+                        .interrupt(call.id, Some("a message took its turn".into()))
+                        .await?;
+                    self.schedule(call.id);
+                }
+                waiting(&queue_id, &run_id)
+            }
+            Decision::MergeInto(into) => {
+                let queue = table.queue().map_err(table_error)?;
+                let run = queue
+                    .iter()
+                    .find(|q| q.queue_id == into)
+                    .map(|q| q.run_id.clone());
+                waiting(&into, &run.unwrap_or(run_id))
+            }
+            Decision::Refuse => {
+                Err(RunError::Busy("a run is active or messages are queued").into())
+            }
+            Decision::Full => Err(ApiError::client(
+                429,
+                "queue_full",
+                format!("A session queues at most {MAX_QUEUED} messages."),
+            )),
+        }
+    }
+
     /// `POST …/schedules`: 201 `{"scheduleId", "nextFireAt"}`, the alarm brought forward.
     async fn create_schedule(&self, call: &Call<'_>) -> Reply {
         let parts = self.attach(call.id)?;
