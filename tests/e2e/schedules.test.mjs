@@ -6,7 +6,8 @@
 // with a clear 400/429/404 and changes nothing. Follow-ups sent while a run is busy
 // follow their `whenBusy`: three `enqueue`d messages run in order, one run each; `reject`
 // is 409; `merge` joins the last queued message; `interrupt` stops a slow step's run and
-// runs first. Prints the alarm's drift (fire − due).
+// runs first. The `secretary` schedules a run of its own session with its
+// `schedule_run` tool, and it fires. Prints the alarm's drift (fire − due).
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -214,6 +215,33 @@ test('interrupt stops the running step\'s run at its boundary and runs first', a
   assert.equal(all[0].status, 'interrupted', JSON.stringify(all.map((r) => [r.runId, r.status])));
   assert.deepEqual(all.slice(1).map((r) => r.runId), [urgent.body.runId, queued.body.runId]);
   assert.deepEqual((await userTexts(id)).slice(1), ['now', 'later']);
+});
+
+test('an agent schedules a run of its own session with its tool, and it fires', async () => {
+  const id = newId('secretary');
+  llm.respondWith((body) => {
+    const last = body.messages?.at(-1);
+    if (last?.role === 'user' && last.content === 'remind me to stretch in two seconds') {
+      const at = new Date(Date.now() + 2_000).toISOString();
+      return { calls: [{ name: 'schedule_run', args: { at, message: 'Reminder: stretch' } }] };
+    }
+    if (last?.role === 'tool') return { text: 'Scheduled.' };
+    return { text: 'Time to stretch!' };
+  });
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'secretary', sessionId: id, input: 'remind me to stretch in two seconds' });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const scheduled = await waitFor(worker, id, (s) => s.status === 'completed');
+  assert.equal(scheduled.output ?? null, null);
+  const listed = (await api(worker, 'GET', `/v1/sessions/${id}/schedules`)).body.schedules;
+  assert.equal(listed.length, 1, 'the tool made one schedule');
+  assert.match(listed[0].scheduleId, /^schedule_/);
+  const end = Date.now() + 15_000;
+  while (Date.now() < end && (await userTexts(id)).length < 2) await sleep(250);
+  await waitFor(worker, id, (s) => s.status === 'completed');
+  assert.deepEqual(await userTexts(id), ['remind me to stretch in two seconds', 'Reminder: stretch']);
+  const page = (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=50`)).body.messages;
+  assert.equal(page.at(-1).content, 'Time to stretch!');
+  assert.deepEqual((await api(worker, 'GET', `/v1/sessions/${id}/schedules`)).body.schedules, [], 'spent');
 });
 
 test('the alarm drift of the fires above', () => {

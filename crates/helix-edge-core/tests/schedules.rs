@@ -70,6 +70,7 @@ impl Object {
         let model = Rc::new(ScriptedModel::new());
         let agent = Agent::builder("helper")
             .system_prompt("Help.")
+            .scheduling()
             .build()
             .unwrap();
         let agents = Agents::new().with(agent).unwrap();
@@ -81,6 +82,8 @@ impl Object {
             host.clone(),
             RunnerConfig::new("i1"),
         );
+        let shared: Rc<dyn helix_edge_core::sqlite::Db> = db.clone();
+        helix_edge_core::schedule::tools::register(SESSION, &shared);
         let object = Self {
             db,
             host,
@@ -371,4 +374,73 @@ fn the_queue_and_the_schedules_are_bounded_and_cleared_with_the_session() {
     o.table().clear().unwrap();
     assert!(o.table().list().unwrap().is_empty());
     assert!(o.table().queue().unwrap().is_empty());
+}
+
+#[test]
+fn the_agent_schedules_lists_and_cancels_runs_of_its_own_session_with_its_tools() {
+    let o = Object::new();
+    let at = "2026-11-27T09:00:00+01:00";
+    let call = o.model.call(
+        "schedule_run",
+        json!({"at": at, "message": "Remind me: standup"}),
+    );
+    let call_id = call.id.clone();
+    o.model.calls(vec![call]);
+    o.model
+        .calls(vec![o.model.call("list_schedules", json!({}))]);
+    o.model.text("Scheduled.");
+    block_on(o.runner.send_messages(
+        SESSION,
+        vec![Message::user("remind me tomorrow at nine")],
+        None,
+    ))
+    .unwrap();
+    o.drive();
+    let listed = o.table().list().unwrap();
+    assert_eq!(
+        listed.len(),
+        1,
+        "{:?}",
+        o.model.seen().last().map(|s| s.messages.clone())
+    );
+    assert_eq!(
+        listed[0].schedule_id,
+        format!("schedule_{call_id}"),
+        "named by its call"
+    );
+    assert_eq!(listed[0].next_fire_ms, NOW + 23 * 3600 * 1000);
+    let seen = o.model.seen();
+    let last = seen.last().unwrap();
+    let results = format!("{:?}", last.messages);
+    assert!(
+        results.contains("2026-11-27T08:00:00Z"),
+        "the model sees its schedule listed"
+    );
+
+    // A bad request is the model's to correct, and changes nothing.
+    o.model.calls(vec![
+        o.model
+            .call("schedule_run", json!({"cron": "nope", "message": "x"})),
+    ]);
+    let id = listed[0].schedule_id.clone();
+    o.model.calls(vec![
+        o.model.call("cancel_schedule", json!({"scheduleId": id})),
+    ]);
+    o.model.text("Cancelled.");
+    block_on(
+        o.runner
+            .send_messages(SESSION, vec![Message::user("cancel it")], None),
+    )
+    .unwrap();
+    o.drive();
+    assert!(
+        o.table().list().unwrap().is_empty(),
+        "cancelled, and the bad one never stored"
+    );
+    let seen = o.model.seen();
+    let results = format!("{:?}", seen[seen.len() - 2].messages);
+    assert!(
+        results.contains("cron:"),
+        "the model is told what is wrong: {results}"
+    );
 }

@@ -9,7 +9,8 @@
 //! feature `persistent-children`) leads researcher helpers that are persistent children.
 //! `dispatcher` ([`dispatcher`], feature `remote-subagents`) hands tasks to the
 //! `assistant` of another deployment. `librarian` ([`librarian`], feature `skill-store`)
-//! writes with skills kept in a store, read as each run starts.
+//! writes with skills kept in a store, read as each run starts. `secretary`
+//! ([`secretary`], feature `schedules`) schedules runs of its own conversation.
 
 #[cfg(feature = "remote-subagents")]
 mod dispatcher;
@@ -17,6 +18,8 @@ mod dispatcher;
 mod librarian;
 #[cfg(feature = "orders")]
 mod orders;
+#[cfg(feature = "schedules")]
+mod secretary;
 #[cfg(feature = "persistent-children")]
 mod team;
 
@@ -29,6 +32,8 @@ pub use orders::{
 pub use dispatcher::{REMOTE_TASK_TIMEOUT, RemoteTask, dispatcher};
 #[cfg(feature = "skill-store")]
 pub use librarian::{Note, Publish, librarian};
+#[cfg(feature = "schedules")]
+pub use secretary::secretary;
 #[cfg(feature = "persistent-children")]
 pub use team::team;
 

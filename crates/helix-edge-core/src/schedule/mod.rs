@@ -12,11 +12,14 @@
 //! - [`table`]: schedules and the queue in the object's SQLite, and the claim protocol
 //!   that runs each due fire exactly once.
 //! - [`drain`]: starting the queue's next run once the session is idle.
+//! - [`tools`]: `AgentBuilder::scheduling`, the tools an agent schedules itself with,
+//!   and the registry through which they reach the session's schedules.
 
 pub mod body;
 pub mod busy;
 pub mod drain;
 pub mod table;
+pub mod tools;
 pub mod when;
 
 pub use body::{MAX_SCHEDULES, Schedule, ScheduleBody, ScheduleView};

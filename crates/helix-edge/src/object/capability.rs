@@ -63,6 +63,8 @@ pub(super) struct Capability {
     pub after_slice: Option<AfterSlice>,
     /// When the alarm must fire for it next, after each slice.
     pub next_due: Option<NextDue>,
+    /// Told the session the object serves, once it knows (with the object's parts).
+    pub identified: Option<fn(&super::Parts, &str)>,
     /// Test builds: what D1 does wrong on purpose (`TEST_D1_FAULT`).
     pub d1_fault: Option<fn(&Env) -> Option<String>>,
     /// After a replication: the lags of the commits D1 took.
@@ -80,6 +82,7 @@ pub(super) const NOTHING: Capability = Capability {
     operations: &[],
     after_slice: None,
     next_due: None,
+    identified: None,
     d1_fault: None,
     on_replicated: None,
 };

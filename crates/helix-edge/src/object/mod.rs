@@ -230,7 +230,7 @@ impl Inner {
     fn attach(&self, id: &str) -> std::result::Result<Rc<Parts>, ApiError> {
         let parts = self.parts()?;
         if self.id.borrow().is_none() {
-            *self.id.borrow_mut() = Some(id.to_string());
+            self.identified(&parts, id);
             if parts.replica.backlog().0 > 0 {
                 self.replicate_soon();
             }
@@ -238,13 +238,22 @@ impl Inner {
         Ok(parts)
     }
 
+    /// The object learns the session it serves: capabilities are told.
+    fn identified(&self, parts: &Parts, id: &str) {
+        *self.id.borrow_mut() = Some(id.to_string());
+        for told in CAPABILITIES.iter().filter_map(|c| c.identified) {
+            told(parts, id);
+        }
+    }
+
     /// The session this object serves (remembered from the first request).
     fn session_id(&self) -> Option<String> {
         if let Some(id) = self.id.borrow().clone() {
             return Some(id);
         }
-        let id = sqlite::mark(&*self.parts().ok()?.sql, "session_id")?;
-        *self.id.borrow_mut() = Some(id.clone());
+        let parts = self.parts().ok()?;
+        let id = sqlite::mark(&*parts.sql, "session_id")?;
+        self.identified(&parts, &id);
         Some(id)
     }
 

@@ -41,6 +41,11 @@ pub(super) const SCHEDULES: Capability = Capability {
     ],
     after_slice: Some(after_slice),
     next_due: Some(|inner| inner.due.take()),
+    // The agent's own scheduling tools reach the session's schedules by its id.
+    identified: Some(|parts, id| {
+        let db: Rc<dyn crate::sqlite::Db> = parts.sql.clone();
+        crate::schedule::tools::register(id, &db);
+    }),
     ..NOTHING
 };
 
