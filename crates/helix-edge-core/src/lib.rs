@@ -21,9 +21,7 @@
 //!   proc-macro crate `helix-edge-macros`); `objects` (features `skill-store`,
 //!   `attachment-store`: objects by key in a store outside the session);
 //!   `attachment_store` (feature: large tool attachments kept in one, read back for
-//!   each model call); `schedule` (feature `schedules`): runs a session starts on its
-//!   own (at a time, every so often, on a cron pattern in a time zone) and the queue of
-//!   messages that wait for a busy run.
+//!   each model call).
 //! - Durability: [`store`] (the persistence contract, an in-memory backend, the D1 row
 //!   plan and the conformance suite), [`journal`] (the stream log, step attempts and
 //!   suspension context contract), [`sqlite`] (both over a session object's SQLite,
@@ -37,7 +35,10 @@
 //!   execution, the request operations, and [`runner::waits`] (work a run waits on
 //!   outside its session: sub-agents, persistent children, remote sub-agents, each a
 //!   module). [`lifecycle`]: when work runs (slices, alarms, replication, stalled
-//!   sessions).
+//!   sessions). `schedule` (feature `schedules`): runs a session starts on its own (at
+//!   a time, every so often, on a cron pattern in a time zone), the durable queue of
+//!   messages that wait for a busy run (`whenBusy`), and the tools an agent schedules
+//!   itself with.
 //! - The outside: [`api`] (routes, **the request plan** a worker carries out, bodies,
 //!   views and errors of the HTTP API, the served OpenAPI document), [`chat`] (the AI
 //!   SDK's chat protocol: its requests, the UI message stream), [`auth`] (tokens).
