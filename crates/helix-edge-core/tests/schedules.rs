@@ -240,11 +240,13 @@ fn a_crash_after_the_claim_runs_the_fire_on_wake_up_and_after_the_start_never_ag
     assert_eq!(again.unwrap(), "run_x");
     o.model.text("ok");
     o.drive();
+    // (Queued while "busy", as the entry of a started run would be.)
     let decision = o
         .table()
-        .enqueue(queued.clone(), WhenBusy::Enqueue, false)
+        .enqueue(queued.clone(), WhenBusy::Enqueue, true)
         .unwrap();
-    assert_eq!(decision, Decision::Start);
+    assert_eq!(decision, Decision::Queue);
+    assert_eq!(o.table().queue().unwrap().len(), 1);
     assert!(o.table().started(SESSION, &queued).unwrap());
     let next = block_on(start_next(&o.runner, &o.table(), SESSION)).unwrap();
     assert_eq!(next, Next::Empty, "recognised as started and dropped");
@@ -443,4 +445,13 @@ fn the_agent_schedules_lists_and_cancels_runs_of_its_own_session_with_its_tools(
         results.contains("cron:"),
         "the model is told what is wrong: {results}"
     );
+}
+
+#[test]
+fn a_message_for_an_idle_session_is_not_queued_so_a_refused_start_leaves_nothing() {
+    let o = Object::new();
+    let queued = from_message("queued_a".into(), "run_a".into(), vec![], None, NOW);
+    let decision = o.table().enqueue(queued, WhenBusy::Enqueue, false).unwrap();
+    assert_eq!(decision, Decision::Start, "the caller starts it");
+    assert!(o.table().queue().unwrap().is_empty());
 }

@@ -206,7 +206,8 @@ impl<'a> Schedules<'a> {
     }
 
     /// Queues `queued` by `policy` while the session is `busy`: the decision taken (see
-    /// [`decide`]), carried out in one transaction.
+    /// [`decide`]), carried out in one transaction. [`Decision::Start`] queues nothing: the
+    /// caller starts the run itself (and a start that fails leaves nothing behind).
     pub fn enqueue(
         &self,
         queued: Queued,
@@ -216,6 +217,9 @@ impl<'a> Schedules<'a> {
         let queue = self.entries()?;
         let waiting: Vec<Queued> = queue.iter().map(|(_, q)| q.clone()).collect();
         let decision = decide(policy, busy, &waiting);
+        if decision == Decision::Start {
+            return Ok(decision);
+        }
         if let Some((statements, _)) = self.place(&decision, queued, &queue)? {
             self.db
                 .atomically(&statements)

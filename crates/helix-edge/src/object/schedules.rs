@@ -1,9 +1,11 @@
 //! Schedules and the queue of waiting messages (feature `schedules`), as the session's
 //! object serves them: `POST …/schedules`, `GET …/schedules`, `DELETE
-//! …/schedules/{scheduleId}`; after each slice of work (the alarm's included) the due fires
-//! are claimed and the queue's next run started, driven by a slice of its own
-//! ([`crate::schedule`] holds the protocol), and the alarm is brought forward to the
-//! soonest fire. An aborted session's schedules and queue go.
+//! …/schedules/{scheduleId}`, and follow-ups (`POST …/messages`) with their `whenBusy`.
+//! After each slice of work (the alarm's included) the due fires are claimed and the
+//! queue's next run started, driven by a slice of its own ([`crate::schedule`] holds the
+//! protocol), and the alarm is brought forward to the soonest fire. The object registers
+//! its storage for the agent's own scheduling tools once it knows its session. An
+//! aborted session's schedules and queue go.
 
 use super::capability::{Call, Capability, NOTHING};
 use super::{Inner, Reply};
@@ -80,6 +82,7 @@ impl Inner {
         let (queue_id, run_id) = (WorkerHost.new_id("queued"), WorkerHost.new_id("run"));
         let now = Date::now().as_millis();
         let queued = from_message(queue_id.clone(), run_id.clone(), messages, options, now);
+        let (messages, options) = (queued.messages.clone(), queued.options.clone());
         let policy = policy.unwrap_or_default();
         let decision = table
             .enqueue(queued, policy, is_busy(&head))
@@ -97,15 +100,14 @@ impl Inner {
             json_response(202, &body)
         };
         match decision {
-            Decision::Start => match crate::schedule::start_next(runner, &table, call.id).await? {
-                Next::Started(started) if started.queue_id == queue_id => {
-                    self.schedule(call.id);
-                    json_response(202, &json!({ "runId": run_id }))
-                }
-                Next::Dropped(_, why) => Err(ApiError::validation(why)),
-                // Something started first (or the session turned busy): it waits its turn.
-                _ => waiting(&queue_id, &run_id),
-            },
+            // Started here, as without the feature: refused, it leaves nothing behind.
+            Decision::Start => {
+                let run_id = runner
+                    .send_messages_as(call.id, messages, options, run_id)
+                    .await?;
+                self.schedule(call.id);
+                json_response(202, &json!({ "runId": run_id }))
+            }
             Decision::Queue => waiting(&queue_id, &run_id),
             Decision::Interrupt => {
                 if head.status == SessionStatus::Active && head.pending.is_empty() {
