@@ -15,8 +15,8 @@
 //! - `chat` (feature `chat`): the AI SDK's chat routes.
 //! - `time_travel` (feature `time-travel`): runs, checkpoints, retries and forks.
 //! - `plans` (feature `plans`): plans checked without running them.
-//! - `schedules` (feature `schedules`): schedules, the queue of waiting messages, and
-//!   the fires claimed before each slice.
+//! - `schedules` (feature `schedules`): schedules, the queue of waiting messages (and
+//!   follow-ups' `whenBusy`), the fires claimed after each slice.
 //! - `testing` (feature `test-routes`): the test build's routes.
 
 mod capability;
