@@ -1,7 +1,8 @@
 //! Embeds the OpenAPI document minified: `api/openapi.json` without the whitespace
 //! between its tokens (strings are copied as they are). What a cargo feature of this
-//! crate serves is marked `"x-feature": "<name>"` (a path, a schema, a link); a build
-//! without that feature leaves it out, so a worker documents only the routes it serves.
+//! crate serves is marked `"x-feature": "<name>"` (a path, a schema, a link, an item of
+//! a `oneOf`); a build without that feature leaves it out (and the discriminator
+//! mappings' entries of what it left out), so a worker documents only what it serves.
 
 use serde_json::Value;
 use std::{env, fs, path::Path};
@@ -32,23 +33,29 @@ fn enabled(name: &str) -> bool {
     env::var_os(var).is_some()
 }
 
-/// Drops, at every depth, each member whose value is marked with a feature that is off;
-/// whether it dropped anything.
+/// Whether `value` is marked with a feature that is off.
+fn disabled(value: &Value) -> bool {
+    let feature = value.get("x-feature").and_then(Value::as_str);
+    feature.is_some_and(|name| !enabled(name))
+}
+
+/// Drops, at every depth, each member and item whose value is marked with a feature that
+/// is off; whether it dropped anything.
 fn drop_disabled(value: &mut Value) -> bool {
     let mut dropped = false;
     match value {
         Value::Object(members) => {
             let before = members.len();
-            members.retain(|_, v| {
-                let feature = v.get("x-feature").and_then(Value::as_str);
-                feature.is_none_or(enabled)
-            });
+            members.retain(|_, v| !disabled(v));
             dropped |= members.len() != before;
             for v in members.values_mut() {
                 dropped |= drop_disabled(v);
             }
         }
         Value::Array(items) => {
+            let before = items.len();
+            items.retain(|v| !disabled(v));
+            dropped |= items.len() != before;
             for v in items {
                 dropped |= drop_disabled(v);
             }
@@ -58,6 +65,25 @@ fn drop_disabled(value: &mut Value) -> bool {
     dropped
 }
 
+/// Drops the discriminator mappings' entries (`"type": "#/components/schemas/…"`) whose
+/// schema was dropped.
+fn drop_dangling_mappings(doc: &mut Value) {
+    let Some(schemas) = doc.pointer("/components/schemas").cloned() else {
+        return;
+    };
+    let exists = |target: &str| {
+        let name = target.trim_start_matches("#/components/schemas/");
+        schemas.get(name).is_some()
+    };
+    if let Some(Value::Object(all)) = doc.pointer_mut("/components/schemas") {
+        for schema in all.values_mut() {
+            if let Some(Value::Object(mapping)) = schema.pointer_mut("/discriminator/mapping") {
+                mapping.retain(|_, target| target.as_str().is_some_and(exists));
+            }
+        }
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let source = "api/openapi.json";
     println!("cargo::rerun-if-changed={source}");
@@ -65,7 +91,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut doc: Value = serde_json::from_str(&json)?;
     let out = Path::new(&env::var("OUT_DIR")?).join("openapi.min.json");
     let text = match drop_disabled(&mut doc) {
-        true => serde_json::to_string(&doc)?,
+        true => {
+            drop_dangling_mappings(&mut doc);
+            serde_json::to_string(&doc)?
+        }
         false => minify(&json),
     };
     fs::write(out, text)?;

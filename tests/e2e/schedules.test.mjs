@@ -6,12 +6,16 @@
 // with a clear 400/429/404 and changes nothing. Follow-ups sent while a run is busy
 // follow their `whenBusy`: three `enqueue`d messages run in order, one run each; `reject`
 // is 409; `merge` joins the last queued message; `interrupt` stops a slow step's run and
-// runs first. The `secretary` schedules a run of its own session with its
-// `schedule_run` tool, and it fires. Prints the alarm's drift (fire − due).
+// runs first; the stream tells each (`message_queued`, `message_merged`) and the
+// session view shows the queue. A chat message (`/v1/chat`) with `whenBusy: enqueue`
+// answers with its own run once that starts. The `secretary` schedules a run of its own
+// session with its `schedule_run` tool, and it fires; a message that finds it busy waits
+// (its agent's policy). Prints the alarm's drift (fire − due).
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { api, startWithMock, waitFor } from './client.mjs';
+import { API_TOKEN, api, startWithMock, waitFor } from './client.mjs';
+import { openStream } from './sse.mjs';
 
 let worker;
 let llm;
@@ -185,9 +189,22 @@ test('follow-ups sent during a run: enqueue runs each in order, reject is 409, m
   const listed = (await api(worker, 'GET', `/v1/sessions/${id}/schedules`)).body.queue;
   assert.deepEqual(listed.map((q) => q.runId), ids);
   assert.equal(listed[2].merged, 1);
+  const view = (await api(worker, 'GET', `/v1/sessions/${id}`)).body;
+  assert.deepEqual(view.queue?.map((q) => q.runId), ids, 'the session view shows the queue');
+  const sse = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream?after=0`, {
+    headers: { authorization: `Bearer ${API_TOKEN}` },
+  });
+  const told = await sse.until((e) => e.type === 'message_merged');
+  sse.close();
+  const queued = told.filter((e) => e.type === 'message_queued').map((e) => e.json);
+  assert.deepEqual(queued.map((q) => [q.queuedRunId, q.position, q.policy]),
+    [[ids[0], 1, 'enqueue'], [ids[1], 2, 'enqueue'], [ids[2], 3, 'enqueue']]);
+  const joined = told.find((e) => e.type === 'message_merged').json;
+  assert.deepEqual([joined.queuedRunId, joined.merged], [ids[2], 1]);
   const end = Date.now() + 30_000;
   while (Date.now() < end && (await runs(id)).length < 4) await sleep(250);
   await waitFor(worker, id, (s) => s.status === 'completed', 15_000);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).body.queue, undefined, 'none wait');
   const all = await runs(id);
   assert.deepEqual(all.slice(1).map((r) => r.runId), ids, 'one run each, in order, with the ids given');
   assert.deepEqual(await userTexts(id), ['first', 'one', 'two', 'three', 'three and a half']);
@@ -215,6 +232,53 @@ test('interrupt stops the running step\'s run at its boundary and runs first', a
   assert.equal(all[0].status, 'interrupted', JSON.stringify(all.map((r) => [r.runId, r.status])));
   assert.deepEqual(all.slice(1).map((r) => r.runId), [urgent.body.runId, queued.body.runId]);
   assert.deepEqual((await userTexts(id)).slice(1), ['now', 'later']);
+});
+
+test('a chat message sent during a run waits its turn and streams its own run', async () => {
+  const id = newId('chat');
+  llm.respondWith((body) => {
+    const last = body.messages?.at(-1)?.content;
+    return { text: `answer to ${last}`, delayMs: last === 'first' ? 1_500 : 0 };
+  });
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'first' });
+  assert.equal(res.status, 201);
+  const post = (whenBusy) => fetch(`${worker.baseUrl}/v1/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id, trigger: 'submit-message', whenBusy,
+      messages: [{ id: 'u2', role: 'user', parts: [{ type: 'text', text: 'second' }] }],
+    }),
+  });
+  const refused = await post(undefined);
+  assert.equal(refused.status, 409, 'the agent\'s policy: reject');
+  const chat = await post('enqueue');
+  assert.equal(chat.status, 200);
+  const raw = await chat.text();
+  const parts = raw.split('\n\n').filter((f) => f.startsWith('data: {'))
+    .map((f) => JSON.parse(f.slice('data: '.length)));
+  const text = parts.filter((p) => p.type === 'text-delta').map((p) => p.delta).join('');
+  assert.equal(text, 'answer to second', 'only its own run\'s answer');
+  const all = await runs(id);
+  assert.equal(all.length, 2);
+  assert.equal(parts[0].messageId, all[1].runId, 'the message is the queued run');
+  assert.equal(parts.at(-1).type, 'finish');
+});
+
+test('an agent\'s own policy applies to a message that names none', async () => {
+  const id = newId('secretary-busy');
+  llm.respondWith((body) => ({ text: 'noted', delayMs: body.messages?.at(-1)?.content === 'first' ? 1_500 : 0 }));
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'secretary', sessionId: id, input: 'first' });
+  assert.equal(res.status, 201);
+  const waits = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'then this' });
+  assert.equal(waits.status, 202, JSON.stringify(waits.body));
+  assert.equal(waits.body.queued, true, 'the secretary enqueues by default');
+  const refused = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'no', whenBusy: 'reject' });
+  assert.equal(refused.status, 409, 'a request\'s own policy wins');
+  const end = Date.now() + 20_000;
+  while (Date.now() < end && (await runs(id)).length < 2) await sleep(250);
+  await waitFor(worker, id, (s) => s.status === 'completed');
+  assert.deepEqual(await userTexts(id), ['first', 'then this']);
 });
 
 test('an agent schedules a run of its own session with its tool, and it fires', async () => {

@@ -1,7 +1,8 @@
 // A live copy of a session: its snapshot from `GET`, then every event of its stream
 // after the snapshot's `streamSequence` (the newest committed one), applied in order —
 // state patches (RFC 6902: a running tool's live writes, then what its step's commit
-// corrects), pending calls, status. Whenever it cannot be sure it still matches the
+// corrects), pending calls, status, the queue (a queued run leaves it as it starts; a
+// message queued or merged is fetched with the snapshot). Whenever it cannot be sure it still matches the
 // server (a `stream_resync` — which disowns a torn step's live patches —, a `truncated`
 // notice, a gap in the sequence, a patch that does not apply) it refetches the snapshot
 // instead of drifting.
@@ -172,9 +173,20 @@ export class StateMirror<S = Record<string, unknown>> {
         s.pendingToolCalls = s.pendingToolCalls.filter((p) => p.toolCallId !== event.toolCallId);
         return true;
       case 'run_started':
+        // A queued message's run leaves the queue as it starts.
+        if (own && s.queue) {
+          s.queue = s.queue.filter((q) => q.runId !== event.runId);
+          if (s.queue.length === 0) delete s.queue;
+        }
+        if (own) s.status = 'active';
+        return true;
       case 'run_resumed':
         if (own) s.status = 'active';
         return true;
+      case 'message_queued':
+      case 'message_merged':
+        // The session view carries the queued message itself: fetched again.
+        return !own;
       case 'run_interrupted':
         if (own) s.status = 'interrupted';
         return true;

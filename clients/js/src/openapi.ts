@@ -560,6 +560,8 @@ export interface components {
             resumeReason: "interrupted" | "running" | "awaiting_tool_results" | "awaiting_subagents" | "completed" | "failed" | "aborted";
             /** @description The newest committed stream event this view reflects: reading the stream with `?after=` this sequence and applying its `state_patch` chunks to `state` follows the session with no patch missed or repeated (a step in progress streams again from its start: its live patches are not in `state` until it commits). */
             streamSequence: number;
+            /** @description Messages waiting for runs of their own (`whenBusy`, schedules' fires), first in line first; absent when none wait. */
+            queue?: components["schemas"]["QueuedMessage"][];
         };
         ErrorInfo: {
             code: string;
@@ -790,7 +792,7 @@ export interface components {
             /** @enum {string} */
             outcome: "approved" | "denied" | "result" | "error" | "expired";
         };
-        /** @description What the AI SDK's DefaultChatTransport posts; its `body` option adds `agent` and `providerOptions` (the model options of the run a new user message starts). Other fields are ignored. */
+        /** @description What the AI SDK's DefaultChatTransport posts; its `body` option adds `agent`, `providerOptions` (the model options of the run a new user message starts) and, with helix-edge's `schedules` feature, `whenBusy` (a new message while a run is busy: queued, its response streams its own run once it starts). Other fields are ignored. */
         ChatRequest: {
             /** @description The chat id: the session id. */
             id: string;
@@ -805,6 +807,7 @@ export interface components {
             messageId?: string;
             messages: components["schemas"]["UiMessage"][];
             providerOptions?: components["schemas"]["ProviderOptions"];
+            whenBusy?: components["schemas"]["WhenBusy"];
         };
         /** @description An AI SDK UI message. Only the newest user message's text and file parts and the tool parts of the last assistant message are read. A file part (`{"type": "file", "mediaType", "url", "filename"?}`, what sendMessage({ files }) sends) becomes an attachment of the user message: a `data:` URL's base64 content or an http(s) URL, checked as attachments are (400 naming the part otherwise). */
         UiMessage: {
@@ -1039,6 +1042,49 @@ export interface components {
              */
             type: "run_finished";
         };
+        /** @description A message waits in the session's queue for a run of its own (helix-edge's `schedules` feature): a follow-up's `whenBusy` (enqueue, interrupt, or merge with nothing to join), or a schedule's fire while the session was busy. The chunk's `runId` is the run that was busy; `queuedRunId` the one the message will have. */
+        MessageQueuedChunk: components["schemas"]["ChunkHead"] & {
+            /** @constant */
+            type: "message_queued";
+            /** @description Its entry in the queue (GET …/schedules lists it). */
+            queueId: string;
+            /** @description The id its run will have (its `run_started` carries it as `runId`). */
+            queuedRunId: string;
+            /** @description Its place in the queue, 1 first. */
+            position: number;
+            /**
+             * @description The `whenBusy` that queued it.
+             * @enum {string}
+             */
+            policy: "enqueue" | "interrupt" | "merge";
+            /** @description The schedule whose fire it is, if any. */
+            scheduleId?: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message_queued";
+        };
+        /** @description A message joined the last queued message not yet started (`whenBusy: merge`, helix-edge's `schedules` feature): one run answers both. */
+        MessageMergedChunk: components["schemas"]["ChunkHead"] & {
+            /** @constant */
+            type: "message_merged";
+            /** @description The queued entry it joined. */
+            queueId: string;
+            /** @description The id that entry's run will have. */
+            queuedRunId: string;
+            /** @description Messages merged into the entry so far. */
+            merged: number;
+            /** @description The schedule whose fire it is, if any. */
+            scheduleId?: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "message_merged";
+        };
         StreamResyncChunk: components["schemas"]["ChunkHead"] & {
             /** @constant */
             type: "stream_resync";
@@ -1056,7 +1102,7 @@ export interface components {
             type: "stream_resync";
         };
         /** @description The data of an `event: chunk` frame of a session's stream, by `type`. */
-        StreamChunk: components["schemas"]["RunStartedChunk"] | components["schemas"]["TextDeltaChunk"] | components["schemas"]["ThinkingChunk"] | components["schemas"]["ToolStartChunk"] | components["schemas"]["ToolApprovalRequestChunk"] | components["schemas"]["ToolEndChunk"] | components["schemas"]["StatePatchChunk"] | components["schemas"]["CustomChunk"] | components["schemas"]["SubagentStartChunk"] | components["schemas"]["SubagentEndChunk"] | components["schemas"]["OutputChunk"] | components["schemas"]["ErrorChunk"] | components["schemas"]["StepCommittedChunk"] | components["schemas"]["RunSuspendedChunk"] | components["schemas"]["RunResumedChunk"] | components["schemas"]["RunInterruptedChunk"] | components["schemas"]["RunFinishedChunk"] | components["schemas"]["StreamResyncChunk"];
+        StreamChunk: components["schemas"]["RunStartedChunk"] | components["schemas"]["TextDeltaChunk"] | components["schemas"]["ThinkingChunk"] | components["schemas"]["ToolStartChunk"] | components["schemas"]["ToolApprovalRequestChunk"] | components["schemas"]["ToolEndChunk"] | components["schemas"]["StatePatchChunk"] | components["schemas"]["CustomChunk"] | components["schemas"]["SubagentStartChunk"] | components["schemas"]["SubagentEndChunk"] | components["schemas"]["OutputChunk"] | components["schemas"]["ErrorChunk"] | components["schemas"]["StepCommittedChunk"] | components["schemas"]["RunSuspendedChunk"] | components["schemas"]["RunResumedChunk"] | components["schemas"]["RunInterruptedChunk"] | components["schemas"]["RunFinishedChunk"] | components["schemas"]["MessageQueuedChunk"] | components["schemas"]["MessageMergedChunk"] | components["schemas"]["StreamResyncChunk"];
         /** @description One RFC 6902 operation, as helix-edge emits them. */
         PatchOp: {
             /** @enum {unknown} */
@@ -1122,7 +1168,8 @@ export interface components {
             /** Format: date-time */
             until?: string;
             count?: number;
-            whenBusy: components["schemas"]["WhenBusy"];
+            /** @description What a fire does while the session is busy; absent: the agent's policy (`AgentBuilder::when_busy`; reject unless set). */
+            whenBusy?: components["schemas"]["WhenBusy"];
             /** @description Fires so far that queued or started a run. */
             fired: number;
             /** @description Fires skipped: the session was busy (`reject`) or its queue full. */

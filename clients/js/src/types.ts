@@ -59,6 +59,8 @@ export const CHUNK_TYPES: readonly ChunkType[] = [
   'run_resumed',
   'run_interrupted',
   'run_finished',
+  'message_queued',
+  'message_merged',
   'stream_resync',
 ];
 

@@ -166,6 +166,36 @@ pub enum ChunkBody {
         /// `completed`, `failed` or `aborted`.
         status: RunStatus,
     },
+    /// A message waits in the session's queue for its own run (feature `schedules`: a
+    /// follow-up's `whenBusy`, or a schedule's fire while the session was busy).
+    #[cfg(feature = "schedules")]
+    MessageQueued {
+        /// Its entry in the queue.
+        queue_id: String,
+        /// The id its run will have.
+        queued_run_id: String,
+        /// Its place in the queue, 1 first.
+        position: u32,
+        /// The policy that queued it: `enqueue`, `interrupt` or `merge`.
+        policy: String,
+        /// The schedule whose fire it is, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schedule_id: Option<String>,
+    },
+    /// A message joined the queued message not yet started (`whenBusy: merge`): one run
+    /// answers both (feature `schedules`).
+    #[cfg(feature = "schedules")]
+    MessageMerged {
+        /// The entry it joined.
+        queue_id: String,
+        /// The id that entry's run will have.
+        queued_run_id: String,
+        /// Messages merged into the entry so far.
+        merged: u32,
+        /// The schedule whose fire it is, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schedule_id: Option<String>,
+    },
     /// The session continues from the checkpoint named here. After a crash
     /// (`crash_recovery`), chunks from `from_sequence` up to this event belonged to a
     /// step that never committed: discard them. After a retry (`rollback`) the transcript

@@ -386,7 +386,7 @@ fn request_body_schemas_agree_with_the_parsers() {
     agrees(
         &schema("ChatRequest"),
         json!({"id": "chat-1", "agent": "assistant", "trigger": "submit-message", "messageId": "m1",
-               "providerOptions": {"toolChoice": "none"}, "messages": [said]}),
+               "providerOptions": {"toolChoice": "none"}, "whenBusy": "enqueue", "messages": [said]}),
         chats,
     );
     agrees(&schema("UiMessage"), said.clone(), |m| {
@@ -519,6 +519,21 @@ fn one_of_each_chunk() -> Vec<ChunkBody> {
         ChunkBody::RunFinished {
             status: RunStatus::Completed,
         },
+        #[cfg(feature = "schedules")]
+        ChunkBody::MessageQueued {
+            queue_id: "queued_1".into(),
+            queued_run_id: "run_2".into(),
+            position: 1,
+            policy: "enqueue".into(),
+            schedule_id: Some("schedule_1".into()),
+        },
+        #[cfg(feature = "schedules")]
+        ChunkBody::MessageMerged {
+            queue_id: "queued_1".into(),
+            queued_run_id: "run_2".into(),
+            merged: 1,
+            schedule_id: None,
+        },
         ChunkBody::StreamResync {
             checkpoint_id: "cp".into(),
             step_count: 1,
@@ -607,6 +622,8 @@ fn chunk_types_are_documented_exactly_as_they_are_sent() {
             | ChunkBody::RunInterrupted { .. }
             | ChunkBody::RunFinished { .. }
             | ChunkBody::StreamResync { .. } => None,
+            #[cfg(feature = "schedules")]
+            ChunkBody::MessageQueued { .. } | ChunkBody::MessageMerged { .. } => None,
         };
         let chunk = Chunk {
             session_id: "s".into(),

@@ -146,7 +146,7 @@ impl Object {
         self.host.advance(now.saturating_sub(self.host.now_ms()));
         let fired = self
             .table()
-            .claim_due(now, self.busy(), || self.ids())
+            .claim_due(now, self.busy(), WhenBusy::Reject, || self.ids())
             .unwrap();
         block_on(start_next(&self.runner, &self.table(), SESSION)).unwrap();
         fired
@@ -215,7 +215,10 @@ fn a_crash_after_the_claim_runs_the_fire_on_wake_up_and_after_the_start_never_ag
     o.schedule(json!({"at": "2026-11-26T09:01:00Z", "message": "remind me"}));
     // The claim committed, then the process died before the run started.
     let due = NOW + 60_000;
-    let fired = o.table().claim_due(due, o.busy(), || o.ids()).unwrap();
+    let fired = o
+        .table()
+        .claim_due(due, o.busy(), WhenBusy::Reject, || o.ids())
+        .unwrap();
     assert_eq!(fired.len(), 1);
     assert!(
         o.table().list().unwrap().is_empty(),
@@ -276,7 +279,10 @@ fn a_fire_while_busy_follows_its_policy() {
     o.schedule(json!({"every": 5, "message": "queued", "whenBusy": "enqueue"}));
     o.schedule(json!({"every": 5, "message": "merged", "whenBusy": "merge"}));
     o.schedule(json!({"every": 5, "message": "first", "whenBusy": "interrupt"}));
-    let fired = o.table().claim_due(NOW + 5_000, true, || o.ids()).unwrap();
+    let fired = o
+        .table()
+        .claim_due(NOW + 5_000, true, WhenBusy::Reject, || o.ids())
+        .unwrap();
     let outcome = |text: &str| {
         fired
             .iter()
@@ -316,6 +322,21 @@ fn a_fire_while_busy_follows_its_policy() {
     // While the run is busy, nothing starts.
     let next = block_on(start_next(&o.runner, &o.table(), SESSION)).unwrap();
     assert_eq!(next, Next::Waiting);
+}
+
+#[test]
+fn a_fire_that_names_no_policy_follows_the_agents() {
+    let o = busy_object();
+    o.schedule(json!({"every": 5, "message": "by default"}));
+    let rejected = o
+        .table()
+        .claim_due(NOW + 5_000, true, WhenBusy::Reject, || o.ids());
+    assert_eq!(rejected.unwrap()[0].1, Fired::Skipped);
+    let queued = o
+        .table()
+        .claim_due(NOW + 10_000, true, WhenBusy::Enqueue, || o.ids());
+    assert!(matches!(queued.unwrap()[0].1, Fired::Queued { .. }));
+    assert_eq!(o.table().queue().unwrap().len(), 1);
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! `secretary`: keeps notes and schedules runs of its own conversation (feature
 //! `schedules`): "remind me tomorrow at nine" becomes a `schedule_run` call, and the run
 //! it starts then begins with the reminder. Its tools: `add_note` (as the assistant's)
-//! and the scheduling tools (`schedule_run`, `list_schedules`, `cancel_schedule`).
+//! and the scheduling tools (`schedule_run`, `list_schedules`, `cancel_schedule`). A
+//! message (or a fire) that finds it busy waits its turn (`whenBusy: enqueue`) unless it
+//! says otherwise.
 
 use helix_edge::agent::Agent;
 use helix_edge::error::DefinitionError;
+use helix_edge::schedule::WhenBusy;
 use serde_json::json;
 
 /// The `secretary` agent.
@@ -20,5 +23,6 @@ pub fn secretary() -> Result<Agent, DefinitionError> {
         .initial_state(json!({ "notes": [] }))
         .tool(crate::add_note_tool())
         .scheduling()
+        .when_busy(WhenBusy::Enqueue)
         .build()
 }

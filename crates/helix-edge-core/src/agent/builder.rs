@@ -59,6 +59,8 @@ impl AgentBuilder {
                 run_prompt: None,
                 expand: None,
                 model_layer: None,
+                #[cfg(feature = "schedules")]
+                when_busy: Default::default(),
             },
             extensions: Vec::new(),
         }

@@ -149,6 +149,10 @@ pub struct Agent {
         reason = "read by the model layer a build registers (feature `attachment-store`)"
     )]
     pub(crate) model_layer: Option<ModelLayer>,
+    /// What a message does when its session is busy, unless it says (feature
+    /// `schedules`: [`AgentBuilder::when_busy`](crate::agent::AgentBuilder::when_busy)).
+    #[cfg(feature = "schedules")]
+    pub(crate) when_busy: crate::schedule::WhenBusy,
 }
 
 /// A model, wrapped by a capability.

@@ -44,6 +44,8 @@ pub struct UiStream {
     parts: u32,
     known_calls: Vec<String>,
     done: bool,
+    /// The queued run the response waits for (its message waits while another runs).
+    awaited: Option<String>,
 }
 
 impl UiStream {
@@ -60,7 +62,23 @@ impl UiStream {
             parts: 0,
             known_calls,
             done: false,
+            awaited: None,
         }
+    }
+
+    /// A response for a message queued behind a busy run (`whenBusy`): it shows
+    /// nothing of the runs before `run_id`'s, begins when that one starts, and ends
+    /// with a `data-error` if the message is dropped instead (an `error` chunk
+    /// `queued_message_dropped` naming the run). Each event goes to
+    /// [`pass_over`](Self::pass_over) first.
+    pub fn awaiting(mut self, run_id: &str) -> Self {
+        self.awaited = Some(run_id.to_string());
+        self
+    }
+
+    /// Whether the response still waits for its queued run to start.
+    pub fn is_awaiting(&self) -> bool {
+        self.awaited.is_some() && !self.done
     }
 
     /// Whether the response is complete (the run ended or waits for a human).
@@ -98,6 +116,32 @@ impl UiStream {
             _ => {}
         }
         out
+    }
+
+    /// While the awaited run has not started: `Some` with the frames for `event`, one the
+    /// response passes over (none, or those that end it when the message was dropped);
+    /// `None` once the run started, or when it awaits nothing: [`frames`](Self::frames)
+    /// shows the event.
+    pub fn pass_over(&mut self, event: &str, data: &Value) -> Option<String> {
+        let awaited = self.awaited.as_deref()?;
+        let mut out = String::new();
+        let ours = event == "chunk" && data["sessionId"].as_str() == Some(&self.session_id);
+        if ours && data["type"] == "run_started" && data["runId"] == awaited {
+            self.awaited = None;
+            return None;
+        }
+        let dropped = ours
+            && data["code"] == "queued_message_dropped"
+            && data["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(awaited));
+        if dropped {
+            self.awaited = None;
+            self.start(&mut out);
+            self.chunk(data, &mut out);
+            self.finish("error", &mut out);
+        }
+        Some(out)
     }
 
     fn chunk(&mut self, chunk: &Value, out: &mut String) {

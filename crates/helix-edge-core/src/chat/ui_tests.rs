@@ -231,3 +231,82 @@ fn nothing_shows_before_the_run_begins_and_a_suspension_on_children_goes_on() {
     assert_eq!(types(&out), ["start"]);
     assert!(!ui.is_done());
 }
+
+/// As [`feed`], for a response awaiting its queued run.
+fn feed_awaiting(ui: &mut UiStream, events: &[(&str, Value)]) -> Vec<Value> {
+    let frames: String = events
+        .iter()
+        .map(|(e, d)| ui.pass_over(e, d).unwrap_or_else(|| ui.frames(e, d)))
+        .collect();
+    frames
+        .split("\n\n")
+        .filter(|f| !f.is_empty())
+        .map(|f| serde_json::from_str(&f["data: ".len()..]).expect("JSON"))
+        .collect()
+}
+
+#[test]
+fn a_queued_messages_response_shows_only_its_own_run() {
+    let run = |id: &str, body: Value| {
+        let mut c = chunk(body);
+        c["runId"] = json!(id);
+        c
+    };
+    let mut ui = UiStream::new("s", "r2", Vec::new()).awaiting("r2");
+    let out = feed_awaiting(
+        &mut ui,
+        &[
+            (
+                "chunk",
+                run("r1", json!({"type": "text_delta", "delta": "earlier"})),
+            ),
+            ("end", json!({})),
+            (
+                "chunk",
+                run("r1", json!({"type": "run_started", "turn": 1})),
+            ),
+            (
+                "chunk",
+                run("r2", json!({"type": "run_started", "turn": 2})),
+            ),
+            (
+                "chunk",
+                run("r2", json!({"type": "text_delta", "delta": "mine"})),
+            ),
+            ("end", json!({})),
+        ],
+    );
+    assert_eq!(
+        types(&out),
+        [
+            "start",
+            "start-step",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "finish-step",
+            "finish"
+        ]
+    );
+    assert_eq!(out[0]["messageId"], "r2");
+    assert_eq!(out[3]["delta"], "mine");
+    assert!(ui.is_done());
+}
+
+#[test]
+fn a_queued_message_dropped_before_its_run_ends_its_response_with_the_error() {
+    let mut ui = UiStream::new("s", "r2", Vec::new()).awaiting("r2");
+    let other = "Queued message queued_1 (run r9) did not start: no agent";
+    let mine = "Queued message queued_2 (run r2) did not start: no agent";
+    let dropped = |message: &str| {
+        chunk(
+            json!({"type": "error", "code": "queued_message_dropped", "message": message, "recoverable": false}),
+        )
+    };
+    assert!(feed_awaiting(&mut ui, &[("chunk", dropped(other))]).is_empty());
+    assert!(!ui.is_done(), "another message's drop is not this one's");
+    let out = feed_awaiting(&mut ui, &[("chunk", dropped(mine))]);
+    assert_eq!(types(&out), ["start", "data-error", "finish"]);
+    assert_eq!(out[2]["finishReason"], "error");
+    assert!(ui.is_done());
+}

@@ -31,9 +31,9 @@ pub struct Schedule {
     /// Fires in all, if limited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
-    /// What a fire does while the session is busy.
-    #[serde(default)]
-    pub when_busy: WhenBusy,
+    /// What a fire does while the session is busy; `None`: the agent's policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_busy: Option<WhenBusy>,
     /// Fires so far (runs started or queued).
     pub fired: u64,
     /// Fires skipped because the session was busy (`reject`) or its queue full.
@@ -161,7 +161,7 @@ impl ScheduleBody {
             messages,
             until_ms,
             count,
-            when_busy: self.when_busy.unwrap_or_default(),
+            when_busy: self.when_busy,
             fired: 0,
             skipped: 0,
             next_fire_ms,
@@ -187,7 +187,8 @@ pub struct ScheduleView {
     until: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     count: Option<u64>,
-    when_busy: WhenBusy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    when_busy: Option<WhenBusy>,
     fired: u64,
     skipped: u64,
     next_fire_at: String,
@@ -256,7 +257,7 @@ mod tests {
         .unwrap();
         // Thursday 09:00 UTC is 10:00 in Berlin: the next is Friday 08:00 UTC.
         assert_eq!(format_time(cron.next_fire_ms), "2026-11-27T08:00:00Z");
-        assert_eq!(cron.when_busy, WhenBusy::Enqueue);
+        assert_eq!(cron.when_busy, Some(WhenBusy::Enqueue));
         let view = serde_json::to_value(ScheduleView::from(cron)).unwrap();
         assert_eq!(view["cron"], "0 9 * * MON-FRI");
         assert_eq!(view["nextFireAt"], "2026-11-27T08:00:00Z");

@@ -2,6 +2,7 @@
 //! active or waits on a human, or messages already wait their turn. The decision is pure;
 //! the session's object carries it out on its durable queue ([`super::table`]).
 
+use crate::agent::AgentBuilder;
 use crate::api::ApiError;
 use crate::message::Message;
 use crate::wire::wire_enum;
@@ -30,6 +31,15 @@ wire_enum! {
         /// Joins the last queued message not yet started (one run answers both);
         /// queued as its own when there is none.
         Merge = "merge",
+    }
+}
+
+impl AgentBuilder {
+    /// What a message does when it arrives while the agent's session is busy, unless
+    /// the request (or the schedule) says: [`WhenBusy::Reject`] by default.
+    pub fn when_busy(mut self, policy: WhenBusy) -> Self {
+        self.agent.when_busy = policy;
+        self
     }
 }
 

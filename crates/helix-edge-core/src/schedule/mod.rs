@@ -12,12 +12,15 @@
 //! - [`table`]: schedules and the queue in the object's SQLite, and the claim protocol
 //!   that runs each due fire exactly once.
 //! - [`drain`]: starting the queue's next run once the session is idle.
+//! - [`notice`]: what the stream says of a message that waits (`message_queued`,
+//!   `message_merged`).
 //! - [`tools`]: `AgentBuilder::scheduling`, the tools an agent schedules itself with,
 //!   and the registry through which they reach the session's schedules.
 
 pub mod body;
 pub mod busy;
 pub mod drain;
+pub mod notice;
 pub mod table;
 pub mod tools;
 pub mod when;
@@ -25,6 +28,7 @@ pub mod when;
 pub use body::{MAX_SCHEDULES, Schedule, ScheduleBody, ScheduleView};
 pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide, take_when_busy};
 pub use drain::{Next, start_next};
+pub use notice::{Placed, chunk_for, tell, under};
 pub use table::{Fired, Schedules, TableError};
 pub use when::When;
 
@@ -39,6 +43,15 @@ pub fn check_options<S: crate::store::Store>(
 ) -> Result<(), crate::runner::RunError> {
     let agent = runner.agent(&head.agent)?;
     crate::runner::check_options(options, &agent)
+}
+
+/// What a message to session `head` does when it is busy and says nothing: its
+/// agent's policy ([`AgentBuilder::when_busy`](crate::agent::AgentBuilder::when_busy)).
+pub fn default_policy<S: crate::store::Store>(
+    runner: &crate::runner::Runner<S>,
+    head: &SessionHead,
+) -> Result<WhenBusy, crate::runner::RunError> {
+    Ok(runner.agent(&head.agent)?.when_busy)
 }
 
 /// Whether a message arriving now would find the session busy: a run is active or waits

@@ -230,12 +230,13 @@ impl<'a> Schedules<'a> {
 
     /// Claims every fire due at `now_ms` while the session is `busy` (see the module):
     /// each is counted on its schedule, which moves to its following fire, and its
-    /// message queued by the schedule's policy, in one transaction per fire. `new_ids`
-    /// gives each queued message its id and its run's.
+    /// message queued by the schedule's policy (`default` when it has none), in one
+    /// transaction per fire. `new_ids` gives each queued message its id and its run's.
     pub fn claim_due(
         &self,
         now_ms: u64,
         busy: bool,
+        default: WhenBusy,
         mut new_ids: impl FnMut() -> (String, String),
     ) -> Result<Vec<(Schedule, Fired)>, TableError> {
         let mut claimed = Vec::new();
@@ -245,7 +246,7 @@ impl<'a> Schedules<'a> {
             }
             let queue = self.entries()?;
             let waiting: Vec<Queued> = queue.iter().map(|(_, q)| q.clone()).collect();
-            let decision = decide(schedule.when_busy, busy, &waiting);
+            let decision = decide(schedule.when_busy.unwrap_or(default), busy, &waiting);
             let (queue_id, run_id) = new_ids();
             let queued = Queued {
                 queue_id,

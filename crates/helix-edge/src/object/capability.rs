@@ -32,6 +32,29 @@ pub(super) type Handler = for<'a> fn(&'a Rc<Inner>, &'a Call<'a>) -> LocalBoxFut
 /// After a slice of work on session `id`: whether what it owes others went through.
 pub(super) type AfterSlice = for<'a> fn(&'a Inner, &'a str) -> LocalBoxFuture<'a, bool>;
 
+/// Starts or queues a follow-up of session `id` (`/v1/chat`'s new message: its
+/// messages and model options), by what its request's body says.
+pub(super) type FollowUp = for<'a> fn(
+    &'a Rc<Inner>,
+    &'a str,
+    &'a [u8],
+    Vec<crate::message::Message>,
+    Option<serde_json::Value>,
+)
+    -> LocalBoxFuture<'a, Result<Followed, crate::api::ApiError>>;
+
+/// A follow-up, started or waiting.
+#[allow(dead_code, reason = "made by the follow-ups a build registers")]
+pub(super) struct Followed {
+    /// The run's id (the one it will have, when it waits).
+    pub run_id: String,
+    /// Its entry in the queue and its place (1 first), when it waits.
+    pub queued: Option<(String, usize)>,
+}
+
+/// Adds fields to a session's view (`GET /v1/sessions/{id}`), given the object's parts.
+pub(super) type AddToView = fn(&super::Parts, &mut serde_json::Map<String, serde_json::Value>);
+
 /// When work a capability keeps falls due next (ms), as its last after-slice hook found.
 pub(super) type NextDue = fn(&Inner) -> Option<u64>;
 
@@ -65,6 +88,13 @@ pub(super) struct Capability {
     pub next_due: Option<NextDue>,
     /// Told the session the object serves, once it knows (with the object's parts).
     pub identified: Option<fn(&super::Parts, &str)>,
+    /// How a chat message follows up when the session may be busy (else the run starts
+    /// or the session is busy: 409). One capability at most has one.
+    #[allow(dead_code, reason = "read by the chat routes (feature `chat`)")]
+    pub follow_up: Option<FollowUp>,
+    /// What it adds to the session view (`GET /v1/sessions/{id}`). One capability at
+    /// most adds to it.
+    pub view: Option<AddToView>,
     /// Test builds: what D1 does wrong on purpose (`TEST_D1_FAULT`).
     pub d1_fault: Option<fn(&Env) -> Option<String>>,
     /// After a replication: the lags of the commits D1 took.
@@ -83,6 +113,8 @@ pub(super) const NOTHING: Capability = Capability {
     after_slice: None,
     next_due: None,
     identified: None,
+    follow_up: None,
+    view: None,
     d1_fault: None,
     on_replicated: None,
 };

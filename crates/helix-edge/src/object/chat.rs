@@ -10,10 +10,11 @@ use crate::api::Operation;
 use crate::chat::{ChatRequest, ChatTurn, UI_DONE, UiStream};
 use crate::http::internal;
 use crate::runner::{CreateSession, RunError};
-use crate::sqlite::CLIENT_QUEUE;
+use crate::sqlite::{CLIENT_QUEUE, SqliteStreamLog};
 use crate::store::{SessionStatus, Store, StoreError};
 use futures::StreamExt;
 use futures::channel::mpsc;
+use futures::stream::LocalBoxStream;
 use serde_json::Value;
 use std::rc::Rc;
 use worker::Response;
@@ -29,6 +30,19 @@ pub(super) const CHAT: Capability = Capability {
         }),
     ],
     ..NOTHING
+};
+
+/// The capability's way for a chat message to follow up, if one has it: known when the
+/// build is compiled, so that a build without one carries no code for it.
+const FOLLOW_UP: Option<super::capability::FollowUp> = {
+    let (mut i, mut found) = (0, None);
+    while i < super::CAPABILITIES.len() {
+        if let Some(follow) = super::CAPABILITIES[i].follow_up {
+            found = Some(follow);
+        }
+        i += 1;
+    }
+    found
 };
 
 /// One stored event of an SSE frame the stream log sent: `(event, data)`; `None` for
@@ -47,6 +61,15 @@ fn parse_frame(frame: &[u8]) -> Option<(String, Value)> {
     Some((event?, data?))
 }
 
+/// A client's frames of the stream after `from`: the backlog, then live until the
+/// stream log ends them (after an `end` or `fail`).
+fn follow(log: &SqliteStreamLog, from: u64) -> LocalBoxStream<'static, Vec<u8>> {
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
+    let backlog = log.subscribe(from, tx);
+    let live = rx.take_while(|frame| futures::future::ready(!frame.is_empty()));
+    futures::stream::iter(backlog).chain(live).boxed_local()
+}
+
 impl Inner {
     /// `POST /v1/chat` for this session.
     async fn chat(self: &Rc<Self>, id: &str, body: &[u8]) -> Reply {
@@ -55,6 +78,7 @@ impl Inner {
         let runner = &parts.runner;
         let from = parts.stream.last_seq();
         let loaded = runner.store().load(id).await.map_err(RunError::from)?;
+        let mut awaited = None;
         let (message_id, known) = match loaded {
             None => {
                 let text = request.user_text.as_deref();
@@ -97,8 +121,21 @@ impl Inner {
                     ChatTurn::Message(text) => {
                         let message = request.user_message(text);
                         let options = request.provider_options.clone();
-                        let run_id = runner.send_messages(id, vec![message], options).await?;
-                        self.schedule(id);
+                        let (run_id, queued) = match FOLLOW_UP {
+                            Some(follow) => {
+                                let followed = follow(self, id, body, vec![message], options);
+                                let followed = followed.await?;
+                                (followed.run_id, followed.queued.is_some())
+                            }
+                            None => {
+                                let messages = vec![message];
+                                let run_id = runner.send_messages(id, messages, options).await?;
+                                self.schedule(id);
+                                (run_id, false)
+                            }
+                        };
+                        // A queued message's answer is its own run, whenever it starts.
+                        awaited = queued.then(|| run_id.clone());
                         (false, run_id)
                     }
                 };
@@ -108,7 +145,12 @@ impl Inner {
                 (message_id, known)
             }
         };
-        self.ui_stream(&parts, from, UiStream::new(id, &message_id, known))
+        let ui = UiStream::new(id, &message_id, known);
+        let ui = match &awaited {
+            Some(run_id) => ui.awaiting(run_id),
+            None => ui,
+        };
+        self.ui_stream(&parts, from, ui)
     }
 
     /// `GET /v1/chat/{id}/stream`: the active run's message from its start, then live;
@@ -132,29 +174,37 @@ impl Inner {
     /// The stream after `from`, as UI message chunks, until `ui` says the answer is
     /// complete (or the session's stream ends).
     fn ui_stream(self: &Rc<Self>, parts: &Parts, from: u64, ui: UiStream) -> Reply {
-        let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
-        let backlog = parts.stream.subscribe(from, tx);
-        let live = rx.take_while(|frame| futures::future::ready(!frame.is_empty()));
-        let source = futures::stream::iter(backlog).chain(live).boxed_local();
-        let body = futures::stream::unfold(Some((source, ui)), |state| async move {
-            let (mut source, mut ui) = state?;
+        let log = parts.stream.clone();
+        let source = follow(&log, from);
+        let state = Some((source, ui, log));
+        let body = futures::stream::unfold(state, move |state| async move {
+            let (mut source, mut ui, log) = state?;
             loop {
                 let Some(frame) = source.next().await else {
+                    // The runs before a queued message's own end the live stream: followed
+                    // again (from the start: all it saw so far it passed over) until its
+                    // run has been shown.
+                    if FOLLOW_UP.is_some() && ui.is_awaiting() {
+                        source = follow(&log, from);
+                        continue;
+                    }
                     return Some((Ok(UI_DONE.as_bytes().to_vec()), None));
                 };
                 if frame.starts_with(b":") {
-                    return Some((Ok(frame), Some((source, ui))));
+                    return Some((Ok(frame), Some((source, ui, log))));
                 }
                 let Some((event, data)) = parse_frame(&frame) else {
                     continue;
                 };
-                let mut out = ui.frames(&event, &data);
+                // (A build whose chat messages never wait has no code for passing over.)
+                let passed = FOLLOW_UP.and_then(|_| ui.pass_over(&event, &data));
+                let mut out = passed.unwrap_or_else(|| ui.frames(&event, &data));
                 if ui.is_done() {
                     out.push_str(UI_DONE);
                     return Some((Ok::<Vec<u8>, worker::Error>(out.into_bytes()), None));
                 }
                 if !out.is_empty() {
-                    return Some((Ok(out.into_bytes()), Some((source, ui))));
+                    return Some((Ok(out.into_bytes()), Some((source, ui, log))));
                 }
             }
         });

@@ -125,6 +125,18 @@ const CAPABILITIES: &[&Capability] = &[
     &testing::TESTING,
 ];
 
+/// The capability that adds to the session view, if one does (known when compiled).
+const VIEW: Option<capability::AddToView> = {
+    let (mut i, mut found) = (0, None);
+    while i < CAPABILITIES.len() {
+        if let Some(add) = CAPABILITIES[i].view {
+            found = Some(add);
+        }
+        i += 1;
+    }
+    found
+};
+
 impl SessionHost {
     /// The object for `state`, serving `app`.
     pub fn new(state: State, env: Env, app: App) -> Self {

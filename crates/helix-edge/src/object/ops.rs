@@ -63,7 +63,15 @@ impl Inner {
         self.touch(runner, id, &loaded.head);
         let below = runner.descendant_calls(&loaded.head).await?;
         let view = SessionView::from(loaded).at_sequence(sequence);
-        json_response(200, &view.with_descendant_calls(below))
+        let view = view.with_descendant_calls(below);
+        let Some(add) = super::VIEW else {
+            return json_response(200, &view);
+        };
+        let mut view = serde_json::to_value(view).map_err(|e| internal("view", e))?;
+        if let Some(fields) = view.as_object_mut() {
+            add(&*self.parts()?, fields);
+        }
+        json_response(200, &view)
     }
 
     /// Schedules a drive when a read finds the session with work and nobody on it.

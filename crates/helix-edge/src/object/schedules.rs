@@ -7,20 +7,23 @@
 //! its storage for the agent's own scheduling tools once it knows its session. An
 //! aborted session's schedules and queue go.
 
-use super::capability::{Call, Capability, NOTHING};
+use super::capability::{Call, Capability, Followed, NOTHING};
 use super::{Inner, Reply};
 use crate::api::{ApiError, MessageBody, Operation, parse_body};
+use crate::chunk::ChunkBody;
 use crate::host::{Host, Level};
 use crate::http::{internal, json_response};
+use crate::message::Message;
 use crate::runner::RunError;
 use crate::schedule::{
-    Decision, Fired, MAX_QUEUED, Next, ScheduleBody, ScheduleView, Schedules, TableError,
-    check_options, is_busy, table::from_message, take_when_busy,
+    Decision, Fired, MAX_QUEUED, Next, Placed, ScheduleBody, ScheduleView, Schedules, TableError,
+    WhenBusy, check_options, chunk_for, default_policy, is_busy, table::from_message,
+    take_when_busy, tell, under,
 };
 use crate::store::{SessionStatus, StoreError};
 use crate::worker_host::{WorkerHost, log};
 use futures::future::LocalBoxFuture;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::rc::Rc;
 use std::time::Duration;
 use worker::{Date, Response};
@@ -41,12 +44,26 @@ pub(super) const SCHEDULES: Capability = Capability {
             Box::pin(inner.send_when_busy(call))
         }),
     ],
+    // `/v1/chat`'s new messages, with the `whenBusy` of the chat body.
+    follow_up: Some(|inner, id, body, messages, options| {
+        Box::pin(async move {
+            let (policy, _) = take_when_busy(body)?;
+            inner.follow_up(id, policy, messages, options).await
+        })
+    }),
     after_slice: Some(after_slice),
     next_due: Some(|inner| inner.due.take()),
     // The agent's own scheduling tools reach the session's schedules by its id.
     identified: Some(|parts, id| {
         let db: Rc<dyn crate::sqlite::Db> = parts.sql.clone();
         crate::schedule::tools::register(id, &db);
+    }),
+    // The messages waiting their turn (an empty queue adds nothing).
+    view: Some(|parts, fields| {
+        let queue = Schedules::new(&*parts.sql).queue().unwrap_or_default();
+        if !queue.is_empty() {
+            fields.insert("queue".into(), json!(queue));
+        }
     }),
     ..NOTHING
 };
@@ -59,82 +76,101 @@ fn table_error(e: TableError) -> ApiError {
 }
 
 impl Inner {
-    /// `POST …/messages` with its `whenBusy`: the run starts at once when nothing is busy;
-    /// otherwise the message is refused (`reject`: 409), queued (`enqueue`, `interrupt`:
-    /// first in line, the running run asked to stop at its next step boundary) or merged
-    /// into the last queued message (`merge`). 202 `{"runId"}`, with `queued`, `queueId`
-    /// and `position` when it waits; 429 `queue_full` past the queue's bound.
+    /// `POST …/messages` with its `whenBusy` ([`Inner::follow_up`]): 202 `{"runId"}`,
+    /// with `queued`, `queueId` and `position` when it waits.
     async fn send_when_busy(self: &Rc<Self>, call: &Call<'_>) -> Reply {
-        let parts = self.attach(call.id)?;
-        let runner = &parts.runner;
         let (options, body) =
             crate::provider_options::take(call.body).map_err(ApiError::validation)?;
         let (policy, body) = take_when_busy(&body)?;
         let messages = parse_body::<MessageBody>(&body)?.into_messages()?;
-        let head = self.head(runner, call.id).await?;
+        let followed = self.follow_up(call.id, policy, messages, options).await?;
+        let body = match followed.queued {
+            None => json!({ "runId": followed.run_id }),
+            Some((queue_id, position)) => json!({
+                "runId": followed.run_id, "queued": true, "queueId": queue_id,
+                "position": position,
+            }),
+        };
+        json_response(202, &body)
+    }
+
+    /// A follow-up of session `id` by `policy` (the agent's when `None`): its run starts
+    /// at once when nothing is busy; otherwise the message is refused (`reject`: 409),
+    /// queued (`enqueue`; `interrupt`: first in line, the running run asked to stop at its
+    /// next step boundary) or merged into the last queued message (`merge`), and the
+    /// stream told; 429 `queue_full` past the queue's bound.
+    pub(super) async fn follow_up(
+        self: &Rc<Self>,
+        id: &str,
+        policy: Option<WhenBusy>,
+        messages: Vec<Message>,
+        options: Option<Value>,
+    ) -> Result<Followed, ApiError> {
+        let parts = self.attach(id)?;
+        let runner = &parts.runner;
+        let head = self.head(runner, id).await?;
         if head.status == SessionStatus::Aborted {
             return Err(RunError::Aborted.into());
         }
         if let Some(given) = &options {
             check_options(runner, &head, given)?;
         }
+        let policy = match policy {
+            Some(policy) => policy,
+            None => default_policy(runner, &head)?,
+        };
         let table = Schedules::new(&*parts.sql);
         let (queue_id, run_id) = (WorkerHost.new_id("queued"), WorkerHost.new_id("run"));
         let now = Date::now().as_millis();
         let queued = from_message(queue_id.clone(), run_id.clone(), messages, options, now);
         let (messages, options) = (queued.messages.clone(), queued.options.clone());
-        let policy = policy.unwrap_or_default();
         let decision = table
             .enqueue(queued, policy, is_busy(&head))
             .map_err(table_error)?;
-        let waiting = |queue_id: &str, run_id: &str| -> Reply {
-            let queue = table.queue().map_err(table_error)?;
-            let position = queue.iter().position(|q| q.queue_id == queue_id);
-            let fields =
-                json!({ "session": call.id, "queued": queue_id, "policy": policy.as_str() });
-            log(Level::Info, "message_queued", fields);
-            let body = json!({
-                "runId": run_id, "queued": true, "queueId": queue_id,
-                "position": position.map_or(queue.len(), |p| p + 1),
-            });
-            json_response(202, &body)
-        };
-        match decision {
+        let placed = match &decision {
             // Started here, as without the feature: refused, it leaves nothing behind.
             Decision::Start => {
                 let run_id = runner
-                    .send_messages_as(call.id, messages, options, run_id)
+                    .send_messages_as(id, messages, options, run_id)
                     .await?;
-                self.schedule(call.id);
-                json_response(202, &json!({ "runId": run_id }))
-            }
-            Decision::Queue => waiting(&queue_id, &run_id),
-            Decision::Interrupt => {
-                if head.status == SessionStatus::Active && head.pending.is_empty() {
-                    runner
-                        .interrupt(call.id, Some("a message took its turn".into()))
-                        .await?;
-                    self.schedule(call.id);
-                }
-                waiting(&queue_id, &run_id)
-            }
-            Decision::MergeInto(into) => {
-                let queue = table.queue().map_err(table_error)?;
-                let run = queue
-                    .iter()
-                    .find(|q| q.queue_id == into)
-                    .map(|q| q.run_id.clone());
-                waiting(&into, &run.unwrap_or(run_id))
+                self.schedule(id);
+                return Ok(Followed {
+                    run_id,
+                    queued: None,
+                });
             }
             Decision::Refuse => {
-                Err(RunError::Busy("a run is active or messages are queued").into())
+                return Err(RunError::Busy("a run is active or messages are queued").into());
             }
-            Decision::Full => Err(ApiError::client(
-                429,
-                "queue_full",
-                format!("A session queues at most {MAX_QUEUED} messages."),
-            )),
+            Decision::Full => {
+                let message = format!("A session queues at most {MAX_QUEUED} messages.");
+                return Err(ApiError::client(429, "queue_full", message));
+            }
+            Decision::Queue => Placed::Queued(&queue_id, policy),
+            Decision::Interrupt => {
+                if head.status == SessionStatus::Active && head.pending.is_empty() {
+                    let reason = Some("a message took its turn".into());
+                    runner.interrupt(id, reason).await?;
+                    self.schedule(id);
+                }
+                Placed::Queued(&queue_id, policy)
+            }
+            Decision::MergeInto(into) => Placed::Merged(into),
+        };
+        let queue = table.queue().map_err(table_error)?;
+        let (Placed::Queued(entry, _) | Placed::Merged(entry)) = placed;
+        let at = queue.iter().position(|q| q.queue_id == entry);
+        if let Some(body) = chunk_for(placed, &queue, None) {
+            tell(&*parts.stream, head.version, under(&head, now, body));
         }
+        let fields = json!({ "session": id, "queued": entry, "policy": policy.as_str() });
+        log(Level::Info, "message_queued", fields);
+        let run_id = at.map_or(run_id, |at| queue[at].run_id.clone());
+        let position = at.map_or(queue.len(), |at| at + 1);
+        Ok(Followed {
+            run_id,
+            queued: Some((entry.to_string(), position)),
+        })
     }
 
     /// `POST …/schedules`: 201 `{"scheduleId", "nextFireAt"}`, the alarm brought forward.
@@ -222,7 +258,10 @@ impl Inner {
         }
         let now = Date::now().as_millis();
         let ids = || (WorkerHost.new_id("queued"), WorkerHost.new_id("run"));
-        let fired = table.claim_due(now, is_busy(&head), ids).map_err(storage)?;
+        let default = default_policy(runner, &head)?;
+        let fired = table
+            .claim_due(now, is_busy(&head), default, ids)
+            .map_err(storage)?;
         for (schedule, outcome) in &fired {
             let lag = now.saturating_sub(schedule.next_fire_ms.min(now));
             let (what, queued) = match outcome {
@@ -236,6 +275,24 @@ impl Inner {
                 "queued": queued, "fired": schedule.fired, "lagMs": lag,
             });
             log(Level::Info, "schedule_fired", fields);
+            let policy = schedule.when_busy.unwrap_or(default);
+            let placed = match outcome {
+                Fired::Queued { queue_id } | Fired::Interrupting { queue_id } => {
+                    Some(Placed::Queued(queue_id, policy))
+                }
+                Fired::Merged { queue_id } => Some(Placed::Merged(queue_id)),
+                Fired::Skipped => None,
+            };
+            if let Some(placed) = placed {
+                let queue = table.queue().map_err(storage)?;
+                // A fire an idle session starts at once is told by its `run_started`.
+                let starts = !is_busy(&head)
+                    && matches!(placed, Placed::Queued(id, _) if queue.first().is_some_and(|q| q.queue_id == id));
+                let schedule_id = Some(schedule.schedule_id.as_str());
+                if let Some(body) = chunk_for(placed, &queue, schedule_id).filter(|_| !starts) {
+                    tell(&*parts.stream, head.version, under(&head, now, body));
+                }
+            }
             if matches!(outcome, Fired::Interrupting { .. }) && head.status == SessionStatus::Active
             {
                 let reason = Some(format!("schedule {}", schedule.schedule_id));
@@ -252,6 +309,16 @@ impl Inner {
             Next::Dropped(queued, why) => {
                 let fields = json!({ "session": id, "queued": queued.queue_id, "error": why });
                 log(Level::Warn, "queued_message_dropped", fields);
+                let (queue_id, run_id) = (&queued.queue_id, &queued.run_id);
+                let body = ChunkBody::Error {
+                    code: "queued_message_dropped".into(),
+                    message: format!(
+                        "Queued message {queue_id} (run {run_id}) did not start: {why}"
+                    ),
+                    recoverable: false,
+                };
+                let head = self.head(runner, id).await?;
+                tell(&*parts.stream, head.version, under(&head, now, body));
             }
             Next::Empty | Next::Waiting => {}
         }
