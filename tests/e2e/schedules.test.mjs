@@ -10,7 +10,8 @@
 // session view shows the queue. A chat message (`/v1/chat`) with `whenBusy: enqueue`
 // answers with its own run once that starts. The `secretary` schedules a run of its own
 // session with its `schedule_run` tool, and it fires; a message that finds it busy waits
-// (its agent's policy). Prints the alarm's drift (fire − due).
+// (its agent's policy). `GET /v1/schedules` lists every session's schedules from D1 as
+// they change. Prints the alarm's drift (fire − due).
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -306,6 +307,61 @@ test('an agent schedules a run of its own session with its tool, and it fires', 
   const page = (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=50`)).body.messages;
   assert.equal(page.at(-1).content, 'Time to stretch!');
   assert.deepEqual((await api(worker, 'GET', `/v1/sessions/${id}/schedules`)).body.schedules, [], 'spent');
+});
+
+test('GET /v1/schedules lists every session\'s schedules from D1, soonest first, as they change', async () => {
+  const [one, two] = [newId('listed'), newId('listed')];
+  await session(one);
+  await session(two);
+  const day = 24 * 3_600_000;
+  const later = new Date(Date.now() + 10 * day).toISOString();
+  const sooner = new Date(Date.now() + 9 * day).toISOString();
+  const a = (await api(worker, 'POST', `/v1/sessions/${one}/schedules`, { at: later, message: 'later' })).body;
+  const b = (await api(worker, 'POST', `/v1/sessions/${two}/schedules`, { at: sooner, message: 'sooner' })).body;
+  const c = (await api(worker, 'POST', `/v1/sessions/${two}/schedules`, { every: 3_600, message: 'hourly' })).body;
+  const mine = (list) => list.schedules.filter((s) => s.sessionId === one || s.sessionId === two);
+  const listed = async (query = '') => (await api(worker, 'GET', `/v1/schedules${query}`)).body;
+  const until = async (pred, query) => {
+    const end = Date.now() + 10_000;
+    let got;
+    while (Date.now() < end) {
+      got = await listed(query);
+      if (pred(mine(got))) return got;
+      await sleep(200);
+    }
+    assert.fail(`not listed: ${JSON.stringify(got)}`);
+  };
+  const all = mine(await until((m) => m.length === 3));
+  assert.deepEqual(all.map((s) => s.scheduleId), [c.scheduleId, b.scheduleId, a.scheduleId], 'soonest first');
+  assert.deepEqual([all[0].sessionId, all[0].agent, all[0].every], [two, 'assistant', 3_600]);
+  assert.equal(all[2].nextFireAt, a.nextFireAt);
+  const due = mine(await listed(`?dueBefore=${encodeURIComponent(new Date(Date.now() + 2 * 3_600_000).toISOString())}`));
+  assert.deepEqual(due.map((s) => s.scheduleId), [c.scheduleId], 'only what falls due before then');
+  assert.deepEqual(mine(await listed('?dueBefore=now')), [], 'nothing of these is due now');
+  // Pages of one, followed by their cursors, give the same order.
+  const paged = [];
+  let cursor;
+  do {
+    const page = await listed(`?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    assert.ok(page.schedules.length <= 1);
+    paged.push(...mine(page).map((s) => s.scheduleId));
+    cursor = page.nextCursor;
+  } while (cursor);
+  assert.deepEqual(paged, [c.scheduleId, b.scheduleId, a.scheduleId]);
+
+  assert.equal((await api(worker, 'DELETE', `/v1/sessions/${two}/schedules/${c.scheduleId}`)).status, 204);
+  await until((m) => m.length === 2 && !m.some((s) => s.scheduleId === c.scheduleId));
+  assert.equal((await api(worker, 'DELETE', `/v1/sessions/${one}`)).status, 204);
+  await until((m) => m.length === 1 && m[0].scheduleId === b.scheduleId);
+  const aborted = await api(worker, 'POST', `/v1/sessions/${two}/abort`, {});
+  assert.ok(aborted.status < 300, JSON.stringify(aborted.body));
+  await until((m) => m.length === 0);
+
+  const bad = await api(worker, 'GET', '/v1/schedules?dueBefore=soon');
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.error.message, /dueBefore/);
+  const token = (await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', input: 'hi' })).body.sessionToken;
+  if (token) assert.equal((await api(worker, 'GET', '/v1/schedules', undefined, token)).status, 403, 'API token only');
 });
 
 test('the alarm drift of the fires above', () => {

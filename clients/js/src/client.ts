@@ -2,7 +2,7 @@
 
 import { SessionHandle } from './session.js';
 import { Transport, type ClientOptions, type TokenSource } from './transport.js';
-import type { Agent, Created, CreateSessionInput, SessionList, SessionStatus } from './types.js';
+import type { Agent, Created, CreateSessionInput, ScheduleList, SessionList, SessionStatus } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -41,5 +41,16 @@ export class HelixClient {
   ): Promise<SessionList> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/sessions', { query: q, signal });
+  }
+
+  /**
+   * Every session's schedules from D1, soonest fire first (API token only; the
+   * `schedules` feature): `dueBefore` an RFC 3339 time or `'now'`; follow `nextCursor`.
+   */
+  schedules(
+    query: { dueBefore?: string; agent?: string; cursor?: string; limit?: number } & Signal = {},
+  ): Promise<ScheduleList> {
+    const { signal, ...q } = query;
+    return this.transport.json('GET', '/v1/schedules', { query: q, signal });
   }
 }

@@ -1,6 +1,7 @@
 // @helix-edge/client: a typed client for helix-edge workers.
 //
 // - client.ts    HelixClient: agents, create a session, a handle on one, list sessions
+//                and every session's schedules
 // - session.ts   SessionHandle: every session route, events, the callback form, mirrors
 // - events.ts    EventStream: the resumable, de-duplicated SSE stream of typed events
 // - mirror.ts    StateMirror: the session's state and pending calls, kept live

@@ -356,6 +356,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Every session's schedules, soonest fire first, from D1 (the queryable record: each session's object sends its schedules whenever they change — created, deleted, fired, spent — so this is as fresh as those sends, normally well under a second; a failed send is made again within 30 s). Needs the API token; a session token gets 403. Pages follow nextCursor. Served with helix-edge's `schedules` feature; without it 404 not_found names the feature. */
+        get: operations["listAllSchedules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -1183,6 +1200,15 @@ export interface components {
             createdAt: string;
             messages: components["schemas"]["HistoryMessage"][];
         };
+        ScheduleList: {
+            schedules: components["schemas"]["Schedule"][];
+            queue: components["schemas"]["QueuedMessage"][];
+        };
+        /** @description A schedule (as `GET /v1/sessions/{id}/schedules` shows it) with its session and agent. */
+        SessionSchedule: components["schemas"]["Schedule"] & {
+            sessionId: string;
+            agent: string;
+        };
         QueuedMessage: {
             queueId: string;
             /** @description The id its run will have. */
@@ -1199,10 +1225,6 @@ export interface components {
             queuedAt: number;
             /** @description Messages merged into it. */
             merged?: number;
-        };
-        ScheduleList: {
-            schedules: components["schemas"]["Schedule"][];
-            queue: components["schemas"]["QueuedMessage"][];
         };
     };
     responses: {
@@ -1892,6 +1914,38 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    listAllSchedules: {
+        parameters: {
+            query?: {
+                /** @description Only fires due before this time: RFC 3339 with an offset, or `now` (the fires due now). */
+                dueBefore?: string;
+                /** @description Only sessions of this agent. */
+                agent?: string;
+                /** @description The nextCursor of the previous page. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of schedules. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             503: components["responses"]["Error"];
         };
     };

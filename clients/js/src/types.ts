@@ -27,6 +27,8 @@ export type PlanReport = Schemas['PlanReport'];
 export type ScheduleRequest = Schemas['ScheduleRequest'];
 /** A schedule as the session keeps it: when it fires next, how often it fired or was skipped. */
 export type Schedule = Schemas['Schedule'];
+/** A page of every session's schedules (`client.schedules()`). */
+export type ScheduleList = Schemas['ScheduleList'];
 /** A message waiting in the session's queue for a busy run. */
 export type QueuedMessage = Schemas['QueuedMessage'];
 /** What a message does while the session is busy: `reject`, `enqueue`, `interrupt` or `merge`. */

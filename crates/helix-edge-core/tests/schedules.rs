@@ -1,13 +1,16 @@
 //! Schedules and the queue of waiting messages (`helix_edge_core::schedule`) in a session
 //! object's SQLite, natively, with a real runner on the same database: the claim
 //! protocol (each due fire runs exactly once, a crash anywhere in between included),
-//! fires missed while nothing ran, each `whenBusy` policy, and the limits.
+//! fires missed while nothing ran, each `whenBusy` policy, the limits, and what the
+//! queryable record (D1) is sent of them.
 
 #![cfg(not(target_arch = "wasm32"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 #[path = "support/lite.rs"]
 mod lite;
+#[path = "support/record.rs"]
+mod record;
 
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
@@ -26,6 +29,7 @@ use helix_edge_core::sqlite::{Record, Replica, Row, SqliteStore};
 use helix_edge_core::store::rows::{Arg, Statement};
 use helix_edge_core::store::{SessionStatus, Store, StoreError};
 use lite::Lite;
+use record::LiteRecord;
 use serde_json::{Value, json};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -475,4 +479,107 @@ fn a_message_for_an_idle_session_is_not_queued_so_a_refused_start_leaves_nothing
     let decision = o.table().enqueue(queued, WhenBusy::Enqueue, false).unwrap();
     assert_eq!(decision, Decision::Start, "the caller starts it");
     assert!(o.table().queue().unwrap().is_empty());
+}
+
+#[test]
+fn the_record_gets_each_changed_set_of_schedules_once_and_a_failed_send_again() {
+    use helix_edge_core::schedule::listing::{DuePage, DueQuery};
+    use helix_edge_core::schedule::record::sync;
+    use helix_edge_core::sqlite::{Db, int, owned, text};
+    let o = Object::new();
+    let d1 = Lite::d1();
+    let down = Rc::new(Cell::new(false));
+    let record = LiteRecord {
+        db: d1.clone(),
+        down: down.clone(),
+    };
+    let send = || block_on(sync(&record, &*o.db, SESSION, "helper"));
+    let rows = || {
+        let sql = "SELECT schedule_id, agent, next_fire_at, body FROM schedules \
+                   WHERE session_id = ? ORDER BY next_fire_at";
+        let rows = d1.query(sql, &[Arg::Text(SESSION.into())]).unwrap();
+        let read = |r: &Row| {
+            (
+                text(r, 0).unwrap(),
+                int(r, 2).unwrap() as u64,
+                text(r, 3).unwrap(),
+            )
+        };
+        rows.iter().map(read).collect::<Vec<_>>()
+    };
+    assert!(!send().unwrap(), "nothing to send");
+
+    let a = o.schedule(json!({"every": 60, "message": "a"}));
+    let b = o.schedule(json!({"every": 120, "message": "b"}));
+    assert!(send().unwrap());
+    let held = rows();
+    assert_eq!(
+        held.iter()
+            .map(|(id, at, _)| (id.clone(), *at))
+            .collect::<Vec<_>>(),
+        [
+            (a.schedule_id.clone(), a.next_fire_ms),
+            (b.schedule_id.clone(), b.next_fire_ms)
+        ]
+    );
+    let body: Value = serde_json::from_str(&held[0].2).unwrap();
+    assert_eq!(body["every"], 60);
+    assert_eq!(
+        d1.count("SELECT COUNT(*) FROM schedules WHERE agent = 'helper'"),
+        2
+    );
+    assert!(!send().unwrap(), "unchanged: not sent again");
+
+    // A fire moves `a` on; the record is down, then back.
+    o.alarm(a.next_fire_ms);
+    down.set(true);
+    assert!(send().is_err());
+    assert_eq!(rows()[0].1, a.next_fire_ms, "the record keeps the old set");
+    down.set(false);
+    assert!(send().unwrap(), "sent once the record is back");
+    assert_eq!(rows()[0].1, a.next_fire_ms + 60_000);
+
+    // `GET /v1/schedules` reads them, soonest first, while the session is not aborted.
+    let listed = |pairs: &[(&str, &str)]| {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let query = DueQuery::parse(&pairs, NOW).unwrap();
+        let (sql, args) = query.statement();
+        let found = block_on(record.read(sql, args)).unwrap();
+        let page = DuePage::from_rows(&found, query.limit).unwrap();
+        let ids = page.schedules.iter().map(|s| s["scheduleId"].clone());
+        (ids.collect::<Vec<_>>(), page.next_cursor)
+    };
+    let session = "INSERT INTO sessions (id, agent, status, version, head, interrupt, \
+                   snapshot_version, created_at, updated_at) \
+                   VALUES (?, 'helper', 'active', 1, '{}', NULL, 1, 0, 0)";
+    d1.atomically(&[(session.into(), vec![Arg::Text(SESSION.into())])])
+        .unwrap();
+    let (ids, cursor) = listed(&[("limit", "1")]);
+    assert_eq!(ids, [json!(a.schedule_id)]);
+    let (rest, _) = listed(&[("cursor", cursor.as_deref().unwrap())]);
+    assert_eq!(rest, [json!(b.schedule_id)]);
+    assert!(listed(&[("agent", "other")]).0.is_empty());
+    assert!(
+        listed(&[("dueBefore", "now")]).0.is_empty(),
+        "nothing due yet"
+    );
+    let aborted = "UPDATE sessions SET status = 'aborted' WHERE id = ?";
+    d1.atomically(&[(aborted.into(), vec![Arg::Text(SESSION.into())])])
+        .unwrap();
+    assert!(listed(&[]).0.is_empty(), "an aborted session's never fire");
+
+    assert!(o.table().delete(&b.schedule_id).unwrap());
+    assert!(send().unwrap());
+    assert_eq!(rows().len(), 1);
+
+    // A deleted session's rows go with its other rows.
+    let erase: Vec<_> = helix_edge_core::store::rows::plan_record_delete(SESSION)
+        .iter()
+        .map(owned)
+        .collect();
+    d1.atomically(&erase).unwrap();
+    assert!(rows().is_empty());
 }

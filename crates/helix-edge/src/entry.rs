@@ -56,6 +56,9 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
     ),
     #[cfg(feature = "openapi")]
     (Operation::OpenApi, Some(openapi), None),
+    // Read from D1, as the session list is (below).
+    #[cfg(feature = "schedules")]
+    (Operation::ListAllSchedules, None, None),
 ];
 
 /// `GET /v1/openapi.json`: the API's document with this worker's agents filled in,
@@ -142,6 +145,10 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
     match (target, operation) {
         (Target::Worker, Operation::ListAgents) => {
             json_response(200, &AgentsView::from(&setup.agents))
+        }
+        #[cfg(feature = "schedules")]
+        (Target::Worker, Operation::ListAllSchedules) => {
+            crate::list::schedules(env, app, &req).await
         }
         (Target::Worker, _) => crate::list::list(env, app, &req).await,
         (Target::Create, _) => create(env, app, body.unwrap_or_default()).await,

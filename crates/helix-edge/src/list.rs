@@ -1,6 +1,7 @@
 //! `GET /v1/sessions`: the session list, read from D1 (the queryable record, as fresh as
-//! replication), newest first, with the API token only. The query and its rows are the
-//! core's ([`crate::api::ListQuery`]).
+//! replication), newest first, with the API token only; with the `schedules` feature,
+//! `GET /v1/schedules`, every session's schedules, soonest fire first. The queries and
+//! their rows are the core's ([`crate::api::ListQuery`], [`crate::schedule::listing`]).
 
 use crate::api::{ApiError, ListQuery, SessionList, SessionSummary};
 use crate::app::App;
@@ -23,4 +24,21 @@ pub async fn list(env: &Env, app: &App, req: &RawRequest) -> Result<worker::Resp
         .collect::<Result<Vec<_>, _>>()
         .map_err(store)?;
     json_response(200, &SessionList::page(sessions, query.limit))
+}
+
+/// Answers `GET /v1/schedules`.
+#[cfg(feature = "schedules")]
+pub async fn schedules(
+    env: &Env,
+    app: &App,
+    req: &RawRequest,
+) -> Result<worker::Response, ApiError> {
+    use crate::schedule::listing::{DuePage, DueQuery};
+    let now = worker::Date::now().as_millis();
+    let query = DueQuery::parse(&crate::api::query_pairs(&req.url()), now)?;
+    let d1 = D1::new(env, app.database(), None).map_err(|e| internal("d1 binding", e))?;
+    let (sql, args) = query.statement();
+    let store = |e| ApiError::from(RunError::Store(e));
+    let rows = d1.read(sql, args).await.map_err(store)?;
+    json_response(200, &DuePage::from_rows(&rows, query.limit).map_err(store)?)
 }

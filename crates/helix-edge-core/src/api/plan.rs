@@ -79,7 +79,10 @@ impl Operation {
             | Self::Retry
             | Self::Fork => "time-travel",
             Self::ValidatePlan => "plans",
-            Self::CreateSchedule | Self::ListSchedules | Self::DeleteSchedule => "schedules",
+            Self::CreateSchedule
+            | Self::ListSchedules
+            | Self::DeleteSchedule
+            | Self::ListAllSchedules => "schedules",
             _ => return None,
         })
     }
@@ -87,7 +90,11 @@ impl Operation {
     /// Who answers it.
     pub fn target(self) -> Target {
         match self {
-            Self::Healthz | Self::OpenApi | Self::ListAgents | Self::ListSessions => Target::Worker,
+            Self::Healthz
+            | Self::OpenApi
+            | Self::ListAgents
+            | Self::ListSessions
+            | Self::ListAllSchedules => Target::Worker,
             Self::CreateSession => Target::Create,
             _ => Target::Object,
         }

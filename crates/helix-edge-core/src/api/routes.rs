@@ -55,6 +55,8 @@ pub enum Operation {
     ListSchedules,
     /// `DELETE /v1/sessions/{id}/schedules/{scheduleId}`.
     DeleteSchedule,
+    /// `GET /v1/schedules`: every session's schedules, soonest fire first, from D1.
+    ListAllSchedules,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -134,6 +136,7 @@ pub const ROUTES: &[RouteSpec] = &[
         "/v1/sessions/{id}/schedules/{scheduleId}",
         Operation::DeleteSchedule,
     ),
+    r("GET", "/v1/schedules", Operation::ListAllSchedules),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];

@@ -12,6 +12,8 @@
 //! - [`table`]: schedules and the queue in the object's SQLite, and the claim protocol
 //!   that runs each due fire exactly once.
 //! - [`drain`]: starting the queue's next run once the session is idle.
+//! - [`record`]: the schedules in the queryable record (D1), for `GET /v1/schedules`.
+//! - [`listing`]: `GET /v1/schedules`' query and page.
 //! - [`notice`]: what the stream says of a message that waits (`message_queued`,
 //!   `message_merged`).
 //! - [`tools`]: `AgentBuilder::scheduling`, the tools an agent schedules itself with,
@@ -20,7 +22,9 @@
 pub mod body;
 pub mod busy;
 pub mod drain;
+pub mod listing;
 pub mod notice;
+pub mod record;
 pub mod table;
 pub mod tools;
 pub mod when;

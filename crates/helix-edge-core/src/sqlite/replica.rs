@@ -22,7 +22,7 @@
 use super::{Cell, Db, Owned, Row, backend, int, text};
 use crate::host::{Host, Level, LogValue};
 use crate::store::StoreError;
-use crate::store::rows::{Arg, SqlFailure, Statement, plan_delete};
+use crate::store::rows::{Arg, SqlFailure, Statement, plan_record_delete};
 use futures::future::LocalBoxFuture;
 use serde_json::{Map, Value};
 use std::cell::Cell as Flag;
@@ -411,7 +411,7 @@ impl<R: Record> Replica<R> {
             ));
         }
         if let Some(record) = &self.record {
-            let encoded = R::encode(&plan_delete(id))
+            let encoded = R::encode(&plan_record_delete(id))
                 .ok_or_else(|| StoreError::Corrupt("cannot encode the deletion".into()))?;
             record.send(vec![encoded]).await?;
         }

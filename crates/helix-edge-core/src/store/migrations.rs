@@ -10,6 +10,7 @@ pub const MIGRATIONS: &[&str] = &[
     "0001_init.sql",
     "0002_sessions_by_update.sql",
     "0003_persistent_children.sql",
+    "0004_schedules.sql",
 ];
 
 /// How often a database found behind is checked again, in milliseconds.

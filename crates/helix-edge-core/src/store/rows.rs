@@ -360,6 +360,20 @@ fn status_text(head: &SessionHead) -> Result<String, StoreError> {
     Ok(to_json(&head.status)?.trim_matches('"').to_string())
 }
 
+/// The rows of session `id` only the record (D1) keeps: its schedules (helix-edge's
+/// `schedules` feature; the table is in the record's schema either way).
+pub const DELETE_RECORD_SCHEDULES: &str = "DELETE FROM schedules WHERE session_id = ?1";
+
+/// [`plan_delete`] for the record, which also keeps the session's schedules.
+pub fn plan_record_delete(id: &str) -> Vec<Statement> {
+    let mut plan = vec![Statement {
+        sql: DELETE_RECORD_SCHEDULES,
+        args: vec![text(id)],
+    }];
+    plan.extend(plan_delete(id));
+    plan
+}
+
 /// The statements that create a session (one batch; a taken id fails on the primary
 /// The statements that remove session `id` and everything recorded for it, in one batch
 /// (its child records, not the children).

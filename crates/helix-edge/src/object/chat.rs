@@ -78,7 +78,7 @@ impl Inner {
         let runner = &parts.runner;
         let from = parts.stream.last_seq();
         let loaded = runner.store().load(id).await.map_err(RunError::from)?;
-        let mut awaited = None;
+        let mut waits = false;
         let (message_id, known) = match loaded {
             None => {
                 let text = request.user_text.as_deref();
@@ -134,8 +134,7 @@ impl Inner {
                                 (run_id, false)
                             }
                         };
-                        // A queued message's answer is its own run, whenever it starts.
-                        awaited = queued.then(|| run_id.clone());
+                        waits = queued;
                         (false, run_id)
                     }
                 };
@@ -146,9 +145,10 @@ impl Inner {
             }
         };
         let ui = UiStream::new(id, &message_id, known);
-        let ui = match &awaited {
-            Some(run_id) => ui.awaiting(run_id),
-            None => ui,
+        // A queued message's answer is its own run (the message's id), when it starts.
+        let ui = match FOLLOW_UP.is_some() && waits {
+            true => ui.awaiting(&message_id),
+            false => ui,
         };
         self.ui_stream(&parts, from, ui)
     }

@@ -11,13 +11,14 @@ use super::capability::{Call, Capability, Followed, NOTHING};
 use super::{Inner, Reply};
 use crate::api::{ApiError, MessageBody, Operation, parse_body};
 use crate::chunk::ChunkBody;
+use crate::d1::D1;
 use crate::host::{Host, Level};
 use crate::http::{internal, json_response};
 use crate::message::Message;
 use crate::runner::RunError;
 use crate::schedule::{
     Decision, Fired, MAX_QUEUED, Next, Placed, ScheduleBody, ScheduleView, Schedules, TableError,
-    WhenBusy, check_options, chunk_for, default_policy, is_busy, table::from_message,
+    WhenBusy, check_options, chunk_for, default_policy, is_busy, record, table::from_message,
     take_when_busy, tell, under,
 };
 use crate::store::{SessionStatus, StoreError};
@@ -187,6 +188,7 @@ impl Inner {
             .create(&schedule)
             .map_err(table_error)?;
         self.alarm_by(schedule.next_fire_ms).await;
+        self.send_to_record_soon(call.id);
         let fields = json!({ "session": call.id, "schedule": schedule.schedule_id });
         log(Level::Info, "schedule_created", fields);
         let view = ScheduleView::from(schedule);
@@ -200,6 +202,7 @@ impl Inner {
         let table = Schedules::new(&*parts.sql);
         if head.status == SessionStatus::Aborted {
             table.clear().map_err(table_error)?;
+            self.send_to_record_soon(id);
         }
         let schedules = table.list().map_err(table_error)?;
         let schedules: Vec<ScheduleView> = schedules.into_iter().map(ScheduleView::from).collect();
@@ -219,6 +222,7 @@ impl Inner {
             let message = format!("No schedule '{schedule}' in this session.");
             return Err(ApiError::client(404, "schedule_not_found", message));
         }
+        self.send_to_record_soon(call.id);
         let fields = json!({ "session": call.id, "schedule": schedule });
         log(Level::Info, "schedule_deleted", fields);
         Response::empty()
@@ -326,6 +330,53 @@ impl Inner {
     }
 }
 
+/// How soon a failed send of the schedules to the queryable record is made again (ms).
+const RECORD_RETRY_MS: u64 = 30_000;
+
+impl Inner {
+    /// Sends session `id`'s schedules to the queryable record if they changed since last
+    /// sent (again if they changed meanwhile: see [`record`]); `false` when it failed.
+    async fn send_to_record(&self, id: &str) -> bool {
+        let Ok(parts) = self.parts() else {
+            return false;
+        };
+        let sent = async {
+            let agent = self.head(&parts.runner, id).await?.agent;
+            let d1 = D1::new(&self.env, self.app.database(), None)
+                .map_err(|e| RunError::Store(StoreError::Backend(e.to_string())))?;
+            for _ in 0..3 {
+                if !record::sync(&d1, &*parts.sql, id, &agent).await? {
+                    break;
+                }
+            }
+            Ok::<(), RunError>(())
+        };
+        match sent.await {
+            Ok(()) => true,
+            // Gone with its session: nothing to send.
+            Err(RunError::Store(StoreError::NotFound(_))) => true,
+            Err(e) => {
+                let fields = json!({ "session": id, "error": e.to_string() });
+                log(Level::Warn, "schedule_record_failed", fields);
+                false
+            }
+        }
+    }
+
+    /// [`send_to_record`](Self::send_to_record) in the background, after a request
+    /// changed the schedules (the alarm comes back if it failed).
+    fn send_to_record_soon(&self, id: &str) {
+        let (Some(me), id) = (self.me.upgrade(), id.to_string()) else {
+            return;
+        };
+        self.state.wait_until(async move {
+            if !me.send_to_record(&id).await {
+                me.alarm_by(Date::now().as_millis() + RECORD_RETRY_MS).await;
+            }
+        });
+    }
+}
+
 /// After a slice: the due fires, and the queue's next run (driven by a slice of its
 /// own). Owes nobody anything: `true`.
 fn after_slice<'a>(inner: &'a Inner, id: &'a str) -> LocalBoxFuture<'a, bool> {
@@ -345,6 +396,13 @@ fn after_slice<'a>(inner: &'a Inner, id: &'a str) -> LocalBoxFuture<'a, bool> {
                 log(Level::Warn, "schedule_error", fields);
                 inner.due.set(next_due(inner, false));
             }
+        }
+        // The queryable record follows (a failed send is tried again soon).
+        if !inner.send_to_record(id).await {
+            let retry = Date::now().as_millis() + RECORD_RETRY_MS;
+            inner
+                .due
+                .set(Some(inner.due.get().map_or(retry, |due| due.min(retry))));
         }
         true
     })
