@@ -1,8 +1,9 @@
 // The browser console in a real browser (Debian's chromium, driven by puppeteer-core):
 // with the demo model and no credentials, start a session, see the approval card,
 // reload mid-session and reattach, approve from the keyboard, and see the run complete
-// with the note in the state tree — on a phone-sized screen. The final page is saved
-// as .e2e/artifacts/console.png. The reference worker serves it as static assets.
+// with the note in the state tree — on a phone-sized screen; a session's schedules and
+// its queue of waiting messages. The final page is saved as .e2e/artifacts/console.png.
+// The reference worker serves it as static assets.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -130,6 +131,50 @@ test('Abort from the console ends a session that waits for an approval', async (
   const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);
   assert.equal(session.body.status, 'aborted');
   assert.deepEqual(session.body.pendingToolCalls, []);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a session\'s schedules and queue: a message queued while an approval waits, a schedule cancelled and one added', async () => {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1200, height: 900 });
+  const errors = pageErrors(page);
+  await page.goto(`${worker.baseUrl}/`);
+  await page.waitForSelector('#agent option[value="assistant"]');
+  await page.type('#first-message', 'delete /tmp/z');
+  await page.click('#new-session button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#pending h3')?.textContent === 'Approve delete_file?');
+  const id = new URL(page.url()).searchParams.get('session');
+  const made = await api(worker, 'POST', `/v1/sessions/${id}/schedules`, { every: 3_600, message: 'hourly check' }, null);
+  assert.equal(made.status, 201);
+  await page.reload();
+  await page.waitForFunction(() => /every 3600 s .*hourly check/.test(document.querySelector('#schedules')?.textContent ?? ''));
+  assert.equal(await page.$eval('#schedules-section', (el) => el.hidden), false);
+
+  // A follow-up while the run waits on the approval: queued, shown as waiting.
+  await page.type('#message', 'and then this');
+  await page.select('#when-busy', 'enqueue');
+  await page.click('#follow-up button[type=submit]');
+  await page.waitForFunction(() => /and then this/.test(document.querySelector('#queue')?.textContent ?? ''));
+  await page.waitForFunction(() => /Message queued \(enqueue, place 1\)/.test(document.querySelector('#transcript')?.textContent ?? ''));
+
+  // Cancel the hourly schedule; add one from the form.
+  await page.click(`#schedule-${made.body.scheduleId} button`);
+  await page.waitForFunction(() => !/hourly check/.test(document.querySelector('#schedules')?.textContent ?? ''));
+  await page.type('#schedule-every', '7200');
+  await page.type('#schedule-message', 'every two hours');
+  await page.click('#new-schedule button[type=submit]');
+  await page.waitForFunction(() => /every 7200 s .*every two hours/.test(document.querySelector('#schedules')?.textContent ?? ''));
+  const listed = (await api(worker, 'GET', `/v1/sessions/${id}/schedules`, undefined, null)).body;
+  assert.deepEqual(listed.schedules.map((s) => s.every), [7_200]);
+
+  // Approved, the run ends and the queued message runs: the queue empties.
+  await page.click('#pending .card button[type=submit]');
+  await page.waitForFunction(() => /turn 2 · completed/.test(document.querySelector('#runs')?.textContent ?? ''), { timeout: 30_000 });
+  await page.waitForFunction(() => document.querySelectorAll('#queue li').length === 0);
+  const texts = (await api(worker, 'GET', `/v1/sessions/${id}/messages`, undefined, null)).body.messages
+    .filter((m) => m.role === 'user').map((m) => m.content);
+  assert.deepEqual(texts, ['delete /tmp/z', 'and then this']);
   assert.deepEqual(errors, []);
   await page.close();
 });

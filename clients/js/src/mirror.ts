@@ -1,8 +1,9 @@
 // A live copy of a session: its snapshot from `GET`, then every event of its stream
 // after the snapshot's `streamSequence` (the newest committed one), applied in order —
 // state patches (RFC 6902: a running tool's live writes, then what its step's commit
-// corrects), pending calls, status, the queue (a queued run leaves it as it starts; a
-// message queued or merged is fetched with the snapshot). Whenever it cannot be sure it still matches the
+// corrects), pending calls, status, the queue as the snapshot had it (a queued run
+// leaves it as it starts; `message_queued` and `message_merged` are passed on, and
+// `session.schedules()` lists what they queued). Whenever it cannot be sure it still matches the
 // server (a `stream_resync` — which disowns a torn step's live patches —, a `truncated`
 // notice, a gap in the sequence, a patch that does not apply) it refetches the snapshot
 // instead of drifting.
@@ -185,8 +186,8 @@ export class StateMirror<S = Record<string, unknown>> {
         return true;
       case 'message_queued':
       case 'message_merged':
-        // The session view carries the queued message itself: fetched again.
-        return !own;
+        // The chunk names the entry, not its message: `session.schedules()` lists it.
+        return true;
       case 'run_interrupted':
         if (own) s.status = 'interrupted';
         return true;

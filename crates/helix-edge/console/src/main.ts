@@ -1,15 +1,20 @@
 // The browser console: pick an agent, chat, approve or deny, answer client tools, and
-// watch the session's state, runs and checkpoints — on @helix-edge/client, with the
-// DOM and nothing else. Served by the worker's `console` feature at `/`.
+// watch the session's state, runs and checkpoints — and, where the worker has
+// schedules, the session's schedules and the messages waiting their turn — on
+// @helix-edge/client, with the DOM and nothing else. Served by the worker's `console`
+// feature at `/`.
 
 import {
   HelixClient,
   HttpError,
   type ConnectionState,
   type PendingCall,
+  type QueuedMessage,
+  type Schedule,
   type SessionEvent,
   type SessionHandle,
   type StateMirror,
+  type WhenBusy,
 } from '@helix-edge/client';
 import { createPatch } from 'rfc6902';
 import { h, jsonTree, text } from './dom.js';
@@ -37,6 +42,12 @@ const ui = {
   runs: byId<HTMLOListElement>('runs'),
   checkpoints: byId<HTMLOListElement>('checkpoints'),
   checkpoint: byId('checkpoint'),
+  whenBusy: byId<HTMLSelectElement>('when-busy'),
+  schedulesSection: byId('schedules-section'),
+  schedules: byId<HTMLOListElement>('schedules'),
+  queue: byId<HTMLOListElement>('queue'),
+  scheduleEvery: byId<HTMLInputElement>('schedule-every'),
+  scheduleMessage: byId<HTMLInputElement>('schedule-message'),
 };
 
 const client = new HelixClient({
@@ -129,8 +140,9 @@ async function refresh(): Promise<void> {
   const mine = ++refreshes;
   const entries: HTMLElement[] = [];
   for await (const m of s.messages({ limit: 200 })) entries.push(...messageEntries(m as Message));
-  const [runs, checkpoints] = await Promise.all([s.runs(), s.checkpoints()]);
+  const [runs, checkpoints, scheduled] = await Promise.all([s.runs(), s.checkpoints(), schedulesOf(s)]);
   if (s !== session || mine !== refreshes) return;
+  renderSchedules(scheduled);
   ui.transcript.replaceChildren(...entries);
   liveText = undefined;
   toolCards.clear();
@@ -143,6 +155,52 @@ async function refresh(): Promise<void> {
       return h('li', {}, h('button', { type: 'button', class: 'link', onclick: () => attempt(() => openCheckpoint(c.id)) }, label));
     }),
   );
+}
+
+/** The session's schedules and queue; `undefined` when the worker has no schedules. */
+async function schedulesOf(s: SessionHandle): Promise<{ schedules: Schedule[]; queue: QueuedMessage[] } | undefined> {
+  try {
+    return await s.schedules();
+  } catch (e) {
+    if (e instanceof HttpError && e.code === 'not_found') return undefined;
+    throw e;
+  }
+}
+
+function renderSchedules(scheduled: { schedules: Schedule[]; queue: QueuedMessage[] } | undefined): void {
+  ui.schedulesSection.hidden = !scheduled;
+  if (!scheduled) return;
+  const when = (s: Schedule) =>
+    s.at ? `at ${new Date(s.at).toLocaleString()}` : s.every ? `every ${s.every} s` : `${s.cron} (${s.timezone})`;
+  const said = (messages: object[]) =>
+    messages
+      .map((m) => ('content' in m && typeof m.content === 'string' ? m.content : JSON.stringify(m)))
+      .join(' / ');
+  ui.schedules.replaceChildren(
+    ...scheduled.schedules.map((s) =>
+      h('li', { id: `schedule-${s.scheduleId}` },
+        `${when(s)} · next ${new Date(s.nextFireAt).toLocaleTimeString()} · fired ${s.fired}: ${said(s.messages)} `,
+        h('button', { type: 'button', onclick: () => attempt(() => cancelSchedule(s.scheduleId)) }, 'Cancel')),
+    ),
+  );
+  ui.queue.replaceChildren(
+    ...scheduled.queue.map((q) =>
+      h('li', { class: 'queued' }, `${said(q.messages)}${q.merged ? ` (${q.merged} merged)` : ''} · run ${q.runId}`),
+    ),
+  );
+}
+
+/** The schedules and queue alone, fetched again (the transcript keeps its live notes). */
+async function refreshSchedules(): Promise<void> {
+  const s = session;
+  if (!s) return;
+  const scheduled = await schedulesOf(s);
+  if (s === session) renderSchedules(scheduled);
+}
+
+async function cancelSchedule(id: string): Promise<void> {
+  await session!.unschedule(id);
+  await refreshSchedules();
 }
 
 /** The session as it was at checkpoint `id`: its state there beside today's, and what changed between. */
@@ -224,6 +282,14 @@ function onEvent(e: SessionEvent): void {
       return;
     case 'error':
       ui.transcript.append(h('li', { class: 'error' }, `Error${child}: ${e.message} (${e.code})`));
+      return;
+    case 'message_queued':
+      ui.transcript.append(h('li', { class: 'tool' }, `Message queued (${e.policy}, place ${e.position})${e.scheduleId ? ` by ${e.scheduleId}` : ''}`));
+      void attempt(refreshSchedules);
+      return;
+    case 'message_merged':
+      ui.transcript.append(h('li', { class: 'tool' }, `Message merged into the queued one (${e.merged} merged)`));
+      void attempt(refreshSchedules);
       return;
     case 'custom':
       ui.transcript.append(h('li', { class: 'tool' }, `Event ${e.eventName}${child}: `, h('pre', {}, JSON.stringify(e.data))));
@@ -344,9 +410,20 @@ on('follow-up', 'submit', (ev) => {
   ev.preventDefault();
   const message = ui.message.value;
   void attempt(async () => {
-    await session?.send(message);
+    const whenBusy = (ui.whenBusy.value || undefined) as WhenBusy | undefined;
+    const sent = await session?.send(message, { whenBusy });
     ui.message.value = '';
-    await refresh();
+    // A queued message shows in the queue (and its note in the transcript) until it runs.
+    await (sent?.queued ? refreshSchedules() : refresh());
+  });
+});
+on('new-schedule', 'submit', (ev) => {
+  ev.preventDefault();
+  void attempt(async () => {
+    await session!.schedule({ every: Number(ui.scheduleEvery.value), message: ui.scheduleMessage.value });
+    ui.scheduleEvery.value = '';
+    ui.scheduleMessage.value = '';
+    await refreshSchedules();
   });
 });
 on('interrupt', 'click', () => void attempt(() => session!.interrupt('from the console')));
