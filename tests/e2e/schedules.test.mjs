@@ -6,7 +6,7 @@
 // with a clear 400/429/404 and changes nothing. Follow-ups sent while a run is busy
 // follow their `whenBusy`: three `enqueue`d messages run in order, one run each; `reject`
 // is 409; `merge` joins the last queued message; `interrupt` stops a slow step's run and
-// runs first; the stream tells each (`message_queued`, `message_merged`) and the
+// runs first, or cancels the calls a run waits on a human for (the model sees why); the stream tells each (`message_queued`, `message_merged`) and the
 // session view shows the queue. A chat message (`/v1/chat`) with `whenBusy: enqueue`
 // answers with its own run once that starts. The `secretary` schedules a run of its own
 // session with its `schedule_run` tool, and it fires; a message that finds it busy waits
@@ -233,6 +233,34 @@ test('interrupt stops the running step\'s run at its boundary and runs first', a
   assert.equal(all[0].status, 'interrupted', JSON.stringify(all.map((r) => [r.runId, r.status])));
   assert.deepEqual(all.slice(1).map((r) => r.runId), [urgent.body.runId, queued.body.runId]);
   assert.deepEqual((await userTexts(id)).slice(1), ['now', 'later']);
+});
+
+test('interrupt while a run waits on an approval: the call is cancelled, the model sees why, then the message runs', async () => {
+  const id = newId('cancel');
+  const seen = [];
+  llm.respondWith((body) => {
+    const last = body.messages?.at(-1);
+    if (last?.role === 'user' && last.content === 'delete it') return { calls: [{ name: 'delete_file', args: { path: '/x' } }] };
+    if (last?.role === 'user' && last.content === 'never mind, do this') seen.push(body.messages);
+    return { text: 'ok' };
+  });
+  const res = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'delete it' });
+  assert.equal(res.status, 201);
+  await waitFor(worker, id, (s) => s.pendingToolCalls.length === 1);
+  const urgent = await api(worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'never mind, do this', whenBusy: 'interrupt' });
+  assert.equal(urgent.status, 202, JSON.stringify(urgent.body));
+  const end = Date.now() + 20_000;
+  while (Date.now() < end && (await runs(id)).length < 2) await sleep(250);
+  const done = await waitFor(worker, id, (s) => s.status === 'completed');
+  assert.deepEqual(done.pendingToolCalls, []);
+  const all = await runs(id);
+  assert.deepEqual(all.map((r) => r.status), ['interrupted', 'completed']);
+  assert.equal(all[1].runId, urgent.body.runId);
+  const page = (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=50`)).body.messages;
+  const result = page.find((m) => m.role === 'tool');
+  assert.match(JSON.stringify(result), /Cancelled: a new message took its turn/, 'the call has its result');
+  assert.equal(seen.length, 1);
+  assert.match(JSON.stringify(seen[0]), /Cancelled: a new message took its turn/, 'the model sees why');
 });
 
 test('a chat message sent during a run waits its turn and streams its own run', async () => {

@@ -2,7 +2,7 @@
 
 import { SessionHandle } from './session.js';
 import { Transport, type ClientOptions, type TokenSource } from './transport.js';
-import type { Agent, Created, CreateSessionInput, ScheduleList, SessionList, SessionStatus } from './types.js';
+import type { Agent, Created, CreateSessionInput, SchedulePage, SessionList, SessionStatus } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -49,7 +49,7 @@ export class HelixClient {
    */
   schedules(
     query: { dueBefore?: string; agent?: string; cursor?: string; limit?: number } & Signal = {},
-  ): Promise<ScheduleList> {
+  ): Promise<SchedulePage> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/schedules', { query: q, signal });
   }

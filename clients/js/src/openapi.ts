@@ -327,7 +327,7 @@ export interface paths {
         /** @description The session's schedules, soonest first, and the messages waiting in its queue for a busy run (first to run first). An aborted or deleted session has none. Served with the `schedules` feature; without it 404 not_found names the feature. */
         get: operations["listSchedules"];
         put?: never;
-        /** @description A run the session starts on its own: once `at` a time, `every` so many seconds from now, or on a `cron` pattern (5 fields, or 6 with seconds first; croner's syntax) read in `timezone` (an IANA name, UTC by default). Each fire starts a run with `message` (or `messages`), exactly once, also across restarts; fires missed while nothing ran run once on wake-up, not once per missed tick. `until` and `count` end it; `whenBusy` says what a fire does while a run is active or waits on a human: `reject` (the default: skipped, counted in `skipped`), `enqueue` (its own run after the current one), `interrupt` (the current run stops at its next step boundary, then this one runs), `merge` (joins the last queued message). Refused with 400 when `at` has passed, the pattern does not parse or never fires, the zone does not exist, or `until` is before the first fire; 429 too_many_schedules past 20 schedules. Served with the `schedules` feature; without it 404 not_found names the feature. */
+        /** @description A run the session starts on its own: once `at` a time, `every` so many seconds from now, or on a `cron` pattern (5 fields, or 6 with seconds first; croner's syntax) read in `timezone` (an IANA name, UTC by default). Each fire starts a run with `message` (or `messages`), exactly once, also across restarts; fires missed while nothing ran run once on wake-up, not once per missed tick. `until` and `count` end it; `whenBusy` says what a fire does while a run is active or waits on a human: `reject` (skipped, counted in `skipped`; the default unless the agent has its own), `enqueue` (its own run after the current one), `interrupt` (the current run stops at its next step boundary, its calls waiting on a human cancelled, then this one runs), `merge` (joins the last queued message). Refused with 400 when `at` has passed, the pattern does not parse or never fires, the zone does not exist, or `until` is before the first fire; 429 too_many_schedules past 20 schedules. Served with the `schedules` feature; without it 404 not_found names the feature. */
         post: operations["createSchedule"];
         delete?: never;
         options?: never;
@@ -809,7 +809,7 @@ export interface components {
             /** @enum {string} */
             outcome: "approved" | "denied" | "result" | "error" | "expired";
         };
-        /** @description What the AI SDK's DefaultChatTransport posts; its `body` option adds `agent`, `providerOptions` (the model options of the run a new user message starts) and, with helix-edge's `schedules` feature, `whenBusy` (a new message while a run is busy: queued, its response streams its own run once it starts). Other fields are ignored. */
+        /** @description What the AI SDK's DefaultChatTransport posts; its `body` option adds `agent` and `providerOptions` (the model options of the run a new user message starts), and where served `whenBusy`. Other fields are ignored. */
         ChatRequest: {
             /** @description The chat id: the session id. */
             id: string;
@@ -824,6 +824,7 @@ export interface components {
             messageId?: string;
             messages: components["schemas"]["UiMessage"][];
             providerOptions?: components["schemas"]["ProviderOptions"];
+            /** @description A new message while a run is busy (helix-edge's `schedules` feature): queued by `enqueue`, `interrupt` or `merge`, its response streams its own run once that starts. */
             whenBusy?: components["schemas"]["WhenBusy"];
         };
         /** @description An AI SDK UI message. Only the newest user message's text and file parts and the tool parts of the last assistant message are read. A file part (`{"type": "file", "mediaType", "url", "filename"?}`, what sendMessage({ files }) sends) becomes an attachment of the user message: a `data:` URL's base64 content or an http(s) URL, checked as attachments are (400 naming the part otherwise). */
@@ -1171,7 +1172,7 @@ export interface components {
             attachments: unknown;
         }) | unknown));
         /**
-         * @description What a message does while the session is busy (a run is active or waits on a human, or messages wait in its queue): `reject` (409 session_busy; a schedule's fire is skipped), `enqueue` (its own run after the others, in order), `interrupt` (the current run stops at its next step boundary, then this message runs first), `merge` (joins the last queued message, one run for both).
+         * @description What a message does while the session is busy (a run is active or waits on a human, or messages wait in its queue): `reject` (409 session_busy; a schedule's fire is skipped), `enqueue` (its own run after the others, in order), `interrupt` (the current run stops at its next step boundary — a run waiting on a human has its calls cancelled with a result the model sees — then this message runs first), `merge` (joins the last queued message, one run for both).
          * @enum {string}
          */
         WhenBusy: "reject" | "enqueue" | "interrupt" | "merge";
@@ -1208,6 +1209,12 @@ export interface components {
         SessionSchedule: components["schemas"]["Schedule"] & {
             sessionId: string;
             agent: string;
+        };
+        SchedulePage: {
+            /** @description Soonest fire first. */
+            schedules: components["schemas"]["SessionSchedule"][];
+            /** @description Where the next page starts, if there may be one. */
+            nextCursor?: string;
         };
         QueuedMessage: {
             queueId: string;
@@ -1920,8 +1927,8 @@ export interface operations {
     listAllSchedules: {
         parameters: {
             query?: {
-                /** @description Only fires due before this time: RFC 3339 with an offset, or `now` (the fires due now). */
-                dueBefore?: string;
+                /** @description Only fires due before this time: RFC 3339 with an offset, or `now` (the fires due now); a time before 1970 lists nothing. */
+                dueBefore?: "now" | string;
                 /** @description Only sessions of this agent. */
                 agent?: string;
                 /** @description The nextCursor of the previous page. */
@@ -1940,7 +1947,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ScheduleList"];
+                    "application/json": components["schemas"]["SchedulePage"];
                 };
             };
             400: components["responses"]["Error"];

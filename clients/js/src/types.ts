@@ -28,7 +28,7 @@ export type ScheduleRequest = Schemas['ScheduleRequest'];
 /** A schedule as the session keeps it: when it fires next, how often it fired or was skipped. */
 export type Schedule = Schemas['Schedule'];
 /** A page of every session's schedules (`client.schedules()`). */
-export type ScheduleList = Schemas['ScheduleList'];
+export type SchedulePage = Schemas['SchedulePage'];
 /** A message waiting in the session's queue for a busy run. */
 export type QueuedMessage = Schemas['QueuedMessage'];
 /** What a message does while the session is busy: `reject`, `enqueue`, `interrupt` or `merge`. */

@@ -7,8 +7,8 @@
 //! 2. the turn has stopped (interrupted, completed or failed) with a follow-up queued
 //!    and nothing pending → [`Next::FollowUp`] (a persistent child's next message);
 //! 3. the session is not active → [`Next::Idle`];
-//! 4. an interrupt was requested → [`Next::Interrupt`], unless a queued follow-up waits
-//!    for the calls its turn waits on;
+//! 4. an interrupt was requested → [`Next::Interrupt`], unless a queued follow-up (or
+//!    the request itself) waits for the calls its turn waits on;
 //! 5. calls are pending → [`Next::Resolve`] (resume once each is answered or expired);
 //! 6. the run reached the agent's step limit → [`Next::Fail`] (`max_steps_exceeded`);
 //! 7. the slice's budget is spent → [`Next::Yield`];
@@ -95,8 +95,10 @@ pub(crate) fn next(seen: Seen<'_>, max_steps: u32, budget: Budget) -> Next {
         return Next::Idle(head.status);
     }
     // A follow-up waits for the calls its turn waits on: it is taken once they are
-    // answered and the turn reaches a step boundary (or ends).
-    let deferred = !head.pending.is_empty() && follow_up.is_some();
+    // answered and the turn reaches a step boundary (or ends); so does an interrupt
+    // that asks to.
+    let waits = follow_up.is_some() || interrupt.is_some_and(|r| r.after_calls);
+    let deferred = !head.pending.is_empty() && waits;
     if let (false, Some(request)) = (deferred, interrupt) {
         return Next::Interrupt(request.clone());
     }
@@ -164,6 +166,7 @@ mod tests {
                 message: "next".into(),
                 tool_call_id: "p1".into(),
             }),
+            after_calls: false,
         }
     }
 
@@ -260,6 +263,22 @@ mod tests {
             decide(&answered, Some(&request)),
             Next::Interrupt(request.clone()),
             "then the turn stops at its step boundary"
+        );
+    }
+
+    #[test]
+    fn an_interrupt_after_the_calls_waits_for_their_results() {
+        let request = InterruptRequest {
+            after_calls: true,
+            ..interrupt(false)
+        };
+        let waiting = head(SessionStatus::Active, 1, 1);
+        assert_eq!(decide(&waiting, Some(&request)), Next::Resolve);
+        let answered = head(SessionStatus::Active, 0, 1);
+        assert_eq!(
+            decide(&answered, Some(&request)),
+            Next::Interrupt(request.clone()),
+            "the step that takes the results is the boundary"
         );
     }
 

@@ -25,8 +25,9 @@ wire_enum! {
         Reject = "reject",
         /// Queued: its own run once the runs before it end, in order.
         Enqueue = "enqueue",
-        /// The current run stops at its next step boundary, then this message runs
-        /// (before anything else queued).
+        /// The current run stops at its next step boundary (a run waiting on a human
+        /// has its calls cancelled first), then this message runs (before anything
+        /// else queued).
         Interrupt = "interrupt",
         /// Joins the last queued message not yet started (one run answers both);
         /// queued as its own when there is none.

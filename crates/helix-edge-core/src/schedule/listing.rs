@@ -3,7 +3,7 @@
 //! sends. `dueBefore` keeps the fires due before a time (`now` for the ones due now),
 //! `agent` one agent's sessions; `cursor` and `limit` page.
 
-use super::when::{format_time, parse_time};
+use super::when::format_time;
 use crate::api::ApiError;
 use crate::sqlite::{Row, int, text};
 use crate::store::StoreError;
@@ -75,9 +75,12 @@ impl DueQuery {
             match key.as_str() {
                 "dueBefore" if value == "now" => query.due_before = Some(now_ms + 1),
                 "dueBefore" => {
-                    let at = parse_time("dueBefore", value)
-                        .map_err(|e| ApiError::validation(format!("{e} (or `now`).")))?;
-                    query.due_before = Some(at);
+                    let at: jiff::Timestamp = value.parse().map_err(|e| {
+                        let why = format!("dueBefore: not `now` or an RFC 3339 time ({e}).");
+                        ApiError::validation(why)
+                    })?;
+                    // Before 1970 nothing is due.
+                    query.due_before = Some(at.as_millisecond().max(0) as u64);
                 }
                 "agent" if crate::tool::valid_name(value) => query.agent = Some(value.clone()),
                 "agent" => return Err(ApiError::validation("agent is not a valid agent name.")),
@@ -194,8 +197,20 @@ mod tests {
         assert_eq!(query.limit, 5);
         let at = q(&[("dueBefore", "2026-11-26T09:00:00Z")]).unwrap();
         assert_eq!(at.due_before, Some(1_795_683_600_000));
+        let early = q(&[("dueBefore", "1969-01-01T00:00:00Z")]).unwrap();
+        assert_eq!(early.due_before, Some(0), "before 1970: nothing is due");
+        // What RFC 3339 allows: lower case, fractions, a leap second, any offset.
+        for time in [
+            "2026-11-26t09:00:00z",
+            "2026-11-26T09:00:00.123456789+05:30",
+            "2016-12-31T23:59:60Z",
+            "0001-01-01T00:00:00-23:59",
+        ] {
+            assert!(q(&[("dueBefore", time)]).is_ok(), "{time}");
+        }
         for bad in [
             ("dueBefore", "tomorrow"),
+            ("dueBefore", ""),
             ("limit", "0"),
             ("limit", "101"),
             ("agent", "no spaces"),

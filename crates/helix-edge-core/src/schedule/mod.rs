@@ -12,6 +12,7 @@
 //! - [`table`]: schedules and the queue in the object's SQLite, and the claim protocol
 //!   that runs each due fire exactly once.
 //! - [`drain`]: starting the queue's next run once the session is idle.
+//! - [`cancel`]: `interrupt` for a run waiting on a human: its calls cancelled.
 //! - [`record`]: the schedules in the queryable record (D1), for `GET /v1/schedules`.
 //! - [`listing`]: `GET /v1/schedules`' query and page.
 //! - [`notice`]: what the stream says of a message that waits (`message_queued`,
@@ -21,6 +22,7 @@
 
 pub mod body;
 pub mod busy;
+pub mod cancel;
 pub mod drain;
 pub mod listing;
 pub mod notice;

@@ -288,12 +288,21 @@ pub struct InterruptRequest {
     /// parent), started once this one stops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub then: Option<FollowUp>,
+    /// Honoured once the calls the run waits on are answered, at the boundary of the
+    /// step that takes their results (the calls that a message with `whenBusy:
+    /// interrupt` cancelled), not before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_calls: bool,
 }
 
 impl InterruptRequest {
     /// A plain interrupt, for `reason`.
     pub fn because(reason: Option<String>) -> Self {
-        Self { reason, then: None }
+        Self {
+            reason,
+            then: None,
+            after_calls: false,
+        }
     }
 }
 

@@ -360,21 +360,28 @@ fn status_text(head: &SessionHead) -> Result<String, StoreError> {
     Ok(to_json(&head.status)?.trim_matches('"').to_string())
 }
 
-/// The rows of session `id` only the record (D1) keeps: its schedules (helix-edge's
-/// `schedules` feature; the table is in the record's schema either way).
+/// The rows of session `id` only the record (D1) keeps, one line per feature that keeps
+/// some: with `schedules`, its schedules.
+const RECORD_ONLY: &[&str] = &[
+    #[cfg(feature = "schedules")]
+    DELETE_RECORD_SCHEDULES,
+];
+
+/// Removes a session's schedules from the record (feature `schedules`).
 pub const DELETE_RECORD_SCHEDULES: &str = "DELETE FROM schedules WHERE session_id = ?1";
 
-/// [`plan_delete`] for the record, which also keeps the session's schedules.
+/// [`plan_delete`] for the record, with the rows only it keeps.
 pub fn plan_record_delete(id: &str) -> Vec<Statement> {
-    let mut plan = vec![Statement {
-        sql: DELETE_RECORD_SCHEDULES,
-        args: vec![text(id)],
-    }];
-    plan.extend(plan_delete(id));
+    let mut plan = plan_delete(id);
+    for &sql in RECORD_ONLY {
+        plan.push(Statement {
+            sql,
+            args: vec![text(id)],
+        });
+    }
     plan
 }
 
-/// The statements that create a session (one batch; a taken id fails on the primary
 /// The statements that remove session `id` and everything recorded for it, in one batch
 /// (its child records, not the children).
 pub fn plan_delete(id: &str) -> Vec<Statement> {
@@ -395,6 +402,7 @@ pub fn plan_delete(id: &str) -> Vec<Statement> {
         .collect()
 }
 
+/// The statements that create a session (one batch; a taken id fails on the primary
 /// key) and the image they leave.
 pub fn plan_create(session: NewSession) -> Result<(Vec<Statement>, Image), StoreError> {
     let mut head = session.head;

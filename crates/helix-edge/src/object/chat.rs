@@ -4,7 +4,7 @@
 //! until it ends or waits for a human; `GET /v1/chat/{id}/stream` replays the active
 //! run's message and goes on live.
 
-use super::capability::{Capability, NOTHING};
+use super::capability::{Capability, FollowUp, NOTHING};
 use super::{Inner, Parts, Reply};
 use crate::api::Operation;
 use crate::chat::{ChatRequest, ChatTurn, UI_DONE, UiStream};
@@ -34,7 +34,7 @@ pub(super) const CHAT: Capability = Capability {
 
 /// The capability's way for a chat message to follow up, if one has it: known when the
 /// build is compiled, so that a build without one carries no code for it.
-const FOLLOW_UP: Option<super::capability::FollowUp> = {
+const FOLLOW_UP: Option<FollowUp> = {
     let (mut i, mut found) = (0, None);
     while i < super::CAPABILITIES.len() {
         if let Some(follow) = super::CAPABILITIES[i].follow_up {
@@ -44,6 +44,9 @@ const FOLLOW_UP: Option<super::capability::FollowUp> = {
     }
     found
 };
+
+/// Whether a chat message may wait its turn.
+const MAY_WAIT: bool = FOLLOW_UP.is_some();
 
 /// One stored event of an SSE frame the stream log sent: `(event, data)`; `None` for
 /// comments (pings).
@@ -146,7 +149,7 @@ impl Inner {
         };
         let ui = UiStream::new(id, &message_id, known);
         // A queued message's answer is its own run (the message's id), when it starts.
-        let ui = match FOLLOW_UP.is_some() && waits {
+        let ui = match MAY_WAIT && waits {
             true => ui.awaiting(&message_id),
             false => ui,
         };
@@ -174,37 +177,38 @@ impl Inner {
     /// The stream after `from`, as UI message chunks, until `ui` says the answer is
     /// complete (or the session's stream ends).
     fn ui_stream(self: &Rc<Self>, parts: &Parts, from: u64, ui: UiStream) -> Reply {
-        let log = parts.stream.clone();
-        let source = follow(&log, from);
-        let state = Some((source, ui, log));
-        let body = futures::stream::unfold(state, move |state| async move {
-            let (mut source, mut ui, log) = state?;
+        // The runs before a queued message's own end the live stream: it is followed
+        // again (from the start: all it saw so far it passed over) until its run has
+        // been shown.
+        let source = match MAY_WAIT && ui.is_awaiting() {
+            true => {
+                let log = parts.stream.clone();
+                let again = futures::stream::repeat(()).flat_map(move |()| follow(&log, from));
+                again.boxed_local()
+            }
+            false => follow(&parts.stream, from),
+        };
+        let body = futures::stream::unfold(Some((source, ui)), |state| async move {
+            let (mut source, mut ui) = state?;
             loop {
                 let Some(frame) = source.next().await else {
-                    // The runs before a queued message's own end the live stream: followed
-                    // again (from the start: all it saw so far it passed over) until its
-                    // run has been shown.
-                    if FOLLOW_UP.is_some() && ui.is_awaiting() {
-                        source = follow(&log, from);
-                        continue;
-                    }
                     return Some((Ok(UI_DONE.as_bytes().to_vec()), None));
                 };
                 if frame.starts_with(b":") {
-                    return Some((Ok(frame), Some((source, ui, log))));
+                    return Some((Ok(frame), Some((source, ui))));
                 }
                 let Some((event, data)) = parse_frame(&frame) else {
                     continue;
                 };
                 // (A build whose chat messages never wait has no code for passing over.)
-                let passed = FOLLOW_UP.and_then(|_| ui.pass_over(&event, &data));
+                let passed = MAY_WAIT.then(|| ui.pass_over(&event, &data)).flatten();
                 let mut out = passed.unwrap_or_else(|| ui.frames(&event, &data));
                 if ui.is_done() {
                     out.push_str(UI_DONE);
                     return Some((Ok::<Vec<u8>, worker::Error>(out.into_bytes()), None));
                 }
                 if !out.is_empty() {
-                    return Some((Ok(out.into_bytes()), Some((source, ui, log))));
+                    return Some((Ok(out.into_bytes()), Some((source, ui))));
                 }
             }
         });

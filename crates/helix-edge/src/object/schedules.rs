@@ -18,10 +18,10 @@ use crate::message::Message;
 use crate::runner::RunError;
 use crate::schedule::{
     Decision, Fired, MAX_QUEUED, Next, Placed, ScheduleBody, ScheduleView, Schedules, TableError,
-    WhenBusy, check_options, chunk_for, default_policy, is_busy, record, table::from_message,
-    take_when_busy, tell, under,
+    WhenBusy, cancel, check_options, chunk_for, default_policy, is_busy, record,
+    table::from_message, take_when_busy, tell, under,
 };
-use crate::store::{SessionStatus, StoreError};
+use crate::store::{SessionHead, SessionStatus, StoreError};
 use crate::worker_host::{WorkerHost, log};
 use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
@@ -149,11 +149,8 @@ impl Inner {
             }
             Decision::Queue => Placed::Queued(&queue_id, policy),
             Decision::Interrupt => {
-                if head.status == SessionStatus::Active && head.pending.is_empty() {
-                    let reason = Some("a message took its turn".into());
-                    runner.interrupt(id, reason).await?;
-                    self.schedule(id);
-                }
+                self.make_way(runner, &head, "a new message took its turn")
+                    .await?;
                 Placed::Queued(&queue_id, policy)
             }
             Decision::MergeInto(into) => Placed::Merged(into),
@@ -172,6 +169,33 @@ impl Inner {
             run_id,
             queued: Some((entry.to_string(), position)),
         })
+    }
+
+    /// Makes way for a message that interrupts: a working run stops at its next step
+    /// boundary; a run waiting on a human alone has its calls cancelled (the model sees
+    /// why) and stops there; then the session is driven on. A run waiting on sub-agents
+    /// is left to finish its wait.
+    async fn make_way(
+        &self,
+        runner: &crate::runner::Runner<crate::storage::ObjectStore>,
+        head: &SessionHead,
+        reason: &str,
+    ) -> Result<(), RunError> {
+        if head.status != SessionStatus::Active {
+            return Ok(());
+        }
+        if head.pending.is_empty() {
+            runner.interrupt(&head.id, Some(reason.into())).await?;
+        } else if cancel::cancellable(head) {
+            let reason = format!("Cancelled: {reason}.");
+            cancel::cancel_pending(runner, head, &reason).await?;
+        } else {
+            return Ok(());
+        }
+        if let Some(me) = self.me.upgrade() {
+            me.schedule(&head.id);
+        }
+        Ok(())
     }
 
     /// `POST …/schedules`: 201 `{"scheduleId", "nextFireAt"}`, the alarm brought forward.
@@ -297,10 +321,9 @@ impl Inner {
                     tell(&*parts.stream, head.version, under(&head, now, body));
                 }
             }
-            if matches!(outcome, Fired::Interrupting { .. }) && head.status == SessionStatus::Active
-            {
-                let reason = Some(format!("schedule {}", schedule.schedule_id));
-                runner.interrupt(id, reason).await?;
+            if matches!(outcome, Fired::Interrupting { .. }) {
+                let reason = format!("schedule {} took its turn", schedule.schedule_id);
+                self.make_way(runner, &head, &reason).await?;
             }
         }
         let next = crate::schedule::start_next(runner, &table, id).await?;

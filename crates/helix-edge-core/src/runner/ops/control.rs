@@ -10,15 +10,37 @@ use crate::store::{InterruptRequest, SessionStatus, Store, StoreError};
 
 impl<S: Store> Runner<S> {
     /// Requests an interrupt, honoured at the next step boundary.
-    pub async fn interrupt(
+    pub fn interrupt<'a>(
+        &'a self,
+        session_id: &'a str,
+        reason: Option<String>,
+    ) -> impl Future<Output = Result<(), RunError>> + 'a {
+        self.request_stop(session_id, InterruptRequest::because(reason))
+    }
+
+    /// Requests an interrupt honoured once the calls the run waits on are answered, at
+    /// the boundary of the step that takes their results.
+    pub fn interrupt_after_calls<'a>(
+        &'a self,
+        session_id: &'a str,
+        reason: Option<String>,
+    ) -> impl Future<Output = Result<(), RunError>> + 'a {
+        let request = InterruptRequest {
+            after_calls: true,
+            ..InterruptRequest::because(reason)
+        };
+        self.request_stop(session_id, request)
+    }
+
+    async fn request_stop(
         &self,
         session_id: &str,
-        reason: Option<String>,
+        mut request: InterruptRequest,
     ) -> Result<(), RunError> {
         let live = self.load(session_id).await?;
+        let reason = request.reason.clone();
         match live.head.status {
             SessionStatus::Active => {
-                let mut request = InterruptRequest::because(reason.clone());
                 // A queued follow-up turn stays queued.
                 request.then = live.interrupt.as_ref().and_then(|r| r.then.clone());
                 self.store

@@ -192,6 +192,7 @@ impl<S: Store> Runner<S> {
             let request = InterruptRequest {
                 reason: Some("Its parent sent a new message.".into()),
                 then: Some(then),
+                after_calls: false,
             };
             self.store
                 .request_interrupt(session_id, request.clone())
