@@ -150,7 +150,7 @@ impl Inner {
             Decision::Queue => Placed::Queued(&queue_id, policy),
             Decision::Interrupt => {
                 self.make_way(runner, &head, "a new message took its turn")
-                    .await?;
+                    .await;
                 Placed::Queued(&queue_id, policy)
             }
             Decision::MergeInto(into) => Placed::Merged(into),
@@ -174,28 +174,31 @@ impl Inner {
     /// Makes way for a message that interrupts: a working run stops at its next step
     /// boundary; a run waiting on a human alone has its calls cancelled (the model sees
     /// why) and stops there; then the session is driven on. A run waiting on sub-agents
-    /// is left to finish its wait.
+    /// is left to finish its wait. The message is queued already: if this fails (logged),
+    /// it runs once the current run ends.
     async fn make_way(
         &self,
         runner: &crate::runner::Runner<crate::storage::ObjectStore>,
         head: &SessionHead,
         reason: &str,
-    ) -> Result<(), RunError> {
-        if head.status != SessionStatus::Active {
-            return Ok(());
-        }
-        if head.pending.is_empty() {
-            runner.interrupt(&head.id, Some(reason.into())).await?;
-        } else if cancel::cancellable(head) {
-            let reason = format!("Cancelled: {reason}.");
-            cancel::cancel_pending(runner, head, &reason).await?;
-        } else {
-            return Ok(());
+    ) {
+        let made = match head.status {
+            SessionStatus::Active if head.pending.is_empty() => {
+                runner.interrupt(&head.id, Some(reason.into())).await
+            }
+            SessionStatus::Active if cancel::cancellable(head) => {
+                let reason = format!("Cancelled: {reason}.");
+                cancel::cancel_pending(runner, head, &reason).await
+            }
+            _ => return,
+        };
+        if let Err(e) = made {
+            let fields = json!({ "session": head.id, "error": e.to_string() });
+            log(Level::Warn, "interrupt_failed", fields);
         }
         if let Some(me) = self.me.upgrade() {
             me.schedule(&head.id);
         }
-        Ok(())
     }
 
     /// `POST …/schedules`: 201 `{"scheduleId", "nextFireAt"}`, the alarm brought forward.
@@ -323,7 +326,7 @@ impl Inner {
             }
             if matches!(outcome, Fired::Interrupting { .. }) {
                 let reason = format!("schedule {} took its turn", schedule.schedule_id);
-                self.make_way(runner, &head, &reason).await?;
+                self.make_way(runner, &head, &reason).await;
             }
         }
         let next = crate::schedule::start_next(runner, &table, id).await?;
