@@ -1,8 +1,10 @@
 //! What an optional capability adds to the session object, registered once (the
 //! object's `CAPABILITIES`, one line per cargo feature): the kind of outside work its runner
 //! waits on, internal routes, API operations it serves, what it does after each
-//! slice of work and when it needs the alarm. The object consults the table; no feature is named anywhere else in
-//! it.
+//! slice of work and when it needs the alarm, how a chat message follows up, and what
+//! it adds to the session view. The object consults the table (the last two resolved
+//! when compiled, so a build without them has no code for them); no feature is named
+//! anywhere else in it.
 
 use super::{Inner, Reply};
 use crate::api::Operation;
