@@ -3,10 +3,10 @@
 // state patches (RFC 6902: a running tool's live writes, then what its step's commit
 // corrects), pending calls, status, the queue as the snapshot had it (a queued run
 // leaves it as it starts; `message_queued` and `message_merged` are passed on, and
-// `session.schedules()` lists what they queued). Whenever it cannot be sure it still matches the
-// server (a `stream_resync` — which disowns a torn step's live patches —, a `truncated`
-// notice, a gap in the sequence, a patch that does not apply) it refetches the snapshot
-// instead of drifting.
+// `session.schedules()` lists what they queued). Whenever it cannot be sure it still
+// matches the server (a `stream_resync` — which disowns a torn step's live patches —, a
+// `truncated` notice, a gap in the sequence, a patch that does not apply) it refetches
+// the snapshot instead of drifting.
 
 import { applyPatch, type Operation } from 'rfc6902';
 import type { EventStream, EventStreamOptions } from './events.js';
