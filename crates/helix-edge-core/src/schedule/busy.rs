@@ -151,10 +151,12 @@ pub fn decide(policy: WhenBusy, busy: bool, queue: &[Queued]) -> Decision {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn queued(id: &str) -> Queued {
+    /// A queued message `id` of one user message, its run `run_{id}` (for the schedule
+    /// module's tests).
+    pub(in crate::schedule) fn queued(id: &str) -> Queued {
         Queued {
             queue_id: id.into(),
             run_id: format!("run_{id}"),

@@ -76,18 +76,11 @@ pub fn tell(stream: &dyn StreamLog, version: u64, chunk: Chunk) {
 mod tests {
     use super::*;
     use crate::journal::MemoryStreamLog;
-    use crate::message::Message;
-    use crate::schedule::Source;
 
     fn queued(id: &str, merged: u32) -> Queued {
         Queued {
-            queue_id: id.into(),
-            run_id: format!("run_{id}"),
-            messages: vec![Message::user("hi")],
-            options: None,
-            source: Source::Message,
-            queued_at: 0,
             merged,
+            ..super::super::busy::tests::queued(id)
         }
     }
 
