@@ -45,6 +45,15 @@ impl Cursor {
     }
 }
 
+/// A list's `limit`: a page size from 1 to [`MAX_LIMIT`].
+pub fn page_size(value: &str) -> Result<u32, ApiError> {
+    value
+        .parse()
+        .ok()
+        .filter(|n| (1..=MAX_LIMIT).contains(n))
+        .ok_or_else(|| ApiError::validation("limit must be between 1 and 100."))
+}
+
 /// The query of `GET /v1/sessions`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ListQuery {
@@ -96,13 +105,7 @@ impl ListQuery {
                         .ok_or_else(|| ApiError::validation("cursor is not one this API gave."))?;
                     query.cursor = Some(cursor);
                 }
-                "limit" => {
-                    query.limit = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=MAX_LIMIT).contains(n))
-                        .ok_or_else(|| ApiError::validation("limit must be between 1 and 100."))?;
-                }
+                "limit" => query.limit = page_size(value)?,
                 // The credential of `EventSource` clients may come as a query parameter.
                 "token" => {}
                 other => {

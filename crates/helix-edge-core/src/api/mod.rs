@@ -24,7 +24,9 @@ pub use input::{
     Input, InputObject, MAX_INPUT_MESSAGES, NOT_BLANK, RichInput, UserInput, check_history,
     is_blank,
 };
-pub use list::{Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary};
+pub use list::{
+    Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary, page_size,
+};
 pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, StreamQuery, page, path_and_query, query_pairs};

@@ -13,8 +13,6 @@ use serde_json::{Map, Value};
 
 /// Default page size.
 pub const DEFAULT_LIMIT: u32 = 50;
-/// Largest page size.
-pub const MAX_LIMIT: u32 = 100;
 
 /// Where a page starts: after the fire last listed (by time, then session and schedule).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,13 +87,7 @@ impl DueQuery {
                         .ok_or_else(|| ApiError::validation("cursor is not one this API gave."))?;
                     query.cursor = Some(cursor);
                 }
-                "limit" => {
-                    query.limit = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=MAX_LIMIT).contains(n))
-                        .ok_or_else(|| ApiError::validation("limit must be between 1 and 100."))?;
-                }
+                "limit" => query.limit = crate::api::page_size(value)?,
                 "token" => {}
                 other => {
                     let message = format!("Unknown query parameter '{other}'.");
