@@ -17,6 +17,7 @@ mod memory;
 pub mod migrations;
 mod planned;
 pub mod rows;
+mod sql_failure;
 
 pub use answers::{
     Answer, CallWait, PendingCall, PendingKind, PendingView, WaitOutcome, pending_calls,
