@@ -347,3 +347,60 @@ fn a_childs_relay_cursor_sends_each_confirmed_chunk_once_and_a_parent_appends_ea
         "relayed chunks count as confirmed"
     );
 }
+
+#[test]
+fn a_drive_borrows_the_kept_transcript_and_only_its_latest_comes_back() {
+    let (object, d1, down) = world();
+    let results = block_on(store_conformance::run(&object.store, "t"));
+    assert!(failures(&results).is_empty());
+    let durable = |object: &Object, count| {
+        // Another object over the same storage reads the tables, never a kept image.
+        let fresh = Object::new(object.local.clone(), &d1, &down);
+        block_on(fresh.store.messages("t-commit", 0, count)).unwrap()
+    };
+    let loaded = block_on(object.store.load("t-commit")).unwrap().unwrap();
+    let count = loaded.head.message_count;
+    assert!(count > 0);
+    let mut transcript = block_on(object.store.lend_transcript("t-commit", count)).unwrap();
+    assert_eq!(transcript, durable(&object, count));
+
+    // A commit while it is lent, then the drive's copy (with the commit's message) back.
+    let said = helix_edge_core::message::Message::user("one more");
+    let mut head = loaded.head.clone();
+    head.message_count += 1;
+    let commit = helix_edge_core::store::Commit {
+        head,
+        truncate_messages_to: None,
+        messages: vec![said.clone()],
+        state: helix_edge_core::store::StateChange::None,
+        checkpoint: None,
+        clear_interrupt: false,
+        subsessions: Vec::new(),
+    };
+    let version = block_on(object.store.commit("t-commit", loaded.head.version, commit)).unwrap();
+    transcript.push(said);
+    object
+        .store
+        .give_back("t-commit", version, transcript.clone());
+    assert_eq!(durable(&object, count + 1), transcript);
+    let lent = block_on(object.store.lend_transcript("t-commit", count + 1)).unwrap();
+    assert_eq!(lent, transcript);
+
+    // One given back as of an older version (or of another length) is not kept.
+    let wrong = vec![helix_edge_core::message::Message::user("not the transcript"); lent.len()];
+    object
+        .store
+        .give_back("t-commit", loaded.head.version, wrong.clone());
+    let mut short = lent.clone();
+    short.pop();
+    object.store.give_back("t-commit", version, short);
+    assert_eq!(
+        block_on(object.store.messages("t-commit", 0, count + 1)).unwrap(),
+        transcript
+    );
+    object.store.give_back("t-commit", version, lent);
+    assert_eq!(
+        block_on(object.store.lend_transcript("t-commit", count + 1)).unwrap(),
+        transcript
+    );
+}

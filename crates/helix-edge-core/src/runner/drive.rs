@@ -44,7 +44,11 @@ impl<S: Store> Runner<S> {
         let mut stale = 0;
         loop {
             match self.advance(&mut live, &agent, &mut budget).await {
-                Ok(Some(progress)) => return Ok(progress),
+                Ok(Some(progress)) => {
+                    let transcript = std::mem::take(&mut live.transcript);
+                    self.store.give_back(id, live.head.version, transcript);
+                    return Ok(progress);
+                }
                 Ok(None) => {}
                 // An abort is being committed by `abort`; this drive must not commit.
                 Err(RunError::Aborted) => return Ok(Progress::Idle(SessionStatus::Aborted)),

@@ -323,7 +323,7 @@ impl<S: Store> Runner<S> {
             .ok_or_else(|| StoreError::NotFound(id.into()))?;
         let transcript = if with_transcript {
             self.store
-                .messages(id, 0, loaded.head.message_count)
+                .lend_transcript(id, loaded.head.message_count)
                 .await?
         } else {
             Vec::new()

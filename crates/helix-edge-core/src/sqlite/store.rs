@@ -267,6 +267,30 @@ impl<R: Record> Store for SqliteStore<R> {
         Ok(messages)
     }
 
+    async fn lend_transcript(&self, id: &str, count: u64) -> Result<Vec<Message>, StoreError> {
+        let lent = self.image.borrow_mut().as_mut().and_then(|(kept, image)| {
+            let whole = image.messages.as_ref()?.len() as u64 == image.head.message_count;
+            (kept == id && whole && count == image.head.message_count)
+                .then(|| image.messages.take())
+                .flatten()
+        });
+        match lent {
+            Some(transcript) => Ok(transcript),
+            None => self.messages(id, 0, count).await,
+        }
+    }
+
+    fn give_back(&self, id: &str, version: u64, transcript: Vec<Message>) {
+        if let Some((_, image)) = self.image.borrow_mut().as_mut().filter(|(kept, image)| {
+            kept == id
+                && image.head.version == version
+                && image.head.message_count == transcript.len() as u64
+        }) && image.messages.is_none()
+        {
+            image.messages = Some(transcript);
+        }
+    }
+
     async fn commit(
         &self,
         id: &str,

@@ -473,6 +473,16 @@ pub trait Store {
     /// Messages `offset..offset+limit` of the transcript.
     async fn messages(&self, id: &str, offset: u64, limit: u64)
     -> Result<Vec<Message>, StoreError>;
+    /// The whole transcript (`count` messages), for a drive that gives it back with
+    /// [`Store::give_back`] when it ends: a store that keeps it in memory lends it out
+    /// instead of copying it, so a drive's cost does not grow with the session.
+    async fn lend_transcript(&self, id: &str, count: u64) -> Result<Vec<Message>, StoreError> {
+        self.messages(id, 0, count).await
+    }
+    /// Takes back the transcript that [`Store::lend_transcript`] lent, as it stands at
+    /// session `version` (every message committed since appended); ignored when it is not
+    /// the store's latest.
+    fn give_back(&self, _id: &str, _version: u64, _transcript: Vec<Message>) {}
     /// Commits atomically if the version is still `expected_version`; returns the new one.
     async fn commit(
         &self,
@@ -531,6 +541,12 @@ macro_rules! forward_store {
             }
             async fn messages(&self, id: &str, offset: u64, limit: u64) -> Result<Vec<Message>, StoreError> {
                 (**self).messages(id, offset, limit).await
+            }
+            async fn lend_transcript(&self, id: &str, count: u64) -> Result<Vec<Message>, StoreError> {
+                (**self).lend_transcript(id, count).await
+            }
+            fn give_back(&self, id: &str, version: u64, transcript: Vec<Message>) {
+                (**self).give_back(id, version, transcript)
             }
             async fn commit(&self, id: &str, expected_version: u64, commit: Commit) -> Result<u64, StoreError> {
                 (**self).commit(id, expected_version, commit).await
