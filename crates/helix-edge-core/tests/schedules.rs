@@ -583,3 +583,27 @@ fn the_record_gets_each_changed_set_of_schedules_once_and_a_failed_send_again() 
     d1.atomically(&erase).unwrap();
     assert!(rows().is_empty());
 }
+
+#[test]
+fn a_session_is_quiet_only_without_schedules_queue_or_record_rows() {
+    use helix_edge_core::schedule::record::sync;
+    let o = Object::new();
+    let record = LiteRecord {
+        db: Lite::d1(),
+        down: Rc::new(Cell::new(false)),
+    };
+    let send = || block_on(sync(&record, &*o.db, SESSION, "helper")).unwrap();
+    let quiet = || o.table().quiet().unwrap();
+    assert!(quiet(), "a new session");
+    let a = o.schedule(json!({"every": 60, "message": "a"}));
+    assert!(!quiet(), "a schedule");
+    assert!(send());
+    assert!(o.table().delete(&a.schedule_id).unwrap());
+    assert!(!quiet(), "the record still holds the deleted schedule");
+    assert!(send());
+    assert!(quiet(), "the record emptied");
+    let (queue_id, run_id) = o.ids();
+    let queued = from_message(queue_id, run_id, vec![Message::user("later")], None, NOW);
+    o.table().enqueue(queued, WhenBusy::Enqueue, true).unwrap();
+    assert!(!quiet(), "a queued message");
+}

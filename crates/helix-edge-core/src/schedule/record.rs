@@ -21,7 +21,7 @@ use serde::Serialize;
 const INSERT: &str = "INSERT INTO schedules (session_id, schedule_id, agent, next_fire_at, body) \
     VALUES (?1, ?2, ?3, ?4, ?5)";
 /// The object's note of the set the record holds.
-const SENT: &str = "schedules_sent";
+pub(super) const SENT: &str = "schedules_sent";
 
 /// One schedule as the record holds it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -106,6 +106,26 @@ impl<'a> Schedules<'a> {
         Ok(all)
     }
 
+    /// Whether the session has no schedule, no queued message and no schedule in the
+    /// record (one statement): then the end of a slice of work has nothing to do.
+    pub fn quiet(&self) -> Result<bool, TableError> {
+        let rows = self
+            .db
+            .query(
+                "SELECT COUNT(*) FROM journal_meta WHERE (k > ? AND k < ?) OR (k > ? AND k < ?) \
+                 OR (k = ? AND v <> '[]')",
+                &[
+                    Arg::Text(SCHEDULES.0.into()),
+                    Arg::Text(SCHEDULES.1.into()),
+                    Arg::Text(QUEUE.0.into()),
+                    Arg::Text(QUEUE.1.into()),
+                    Arg::Text(super::record::SENT.into()),
+                ],
+            )
+            .map_err(TableError::Storage)?;
+        Ok(rows.first().and_then(|r| crate::sqlite::int(r, 0)) == Some(0))
+    }
+
     /// When the soonest schedule fires next (ms), if any.
     pub fn next_fire(&self) -> Result<Option<u64>, TableError> {
         Ok(self.list()?.first().map(|s| s.next_fire_ms))
