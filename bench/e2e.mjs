@@ -15,15 +15,20 @@
 // worker's LOG_LEVEL; unset: the default, info), BENCH_DEVTOOLS (`on`: keep wrangler dev's
 // devtools relay, which costs wrangler's node process CPU for every subrequest and log
 // line and which production does not have; unset: off, see tests/e2e/harness.mjs).
+// BENCH_MODE=growth runs the growth benchmark instead (bench/growth.mjs: one session for
+// BENCH_TURNS turns, default 500).
 
 import { writeFileSync } from 'node:fs';
 import { cpuByRole, perUnit } from './cpu.mjs';
+import { growth } from './growth.mjs';
 import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
 import { openStream } from '../tests/e2e/sse.mjs';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8').split(',').map(Number);
 const WARMUP = 10;
+const MODE = process.env.BENCH_MODE ?? 'cycles';
+const TURNS = Number(process.env.BENCH_TURNS ?? 500);
 
 /** The model: asks to delete a file (approval always), then answers once it ran. */
 function respond(body) {
@@ -120,7 +125,8 @@ try {
   const tag = Date.now().toString(36);
   await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));
   await pool(WARMUP, 2, (i) => floor(worker, `warm-floor-${tag}-${i}`));
-  for (const c of CONCURRENCY) {
+  if (MODE === 'growth') out.growth = await growth(worker, llm, TURNS);
+  for (const c of MODE === 'growth' ? [] : CONCURRENCY) {
     const cpu0 = cpuByRole(worker.pid);
     const fl = await pool(SESSIONS, c, (i) => measured((id) => floor(worker, id), `floor-${tag}-c${c}-${i}`));
     const cpu1 = cpuByRole(worker.pid);
@@ -149,6 +155,14 @@ try {
   await llm.close();
 }
 
+if (out.growth) {
+  console.log(`\nOne session, ${out.growth.turns} HITL turns (a follow-up, an approval, done); per turn:\n`);
+  console.log('| turns | worker workerd CPU ms | all processes CPU ms | wall ms | model request bytes |\n|---|---|---|---|---|');
+  for (const w of out.growth.windows) {
+    console.log(`| ${w.turns} | ${w.workerCpuMs} | ${w.allCpuMs} | ${w.wallMs} | ${w.modelRequestBytes} |`);
+  }
+  console.log(`\nworker CPU per turn, last ten / first ten: ${out.growth.workerRatio}×`);
+}
 const row = (name, s) => `| ${name} | ${s.min} | ${s.median} | ${s.p95} |`;
 console.log(`wrangler dev's devtools relay: ${devtools ? 'on' : 'off'}; worker LOG_LEVEL: ${out.logLevel}`);
 for (const run of out.runs) {

@@ -2,7 +2,9 @@
 // `wrangler dev` (devtools relay off), attaches to its workerd's inspector (Chrome
 // DevTools Protocol), samples while `BENCH_SESSIONS` (default 100) cycles run one at a
 // time, and prints self time per function, heaviest first. For names in the profile,
-// build the worker without stripping them (scripts/profile.sh does).
+// build the worker without stripping them (scripts/profile.sh does). BENCH_MODE=growth
+// profiles the last BENCH_SESSIONS of BENCH_TURNS turns of one session instead (see
+// bench/growth.mjs), and says what the model request's share was.
 //
 // Run with: node --experimental-websocket bench/profile.mjs
 
@@ -10,6 +12,7 @@ import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
 import { openStream } from '../tests/e2e/sse.mjs';
+import { turn } from './growth.mjs';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 100);
 
@@ -77,6 +80,17 @@ llm.respondWith(respond);
 try {
   const tag = Date.now().toString(36);
   for (let i = 0; i < 10; i++) await cycle(worker, `warm-${tag}-${i}`);
+  // BENCH_MODE=growth: one session driven for BENCH_TURNS turns (bench/growth.mjs), the
+  // last BENCH_SESSIONS of them profiled.
+  const growth = process.env.BENCH_MODE === 'growth';
+  const turns = Number(process.env.BENCH_TURNS ?? 500);
+  let after = 0;
+  let turned = 0;
+  const next = async () => {
+    after = await turn(worker, `growth-${tag}`, after, turned++ === 0);
+    llm.requests.length = 0;
+  };
+  if (growth) while (turned < turns - SESSIONS) await next();
   const targets = await inspectorTargets(worker.pid);
   const target = targets.find((t) => t.webSocketDebuggerUrl);
   const session = cdp(target.webSocketDebuggerUrl);
@@ -85,7 +99,10 @@ try {
   await session.send('Profiler.setSamplingInterval', { interval: 100 });
   await session.send('Profiler.start');
   const t0 = performance.now();
-  for (let i = 0; i < SESSIONS; i++) await cycle(worker, `prof-${tag}-${i}`);
+  for (let i = 0; i < SESSIONS; i++) {
+    if (growth) await next();
+    else await cycle(worker, `prof-${tag}-${i}`);
+  }
   const wall = performance.now() - t0;
   const { result } = await session.send('Profiler.stop');
   session.close();
@@ -104,6 +121,27 @@ try {
   console.log('| function | ms per cycle |\n|---|---|');
   for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
     console.log(`| ${k} | ${(v / SESSIONS).toFixed(3)} |`);
+  }
+  // Inclusive time of helix-edge's functions (each counted once per sample).
+  const parentOf = new Map();
+  for (const n of nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
+  const inclusive = new Map();
+  for (let i = 0; i < samples.length; i++) {
+    const seen = new Set();
+    for (let n = byId.get(samples[i]); n; n = byId.get(parentOf.get(n.id))) {
+      const name = n.callFrame.functionName.replace(/::h[0-9a-f]{16}$/, '');
+      if (!/^<?helix_edge/.test(name) || seen.has(name)) continue;
+      seen.add(name);
+      inclusive.set(name, (inclusive.get(name) ?? 0) + (timeDeltas[i] ?? 0) / 1000);
+    }
+  }
+  // What the model request costs (building it, sending it, reading the answer): the
+  // growth benchmark reports the runtime's CPU with and without it.
+  const model = [...inclusive.entries()].find(([k]) => /HttpModel<T> as .*Model>::generate$/.test(k))?.[1] ?? 0;
+  console.log(`busy without the model request (HttpModel::generate, inclusive): ${((total - model) / SESSIONS).toFixed(2)} ms per cycle`);
+  console.log('\nhelix-edge functions, inclusive\n| function | ms per cycle |\n|---|---|');
+  for (const [k, v] of [...inclusive.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_INCLUSIVE ?? 40))) {
+    console.log(`| ${k.slice(0, 150)} | ${(v / SESSIONS).toFixed(3)} |`);
   }
   // Who calls the heaviest native functions: self time by the nearest caller in our wasm.
   const parent = new Map();
