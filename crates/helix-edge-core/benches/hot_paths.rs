@@ -1,6 +1,7 @@
 //! Native micro-benchmarks of the hot paths: state patches on a large state, the
 //! per-step bookkeeping of a large session, storage growth per step, provider stream
-//! decoding and chunk encoding. `cargo bench --bench hot_paths` (or `scripts/bench.sh`).
+//! decoding, chunk encoding and the model request of a long transcript. `cargo bench
+//! --bench hot_paths` (or `scripts/bench.sh`).
 //! They report numbers; the behaviour behind them is asserted by the tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // A benchmark aborts on a broken setup.
@@ -298,6 +299,56 @@ fn encoding() {
     }
 }
 
+/// The model request of a session's 500th HITL turn (2,000 messages: a question, a
+/// call, its result, an answer per turn), built and serialized for each provider.
+fn model_requests() {
+    use helix_edge_core::message::{Message, ToolCall};
+    use helix_edge_core::model::{ModelRequest, ModelSettings};
+    use helix_edge_core::provider::ProviderConfig;
+    println!("\n## Model request, 2,000-message transcript\n");
+    let mut messages = Vec::new();
+    for turn in 0..500 {
+        let call = ToolCall {
+            id: format!("call_{turn}"),
+            name: "delete_file".into(),
+            arguments: json!({"path": "/tmp/bench", "recursive": false}),
+        };
+        messages.push(Message::user("delete /tmp/bench"));
+        messages.push(Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![call.clone()],
+            thinking: Vec::new(),
+            metadata: None,
+        });
+        messages.push(Message::tool_result(
+            &call,
+            json!({"deleted": "/tmp/bench"}),
+        ));
+        messages.push(Message::assistant_text("Deleted."));
+    }
+    let settings = ModelSettings::default();
+    for provider in ["openai", "anthropic"] {
+        let config = ProviderConfig::from_vars(|k| match k {
+            "LLM_PROVIDER" => Some(provider.to_string()),
+            "LLM_API_KEY" => Some("k".into()),
+            _ => None,
+        })
+        .unwrap();
+        let request = ModelRequest {
+            system: "Be brief.".into(),
+            messages: &messages,
+            tools: vec![],
+            settings: &settings,
+            options: None,
+            session_id: "s1",
+            abort: Default::default(),
+        };
+        let bytes = config.request(&request).body.len();
+        let stats = sample(50, || timed(|| config.request(&request)).1);
+        println!("- {provider}: {bytes} bytes, {}", stats.show());
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument selects sections.
     let filter: Vec<String> = std::env::args()
@@ -320,5 +371,8 @@ fn main() {
     }
     if on("encoding") {
         encoding();
+    }
+    if on("request") {
+        model_requests();
     }
 }

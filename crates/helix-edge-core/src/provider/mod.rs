@@ -290,7 +290,7 @@ impl ProviderConfig {
         let http = HttpRequest {
             url: format!("{}{path}", self.base_url),
             headers,
-            body: body.to_string(),
+            body,
         };
         (http, dropped)
     }

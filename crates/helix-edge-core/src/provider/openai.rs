@@ -19,6 +19,7 @@ use crate::message::{Message, ToolCall};
 use crate::model::{CacheTtl, Delta, ModelRequest, ModelTurn, StopReason, ToolChoice, Usage};
 use crate::provider::sse::SseEvent;
 use crate::provider_options::pass_through;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 /// The Chat Completions protocol.
@@ -43,7 +44,7 @@ impl Protocol for OpenAi {
         model: &str,
         request: &ModelRequest<'_>,
         headers: &mut Vec<(String, String)>,
-    ) -> (&'static str, Value) {
+    ) -> (&'static str, String) {
         if let Some(key) = &config.api_key {
             headers.push(("authorization".into(), format!("Bearer {key}")));
         }
@@ -90,23 +91,131 @@ fn content_part(a: &Attachment) -> Value {
     }
 }
 
-/// The request body for a streaming call.
-pub fn request_body(
-    model: &str,
-    request: &ModelRequest<'_>,
-    field: MaxTokensField,
-    include_usage: bool,
-) -> Value {
+/// One message as Chat Completions reads it, serialized straight from the transcript
+/// (a `Value` tree of a long transcript costs several times the bytes it writes).
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum Wire<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: std::borrow::Cow<'a, str>,
+    },
+}
+
+/// A user message's content: its text, or content parts (text and files).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<Value>),
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    /// The arguments as a JSON string, as the API takes them.
+    arguments: String,
+}
+
+impl<'a> Wire<'a> {
+    fn of(message: &'a Message) -> Self {
+        match message {
+            Message::System { content, .. } => Wire::System { content },
+            Message::User {
+                content,
+                attachments,
+                ..
+            } if attachments.is_empty() => Wire::User {
+                content: UserContent::Text(content),
+            },
+            Message::User {
+                content,
+                attachments,
+                ..
+            } => {
+                let mut parts = Vec::with_capacity(attachments.len() + 1);
+                if !content.is_empty() {
+                    parts.push(json!({ "type": "text", "text": content }));
+                }
+                parts.extend(attachments.iter().map(content_part));
+                Wire::User {
+                    content: UserContent::Parts(parts),
+                }
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => Wire::Assistant {
+                content: (!content.is_empty()).then_some(content.as_str()),
+                tool_calls: tool_calls.iter().map(WireCall::of).collect(),
+            },
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => Wire::Tool {
+                tool_call_id,
+                content: match content {
+                    Value::String(s) => s.as_str().into(),
+                    other => other.to_string().into(),
+                },
+            },
+        }
+    }
+}
+
+impl<'a> WireCall<'a> {
+    fn of(call: &'a ToolCall) -> Self {
+        WireCall {
+            id: &call.id,
+            r#type: "function",
+            function: WireFunction {
+                name: &call.name,
+                arguments: call.arguments.to_string(),
+            },
+        }
+    }
+}
+
+/// The messages of a request, the system prompt first. Chat Completions' tool messages
+/// take text only: the files tools give with their results follow the step's tool
+/// messages as one user message.
+fn wire_messages<'a>(request: &'a ModelRequest<'_>) -> Vec<Wire<'a>> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
-        messages.push(json!({ "role": "system", "content": request.system }));
+        messages.push(Wire::System {
+            content: &request.system,
+        });
     }
-    // Chat Completions' tool messages take text only: the files tools give with their
-    // results follow the step's tool messages as one user message.
     let mut files: Vec<Value> = Vec::new();
+    let flush = |files: &mut Vec<Value>, messages: &mut Vec<Wire<'a>>| {
+        if !files.is_empty() {
+            let content = UserContent::Parts(std::mem::take(files));
+            messages.push(Wire::User { content });
+        }
+    };
     for message in request.messages {
-        if !files.is_empty() && !matches!(message, Message::Tool { .. }) {
-            messages.push(json!({ "role": "user", "content": std::mem::take(&mut files) }));
+        if !matches!(message, Message::Tool { .. }) {
+            flush(&mut files, &mut messages);
         }
         if let Message::Tool {
             tool_call_id,
@@ -120,46 +229,35 @@ pub fn request_body(
             files.push(json!({ "type": "text", "text": said }));
             files.extend(attachments.iter().map(content_part));
         }
-        messages.push(match message {
-            Message::System { content, .. } => json!({ "role": "system", "content": content }),
-            Message::User { content, attachments, .. } if attachments.is_empty() => {
-                json!({ "role": "user", "content": content })
-            }
-            Message::User { content, attachments, .. } => {
-                let mut parts = Vec::with_capacity(attachments.len() + 1);
-                if !content.is_empty() {
-                    parts.push(json!({ "type": "text", "text": content }));
-                }
-                parts.extend(attachments.iter().map(content_part));
-                json!({ "role": "user", "content": parts })
-            }
-            Message::Assistant { content, tool_calls, .. } => {
-                let mut m = json!({ "role": "assistant", "content": if content.is_empty() { Value::Null } else { json!(content) } });
-                if !tool_calls.is_empty() {
-                    m["tool_calls"] = tool_calls
-                        .iter()
-                        .map(|c| {
-                            json!({
-                                "id": c.id,
-                                "type": "function",
-                                "function": { "name": c.name, "arguments": c.arguments.to_string() }
-                            })
-                        })
-                        .collect();
-                }
-                m
-            }
-            Message::Tool { tool_call_id, content, .. } => json!({
-                "role": "tool",
-                "tool_call_id": tool_call_id,
-                "content": match content { Value::String(s) => s.clone(), other => other.to_string() },
-            }),
-        });
+        messages.push(Wire::of(message));
     }
-    if !files.is_empty() {
-        messages.push(json!({ "role": "user", "content": files }));
-    }
-    let mut body = json!({ "model": model, "stream": true, "messages": messages });
+    flush(&mut files, &mut messages);
+    messages
+}
+
+/// The request body for a streaming call: the messages serialized from the transcript,
+/// the rest of the body (small) built as a `Value`.
+pub fn request_body(
+    model: &str,
+    request: &ModelRequest<'_>,
+    field: MaxTokensField,
+    include_usage: bool,
+) -> String {
+    let envelope = envelope(model, request, field, include_usage).to_string();
+    // Serializing borrowed strings, `Value`s and string-keyed maps cannot fail.
+    let messages = serde_json::to_string(&wire_messages(request)).unwrap_or_default();
+    // The envelope is an object with `model` in it: `{"model":…}`.
+    format!("{{\"messages\":{messages},{}", &envelope[1..])
+}
+
+/// The body but its messages.
+fn envelope(
+    model: &str,
+    request: &ModelRequest<'_>,
+    field: MaxTokensField,
+    include_usage: bool,
+) -> Value {
+    let mut body = json!({ "model": model, "stream": true });
     if include_usage {
         body["stream_options"] = json!({ "include_usage": true });
     }

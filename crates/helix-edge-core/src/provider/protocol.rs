@@ -5,7 +5,6 @@
 
 use super::{Decoder, ProviderConfig, ProviderKind};
 use crate::model::ModelRequest;
-use serde_json::Value;
 
 /// A provider's wire protocol.
 pub trait Protocol {
@@ -23,7 +22,7 @@ pub trait Protocol {
         model: &str,
         request: &ModelRequest<'_>,
         headers: &mut Vec<(String, String)>,
-    ) -> (&'static str, Value);
+    ) -> (&'static str, String);
     /// A decoder for its stream.
     fn decoder(&self) -> Box<dyn Decoder>;
 }

@@ -47,7 +47,7 @@ impl Protocol for Anthropic {
         model: &str,
         request: &ModelRequest<'_>,
         headers: &mut Vec<(String, String)>,
-    ) -> (&'static str, Value) {
+    ) -> (&'static str, String) {
         headers.push(("anthropic-version".into(), API_VERSION.into()));
         let strict = request.tools.iter().any(|t| t.strict);
         let hour = request.settings.prompt_cache == Some(CacheTtl::OneHour);
@@ -64,7 +64,7 @@ impl Protocol for Anthropic {
         if let Some(key) = &config.api_key {
             headers.push(("x-api-key".into(), key.clone()));
         }
-        ("/messages", request_body(model, request))
+        ("/messages", request_body(model, request).to_string())
     }
 
     fn decoder(&self) -> Box<dyn Decoder> {
