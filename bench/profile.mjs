@@ -122,6 +122,32 @@ try {
   for (const [k, v] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
     console.log(`| ${k} | ${(v / SESSIONS).toFixed(3)} |`);
   }
+  // Self time by cause: what the isolate spends its CPU on, per cycle.
+  const cause = (f) => {
+    const name = f.functionName;
+    if (name === '(idle)') return null;
+    if (/^(exec|transactionSync|raw|toArray|one|columnNames)$/.test(name) || /SqlStorage|sql/.test(f.url)) return 'SQL (exec, transactions, cursors)';
+    if (/d1-api|^toJson$/.test(f.url + name)) return 'D1 (replication)';
+    if (name === 'fetch' || name === 'Request' || name === 'Response' || name === 'arrayBuffer' || name === 'text') return 'fetch: stub, model, D1 (native)';
+    if (/^(info|log|debug|warn|error)$/.test(name) && !f.url) return 'console (log lines)';
+    if (name === '(garbage collector)') return 'garbage collector';
+    if (/^(wasm-to-js|js-to-wasm)/.test(name)) return 'JS↔wasm transitions';
+    if (f.url.endsWith('shim.js')) return 'JS glue (wasm-bindgen, worker-build shim)';
+    if (f.url.includes('.wasm')) {
+      return /wasm_bindgen|js_sys|web_sys|worker_sys|__wbg|externref|^worker::|talc|^alloc::|^core::|memcpy|memcmp|memset/.test(name)
+        ? 'wasm: runtime (bindings, allocator, core)' : 'wasm: helix-edge and its libraries';
+    }
+    return 'workerd and V8 (timers, microtasks, streams, other)';
+  };
+  const causes = new Map();
+  for (let i = 0; i < samples.length; i++) {
+    const c = cause(byId.get(samples[i]).callFrame);
+    if (c) causes.set(c, (causes.get(c) ?? 0) + (timeDeltas[i] ?? 0) / 1000);
+  }
+  console.log('\nby cause\n| cause | ms per cycle |\n|---|---|');
+  for (const [k, v] of [...causes.entries()].sort((a, b) => b[1] - a[1])) {
+    console.log(`| ${k} | ${(v / SESSIONS).toFixed(2)} |`);
+  }
   // Inclusive time of helix-edge's functions (each counted once per sample).
   const parentOf = new Map();
   for (const n of nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
@@ -137,7 +163,8 @@ try {
   }
   // What the model request costs (building it, sending it, reading the answer): the
   // growth benchmark reports the runtime's CPU with and without it.
-  const model = [...inclusive.entries()].find(([k]) => /HttpModel<T> as .*Model>::generate$/.test(k))?.[1] ?? 0;
+  const model = Math.max(0, ...[...inclusive.entries()]
+    .filter(([k]) => /HttpModel<T> as .*Model>::generate/.test(k)).map(([, v]) => v));
   console.log(`busy without the model request (HttpModel::generate, inclusive): ${((total - model) / SESSIONS).toFixed(2)} ms per cycle`);
   console.log('\nhelix-edge functions, inclusive\n| function | ms per cycle |\n|---|---|');
   for (const [k, v] of [...inclusive.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_INCLUSIVE ?? 40))) {

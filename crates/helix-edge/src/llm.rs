@@ -51,6 +51,20 @@ impl BodyStream for FetchBody {
             }
         })
     }
+
+    /// The end of the body usually arrives right behind the terminal event: when it is
+    /// there already (a read settles before a zero timer), the request is over and is
+    /// not cancelled — an abort costs the isolate an `AbortError` and its rejections.
+    fn finished(&mut self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async move {
+            let next = self.stream.next();
+            let now = Delay::from(Duration::ZERO);
+            pin_mut!(next);
+            if let Either::Left((None, _)) = select(next, now).await {
+                self.controller = None;
+            }
+        })
+    }
 }
 
 impl Drop for FetchBody {

@@ -438,6 +438,7 @@ impl<T: Transport> HttpModel<T> {
                     on_delta(delta);
                 }
                 if step.terminal {
+                    response.body.finished().await;
                     break 'read;
                 }
             }

@@ -70,6 +70,12 @@ impl HttpResponse {
 pub trait BodyStream {
     /// The next chunk; `None` at the end.
     fn next(&mut self) -> LocalBoxFuture<'_, Option<Result<Vec<u8>, TransportError>>>;
+    /// Told once the answer is complete (its terminal event read), before the body is
+    /// dropped: a body whose end has already arrived can let its request go instead of
+    /// cancelling it. Nothing by default.
+    fn finished(&mut self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// What the caller supplies: HTTP, a timer, a clock, randomness and a log.
