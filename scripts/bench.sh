@@ -3,7 +3,8 @@
 # hot paths, the bundle size of a production build, and the end-to-end human-in-the-loop
 # cycle against `wrangler dev` with local D1 and Durable Objects, next to its floor.
 # Numbers only: the tests assert behaviour. BENCH_SESSIONS / BENCH_CONCURRENCY tune the
-# end-to-end run (defaults 200 and "1,8").
+# end-to-end run (defaults 200 and "1,8"); then one session's growth over BENCH_TURNS
+# turns (default 500) and the cold start of the reference worker and the minimal example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bootstrap.sh
@@ -22,3 +23,11 @@ echo "## End-to-end human-in-the-loop cycle (wrangler dev, local D1 and Durable 
 # The floor route is test-only: the end-to-end run uses the test build.
 HELIX_BUILD_FEATURES=test-routes bash scripts/build.sh
 node bench/e2e.mjs
+
+echo
+echo "## One session, many turns: does a turn cost more as the session grows?"
+BENCH_MODE=growth node bench/e2e.mjs
+
+echo
+echo "## Cold start (a fresh wrangler dev each time)"
+node bench/cold.mjs

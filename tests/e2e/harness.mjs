@@ -185,8 +185,13 @@ async function launch(dir, persistDir, allVars, devtools, timeoutMs) {
   while (Date.now() < deadline && !early) {
     if (settled(readFileSync(logPath, 'utf8'))) {
       try {
+        const t0 = performance.now();
         const res = await fetch(`${baseUrl}/healthz`);
-        if (res.ok) return worker;
+        if (res.ok) {
+          // The isolate's first request (bench/cold.mjs reports it).
+          worker.firstHealthzMs = performance.now() - t0;
+          return worker;
+        }
       } catch {
         // Not answering yet.
       }
