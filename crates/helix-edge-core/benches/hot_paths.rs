@@ -129,8 +129,8 @@ fn step_bookkeeping() {
         .unwrap()
         .len();
     // A drive loads the session (once per slice of steps, from the store's image); a
-    // drive of zero steps measures that load alone, one of ten steps adds ten steps.
-    const STEPS: u32 = 10;
+    // drive of zero steps measures that load alone, one of a hundred steps adds them.
+    const STEPS: u32 = 100;
     let mut per_step = Vec::new();
     let mut loads = Vec::new();
     for _ in 0..30 {

@@ -84,9 +84,18 @@ impl Emitter {
     }
 
     /// Streams call `tool_call_id`'s write (made on `base`) live, if it applies to what
-    /// the step has shown.
-    pub fn live_patch(&self, tool_call_id: &str, base: &Value, patches: Vec<PatchOp>) {
-        let (merged, write) = self.shown.borrow_mut().show(base, patches);
+    /// the step has shown; `checked` when the call's own writer made it.
+    pub fn live_patch(
+        &self,
+        tool_call_id: &str,
+        base: &Value,
+        patches: Vec<PatchOp>,
+        checked: bool,
+    ) {
+        let (merged, write) = self
+            .shown
+            .borrow_mut()
+            .show(base, tool_call_id, patches, checked);
         for (patches, tool_call_id) in [
             (merged, None),
             (write.unwrap_or_default(), Some(tool_call_id)),
@@ -98,6 +107,11 @@ impl Emitter {
                 });
             }
         }
+    }
+
+    /// Before a phase's writes (one list per call) merge into `state`.
+    pub fn merging(&self, state: &Value, writes: &[Vec<PatchOp>]) {
+        self.shown.borrow_mut().merging(state, writes);
     }
 
     /// Writes merged into the step's state, as they applied.

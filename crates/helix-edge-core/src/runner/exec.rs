@@ -101,7 +101,8 @@ impl ToolRunner<'_> {
                 Rc::new(move |event_name, data| {
                     custom.chunk(ChunkBody::Custom { event_name, data });
                 }),
-                Rc::new(move |base, ops| live.live_patch(&id, base, ops)),
+                // A write of the call's own writer: checked against its earlier ones.
+                Rc::new(move |base, ops| live.live_patch(&id, base, ops, true)),
             ),
             signal.clone(),
         );
@@ -148,7 +149,7 @@ impl ToolRunner<'_> {
                     *attachments = ctx.take_attachments();
                 }
                 if let Some(op) = &stored {
-                    emitter.live_patch(&call.id, &base, vec![op.clone()]);
+                    emitter.live_patch(&call.id, &base, vec![op.clone()], false);
                 }
                 writes.extend(stored);
                 CallOutcome {
@@ -176,6 +177,7 @@ pub(crate) fn merge_into(
     ops: &mut Vec<PatchOp>,
     emitter: &Emitter,
 ) {
+    emitter.merging(state, &writes);
     let merged = merge(state, writes);
     emitter.merged(&merged.applied);
     for (op, err) in merged.conflicts {
