@@ -159,7 +159,9 @@ test('a session\'s schedules and queue: a message queued while an approval waits
   await page.waitForFunction(() => /Message queued \(enqueue, place 1\)/.test(document.querySelector('#transcript')?.textContent ?? ''));
 
   // Cancel the hourly schedule; add one from the form.
-  await page.click(`#schedule-${made.body.scheduleId} button`);
+  // The list is drawn again whenever the queue changes (the follow-up's answer and its
+  // stream notice each refresh it): the button is found and clicked in one step.
+  await page.$eval(`#schedule-${made.body.scheduleId} button`, (button) => button.click());
   await page.waitForFunction(() => !/hourly check/.test(document.querySelector('#schedules')?.textContent ?? ''));
   await page.type('#schedule-every', '7200');
   await page.type('#schedule-message', 'every two hours');
