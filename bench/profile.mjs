@@ -149,12 +149,12 @@ try {
     console.log(`| ${k} | ${(v / SESSIONS).toFixed(2)} |`);
   }
   // Inclusive time of helix-edge's functions (each counted once per sample).
-  const parentOf = new Map();
-  for (const n of nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
+  const parent = new Map();
+  for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const inclusive = new Map();
   for (let i = 0; i < samples.length; i++) {
     const seen = new Set();
-    for (let n = byId.get(samples[i]); n; n = byId.get(parentOf.get(n.id))) {
+    for (let n = byId.get(samples[i]); n; n = byId.get(parent.get(n.id))) {
       const name = n.callFrame.functionName.replace(/::h[0-9a-f]{16}$/, '');
       if (!/^<?helix_edge/.test(name) || seen.has(name)) continue;
       seen.add(name);
@@ -171,8 +171,6 @@ try {
     console.log(`| ${k.slice(0, 150)} | ${(v / SESSIONS).toFixed(3)} |`);
   }
   // Who calls the heaviest native functions: self time by the nearest caller in our wasm.
-  const parent = new Map();
-  for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const ours = (n) => n.callFrame.url.includes('.wasm')
     && !/wasm_bindgen|js_sys|web_sys|worker_sys|worker::|catch wrapper|__wbg|^js-to-wasm|^wasm-to-js/.test(n.callFrame.functionName);
   for (const name of (process.env.PROFILE_CALLERS ?? 'exec,fetch').split(',')) {
