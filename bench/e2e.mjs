@@ -6,6 +6,10 @@
 // One cycle: (a) POST /v1/sessions → `tool_approval_request` seen on the session's SSE
 // stream; (b) the approval POST → the stream's `end` event. The floor's two-request
 // cycle is two floor requests in sequence, the same number of client round trips.
+// The crossings floor is the HITL cycle's platform crossings without helix-edge's work
+// (`/__test/crossings`, test build only): the same three requests and object hops, one
+// SSE stream, a SQLite write, a streamed model call read to its end and a D1 write for
+// the create and for the approval — what the cycle cannot cost less than on Workers.
 //
 // Reports numbers; asserts only that every request succeeded (a benchmark of failures
 // would be meaningless). A POST that wrangler dev's own proxy drops under load (503
@@ -84,6 +88,24 @@ async function cycle(worker, id) {
   }
 }
 
+async function crossings(worker, id) {
+  const t0 = performance.now();
+  expect('crossings create', await api(worker, 'POST', `/__test/crossings/${id}`), 201);
+  const sse = await openStream(`${worker.baseUrl}/__test/crossings/${id}/stream`, {
+    headers: { authorization: `Bearer ${API_TOKEN}` },
+  });
+  try {
+    await sse.until((e) => e.type === 'tool_approval_request');
+    const t1 = performance.now();
+    expect('crossings approve', await api(worker, 'POST', `/__test/crossings/${id}/approve`), 202);
+    await sse.until((e) => e.type === 'end');
+    const t2 = performance.now();
+    return { a: t1 - t0, cycle: t2 - t0 };
+  } finally {
+    sse.close();
+  }
+}
+
 async function floorRequest(worker, id) {
   const res = await api(worker, 'POST', `/__test/floor/${id}`);
   expect('floor', res, 200);
@@ -125,11 +147,14 @@ try {
   const tag = Date.now().toString(36);
   await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));
   await pool(WARMUP, 2, (i) => floor(worker, `warm-floor-${tag}-${i}`));
+  await pool(WARMUP, 2, (i) => crossings(worker, `warm-crossings-${tag}-${i}`));
   if (MODE === 'growth') out.growth = await growth(worker, llm, TURNS);
   for (const c of MODE === 'growth' ? [] : CONCURRENCY) {
     const cpu0 = cpuByRole(worker.pid);
     const fl = await pool(SESSIONS, c, (i) => measured((id) => floor(worker, id), `floor-${tag}-c${c}-${i}`));
     const cpu1 = cpuByRole(worker.pid);
+    const cx = await pool(SESSIONS, c, (i) => measured((id) => crossings(worker, id), `crossings-${tag}-c${c}-${i}`));
+    const cpuX = cpuByRole(worker.pid);
     const cy = await pool(SESSIONS, c, (i) => measured((id) => cycle(worker, id), `bench-${tag}-c${c}-${i}`));
     const cpu2 = cpuByRole(worker.pid);
     const run = {
@@ -139,13 +164,20 @@ try {
       createToApprovalMs: stats(cy.results.map((r) => r.a)),
       approvalToEndMs: stats(cy.results.map((r) => r.b)),
       cycleMs: stats(cy.results.map((r) => r.cycle)),
+      crossingsToApprovalMs: stats(cx.results.map((r) => r.a)),
+      crossingsCycleMs: stats(cx.results.map((r) => r.cycle)),
+      crossingsCyclesPerSecond: Math.round((SESSIONS / (cx.wallMs / 1000)) * 10) / 10,
+      crossingsCpuMsPerCycle: perUnit(cpu1, cpuX, SESSIONS),
       cyclesPerSecond: Math.round((SESSIONS / (cy.wallMs / 1000)) * 10) / 10,
       floorCyclesPerSecond: Math.round((SESSIONS / (fl.wallMs / 1000)) * 10) / 10,
       floorCpuMsPerCycle: perUnit(cpu0, cpu1, SESSIONS),
-      cpuMsPerCycle: perUnit(cpu1, cpu2, SESSIONS),
+      cpuMsPerCycle: perUnit(cpuX, cpu2, SESSIONS),
     };
     run.medianRatio = Math.round((run.cycleMs.median / run.floorCycleMs.median) * 100) / 100;
     run.throughputRatio = Math.round((run.cyclesPerSecond / run.floorCyclesPerSecond) * 100) / 100;
+    const workerCpu = (cpu) => cpu['worker workerd'];
+    run.workerCpuRatio = Math.round((workerCpu(run.cpuMsPerCycle) / workerCpu(run.floorCpuMsPerCycle)) * 100) / 100;
+    run.workerCpuOverCrossings = Math.round((workerCpu(run.cpuMsPerCycle) / workerCpu(run.crossingsCpuMsPerCycle)) * 100) / 100;
     out.runs.push(run);
   }
   out.proxyDrops = proxyDrops;
@@ -173,13 +205,18 @@ for (const run of out.runs) {
   console.log(row('(a) create → tool_approval_request', run.createToApprovalMs));
   console.log(row('(b) approval → end', run.approvalToEndMs));
   console.log(row('cycle (a)+(b)', run.cycleMs));
+  console.log(row('crossings floor: create → first event', run.crossingsToApprovalMs));
+  console.log(row('crossings floor: cycle', run.crossingsCycleMs));
   console.log(`\ncycles/s: ${run.cyclesPerSecond} (floor: ${run.floorCyclesPerSecond}, ratio ${run.throughputRatio}×); `
-    + `cycle median / floor cycle median: ${run.medianRatio}×`);
+    + `cycle median / floor cycle median: ${run.medianRatio}×; crossings floor: ${run.crossingsCyclesPerSecond} cycles/s`);
   const roles = Object.keys(run.cpuMsPerCycle);
   console.log(`\nCPU ms per cycle (from /proc; relay ${devtools ? 'on' : 'off'})\n`);
   console.log(`| | ${roles.join(' | ')} |\n|---|${roles.map(() => '---').join('|')}|`);
   console.log(`| HITL cycle | ${roles.map((r) => run.cpuMsPerCycle[r]).join(' | ')} |`);
   console.log(`| floor cycle | ${roles.map((r) => run.floorCpuMsPerCycle[r]).join(' | ')} |`);
+  console.log(`| crossings floor cycle | ${roles.map((r) => run.crossingsCpuMsPerCycle[r]).join(' | ')} |`);
+  console.log(`\nworker CPU per HITL cycle: ${run.workerCpuRatio}× the floor cycle's, `
+    + `${run.workerCpuOverCrossings}× the crossings floor's`);
 }
 console.log(`\nrequests wrangler dev's proxy dropped (those cycles were measured again): ${out.proxyDrops}`);
 if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(out, null, 2));

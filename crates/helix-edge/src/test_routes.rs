@@ -4,6 +4,9 @@
 //!   SQLite, and the journal suites there;
 //! - `POST /__test/floor/{id}`: the benchmark's floor, the least a session request can
 //!   do — reach its object, make one D1 write, answer;
+//! - `POST /__test/crossings/{id}`, `GET …/{id}/stream`, `POST …/{id}/approve`: the
+//!   benchmark's crossings floor, a HITL cycle's platform crossings (object hops, SQLite
+//!   and D1 writes, streamed model calls, an SSE stream) without helix-edge's work;
 //! - `POST /__test/replica/{id}`: replicates the session to D1 and compares every row of
 //!   the object's storage with D1's (the replication invariant), with the lags seen;
 //! - `POST /__test/forget/{id}`: deletes the object's storage, as a lost namespace would;
@@ -15,10 +18,14 @@ use crate::api::ApiError;
 use crate::app::App;
 use crate::http::{ObjectRequest, RawRequest, call_object};
 use crate::worker_host::random_hex;
-use worker::{Env, Response};
+use worker::{Env, Method, Response};
 
 /// The object's floor route.
 pub const FLOOR_PATH: &str = "/__test/floor";
+/// The object's crossings floor: the create, the stream, the approval.
+pub const CROSSINGS_PATH: &str = "/__test/crossings";
+pub const CROSSINGS_STREAM_PATH: &str = "/__test/crossings/stream";
+pub const CROSSINGS_APPROVE_PATH: &str = "/__test/crossings/approve";
 /// The object's conformance route.
 pub const CONFORMANCE_PATH: &str = "/__test/conformance";
 /// The object's replica check.
@@ -48,6 +55,9 @@ pub async fn route(req: &RawRequest, path: &str, env: &Env, app: &App) -> Option
     if let (Some(key), "PUT") = (rest.strip_prefix("kv/"), method.as_str()) {
         return Some(kv_value(req, env, key).await);
     }
+    if let Some(crossing) = rest.strip_prefix("crossings/") {
+        return Some(crossings(env, app, method.as_str(), crossing).await);
+    }
     let target = match (method.as_str(), rest.split_once('/')) {
         ("POST", None) if rest == "conformance" => {
             Some((format!("conformance-{}", random_hex(6)), CONFORMANCE_PATH))
@@ -65,6 +75,27 @@ pub async fn route(req: &RawRequest, path: &str, env: &Env, app: &App) -> Option
     };
     let request = ObjectRequest::post(object_path, Vec::new());
     Some(call_object(env, app.sessions(), &id, request).await)
+}
+
+/// The crossings floor's requests (`{id}`, `{id}/stream`, `{id}/approve`), to the object.
+async fn crossings(env: &Env, app: &App, method: &str, rest: &str) -> Answer {
+    let (id, step) = rest.split_once('/').unwrap_or((rest, ""));
+    let (method, path) = match (method, step) {
+        ("POST", "") => (Method::Post, CROSSINGS_PATH),
+        ("GET", "stream") => (Method::Get, CROSSINGS_STREAM_PATH),
+        ("POST", "approve") => (Method::Post, CROSSINGS_APPROVE_PATH),
+        _ => return Err(ApiError::route_not_found(rest)),
+    };
+    if !crate::auth::valid_session_id(id) {
+        return Err(ApiError::route_not_found(rest));
+    }
+    let request = ObjectRequest {
+        method,
+        path,
+        last_event_id: None,
+        body: None,
+    };
+    call_object(env, app.sessions(), id, request).await
 }
 
 /// Writes (`PUT`, the body) or deletes (`DELETE`) `key` of the `FILES` bucket.

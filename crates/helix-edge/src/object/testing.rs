@@ -2,6 +2,8 @@
 //! a production bundle; the worker's side is [`crate::test_routes`]):
 //! - the benchmark's floor, the least a session request can do — reach its object, make
 //!   one D1 write, answer (it opens nothing of the session);
+//! - the benchmark's crossings floor: a HITL cycle's platform crossings without
+//!   helix-edge's work ([`crossings`]);
 //! - the store and journal conformance suites against this object's SQLite;
 //! - the replication invariant: replicate, then compare every row here with D1's, with
 //!   the lags seen (kept in the object's storage, so that they outlive its eviction);
@@ -14,12 +16,17 @@ use crate::api::ApiError;
 use crate::http::{internal, json_response};
 use crate::sqlite::{self, Db, Replicated};
 use crate::storage::Sql;
-use crate::test_routes::{CONFORMANCE_PATH, FLOOR_PATH, FORGET_PATH, REPLICA_PATH};
+use crate::test_routes::{
+    CONFORMANCE_PATH, CROSSINGS_APPROVE_PATH, CROSSINGS_PATH, CROSSINGS_STREAM_PATH, FLOOR_PATH,
+    FORGET_PATH, REPLICA_PATH,
+};
 use crate::worker_host::{WorkerHost, config_value, random_hex};
 use serde_json::{Value, json};
 use std::rc::Rc;
 use std::time::Duration;
 use worker::Delay;
+
+mod crossings;
 
 /// Replication lags kept for the report.
 const LAGS_KEPT: usize = 256;
@@ -28,6 +35,15 @@ const LAGS_KEPT: usize = 256;
 pub(super) const TESTING: Capability = Capability {
     routes: &[
         (FLOOR_PATH, |inner, _| Box::pin(inner.floor())),
+        (CROSSINGS_PATH, |inner, call| {
+            Box::pin(inner.crossings_create(call.id))
+        }),
+        (CROSSINGS_STREAM_PATH, |inner, call| {
+            Box::pin(async move { inner.crossings_stream(call.id) })
+        }),
+        (CROSSINGS_APPROVE_PATH, |inner, call| {
+            Box::pin(inner.crossings_approve(call.id))
+        }),
         (CONFORMANCE_PATH, |inner, call| {
             Box::pin(inner.conformance(call.id))
         }),
