@@ -25,21 +25,14 @@
 import { writeFileSync } from 'node:fs';
 import { cpuByRole, perUnit } from './cpu.mjs';
 import { growth } from './growth.mjs';
-import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
-import { openStream } from '../tests/e2e/sse.mjs';
+import { crossingsCycle, hitlCycle, respond } from './cycles.mjs';
+import { api, startWithMock } from '../tests/e2e/client.mjs';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8').split(',').map(Number);
 const WARMUP = 10;
 const MODE = process.env.BENCH_MODE ?? 'cycles';
 const TURNS = Number(process.env.BENCH_TURNS ?? 500);
-
-/** The model: asks to delete a file (approval always), then answers once it ran. */
-function respond(body) {
-  const last = body?.messages?.at(-1);
-  if (last?.role === 'tool') return { text: 'Deleted.' };
-  return { calls: [{ name: 'delete_file', args: { path: '/tmp/bench' } }] };
-}
 
 /** wrangler dev's proxy (not the worker) now and then drops a POST under load. */
 class ProxyDrop extends Error {}
@@ -63,48 +56,8 @@ async function measured(measure, id) {
   }
 }
 
-async function cycle(worker, id) {
-  const t0 = performance.now();
-  const created = await api(worker, 'POST', '/v1/sessions', {
-    agent: 'assistant', sessionId: id, input: 'delete /tmp/bench',
-  });
-  expect('create', created, 201);
-  const sse = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-  });
-  try {
-    const events = await sse.until((e) => e.type === 'tool_approval_request');
-    const t1 = performance.now();
-    const request = events.find((e) => e.type === 'tool_approval_request');
-    const approved = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`, {
-      kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true,
-    });
-    expect('approve', approved, 202);
-    await sse.until((e) => e.type === 'end');
-    const t2 = performance.now();
-    return { a: t1 - t0, b: t2 - t1, cycle: t2 - t0 };
-  } finally {
-    sse.close();
-  }
-}
-
-async function crossings(worker, id) {
-  const t0 = performance.now();
-  expect('crossings create', await api(worker, 'POST', `/__test/crossings/${id}`), 201);
-  const sse = await openStream(`${worker.baseUrl}/__test/crossings/${id}/stream`, {
-    headers: { authorization: `Bearer ${API_TOKEN}` },
-  });
-  try {
-    await sse.until((e) => e.type === 'tool_approval_request');
-    const t1 = performance.now();
-    expect('crossings approve', await api(worker, 'POST', `/__test/crossings/${id}/approve`), 202);
-    await sse.until((e) => e.type === 'end');
-    const t2 = performance.now();
-    return { a: t1 - t0, cycle: t2 - t0 };
-  } finally {
-    sse.close();
-  }
-}
+const cycle = (worker, id) => hitlCycle(worker, id, expect);
+const crossings = (worker, id) => crossingsCycle(worker, id, expect);
 
 async function floorRequest(worker, id) {
   const res = await api(worker, 'POST', `/__test/floor/${id}`);

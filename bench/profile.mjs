@@ -4,35 +4,19 @@
 // time, and prints self time per function, heaviest first. For names in the profile,
 // build the worker without stripping them (scripts/profile.sh does). BENCH_MODE=growth
 // profiles the last BENCH_SESSIONS of BENCH_TURNS turns of one session instead (see
-// bench/growth.mjs), and says what the model request's share was.
+// bench/growth.mjs), and says what the model request's share was; BENCH_MODE=crossings
+// profiles the crossings floor's cycles (bench/cycles.mjs) for comparison.
 //
 // Run with: node --experimental-websocket bench/profile.mjs
 
 import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { API_TOKEN, api, startWithMock } from '../tests/e2e/client.mjs';
-import { openStream } from '../tests/e2e/sse.mjs';
+import { crossingsCycle, hitlCycle, respond } from './cycles.mjs';
+import { startWithMock } from '../tests/e2e/client.mjs';
 import { turn } from './growth.mjs';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 100);
-
-function respond(body) {
-  const last = body?.messages?.at(-1);
-  if (last?.role === 'tool') return { text: 'Deleted.' };
-  return { calls: [{ name: 'delete_file', args: { path: '/tmp/bench' } }] };
-}
-
-async function cycle(worker, id) {
-  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'delete /tmp/bench' });
-  const sse = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, { headers: { authorization: `Bearer ${API_TOKEN}` } });
-  const events = await sse.until((e) => e.type === 'tool_approval_request');
-  const request = events.find((e) => e.type === 'tool_approval_request');
-  await api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
-    { kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true });
-  await sse.until((e) => e.type === 'end');
-  sse.close();
-  if (created.status !== 201) throw new Error(`create ${created.status}`);
-}
+const cycle = process.env.BENCH_MODE === 'crossings' ? crossingsCycle : hitlCycle;
 
 /** The inspector targets of the worker's own workerd (the one serving `entry=…:0`). */
 async function inspectorTargets(pgid) {
@@ -92,7 +76,7 @@ try {
   };
   if (growth) while (turned < turns - SESSIONS) await next();
   const targets = await inspectorTargets(worker.pid);
-  const target = targets.find((t) => t.webSocketDebuggerUrl);
+  const target = targets.find((t) => t.title.includes('core:user:')) ?? targets.find((t) => t.webSocketDebuggerUrl);
   const session = cdp(target.webSocketDebuggerUrl);
   await session.opened;
   await session.send('Profiler.enable');
