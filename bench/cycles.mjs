@@ -21,6 +21,18 @@ const stream = (worker, path) => openStream(`${worker.baseUrl}${path}`, {
 });
 
 /**
+ * The floor's cycle (test build): two of the least a session request can do, in
+ * sequence (`/__test/floor`). Times in ms: `one`, `two`.
+ */
+export async function floorCycle(worker, id, check = expectStatus) {
+  const t0 = performance.now();
+  check('floor', await api(worker, 'POST', `/__test/floor/${id}`), 200);
+  const t1 = performance.now();
+  check('floor', await api(worker, 'POST', `/__test/floor/${id}`), 200);
+  return { one: t1 - t0, two: performance.now() - t0 };
+}
+
+/**
  * A HITL cycle: (a) POST /v1/sessions → `tool_approval_request` on the session's SSE
  * stream, (b) the approval POST → the stream's `end`. `check(what, res, status)` judges
  * each answer. Times in ms: `a`, `b`, `cycle`.

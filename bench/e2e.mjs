@@ -25,7 +25,7 @@
 import { writeFileSync } from 'node:fs';
 import { cpuByRole, perUnit } from './cpu.mjs';
 import { growth } from './growth.mjs';
-import { crossingsCycle, hitlCycle, respond } from './cycles.mjs';
+import { crossingsCycle, floorCycle, hitlCycle, respond } from './cycles.mjs';
 import { api, startWithMock } from '../tests/e2e/client.mjs';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
@@ -59,18 +59,7 @@ async function measured(measure, id) {
 const cycle = (worker, id) => hitlCycle(worker, id, expect);
 const crossings = (worker, id) => crossingsCycle(worker, id, expect);
 
-async function floorRequest(worker, id) {
-  const res = await api(worker, 'POST', `/__test/floor/${id}`);
-  expect('floor', res, 200);
-}
-
-async function floor(worker, id) {
-  const t0 = performance.now();
-  await floorRequest(worker, id);
-  const t1 = performance.now();
-  await floorRequest(worker, id);
-  return { one: t1 - t0, two: performance.now() - t0 };
-}
+const floor = (worker, id) => floorCycle(worker, id, expect);
 
 /** Runs `task(i)` for i < n with at most `c` in flight; returns results and wall time. */
 async function pool(n, c, task) {

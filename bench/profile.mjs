@@ -5,18 +5,19 @@
 // build the worker without stripping them (scripts/profile.sh does). BENCH_MODE=growth
 // profiles the last BENCH_SESSIONS of BENCH_TURNS turns of one session instead (see
 // bench/growth.mjs), and says what the model request's share was; BENCH_MODE=crossings
-// profiles the crossings floor's cycles (bench/cycles.mjs) for comparison.
+// and BENCH_MODE=floor profile the crossings floor's and the floor's cycles
+// (bench/cycles.mjs) for comparison: the isolate's CPU is what production bills.
 //
 // Run with: node --experimental-websocket bench/profile.mjs
 
 import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { crossingsCycle, hitlCycle, respond } from './cycles.mjs';
+import { crossingsCycle, floorCycle, hitlCycle, respond } from './cycles.mjs';
 import { startWithMock } from '../tests/e2e/client.mjs';
 import { turn } from './growth.mjs';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 100);
-const cycle = process.env.BENCH_MODE === 'crossings' ? crossingsCycle : hitlCycle;
+const cycle = { crossings: crossingsCycle, floor: floorCycle }[process.env.BENCH_MODE] ?? hitlCycle;
 
 /** The inspector targets of the worker's own workerd (the one serving `entry=…:0`). */
 async function inspectorTargets(pgid) {
