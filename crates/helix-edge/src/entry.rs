@@ -37,8 +37,8 @@ const PAGES: &[Page] = &[
     },
 ];
 
-/// Answers an operation the worker serves itself, with its setup.
-type Own = fn(&Setup) -> Reply;
+/// Answers an operation the worker serves itself (with its setup, or from D1).
+type Own = for<'a> fn(&'a Setup, &'a Env, &'a App, &'a RawRequest) -> LocalBoxFuture<'a, Reply>;
 
 /// Reads the session a request's body names (a chat's), or refuses the body.
 type SessionOf = fn(&[u8]) -> Result<String, ApiError>;
@@ -55,10 +55,18 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
         Some(|body| crate::chat::ChatRequest::parse(body).map(|c| c.id)),
     ),
     #[cfg(feature = "openapi")]
-    (Operation::OpenApi, Some(openapi), None),
-    // Read from D1, as the session list is (below).
+    (
+        Operation::OpenApi,
+        Some(|setup, _, _, _| Box::pin(std::future::ready(openapi(setup)))),
+        None,
+    ),
+    // Read from D1, as the session list is.
     #[cfg(feature = "schedules")]
-    (Operation::ListAllSchedules, None, None),
+    (
+        Operation::ListAllSchedules,
+        Some(|_, env, app, req| Box::pin(crate::list::schedules(env, app, req))),
+        None,
+    ),
 ];
 
 /// `GET /v1/openapi.json`: the API's document with this worker's agents filled in,
@@ -140,15 +148,11 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         return Err(outdated);
     }
     if let Some((_, Some(own), _)) = optional {
-        return own(&setup);
+        return own(&setup, env, app, &req).await;
     }
     match (target, operation) {
         (Target::Worker, Operation::ListAgents) => {
             json_response(200, &AgentsView::from(&setup.agents))
-        }
-        #[cfg(feature = "schedules")]
-        (Target::Worker, Operation::ListAllSchedules) => {
-            crate::list::schedules(env, app, &req).await
         }
         (Target::Worker, _) => crate::list::list(env, app, &req).await,
         (Target::Create, _) => create(env, app, body.unwrap_or_default()).await,
