@@ -59,8 +59,7 @@ impl AgentBuilder {
                 run_prompt: None,
                 expand: None,
                 model_layer: None,
-                #[cfg(feature = "schedules")]
-                when_busy: Default::default(),
+                settings: Default::default(),
             },
             extensions: Vec::new(),
         }

@@ -49,6 +49,7 @@ mod plan_tool;
 mod registry;
 #[cfg(feature = "plans")]
 mod saved_plans;
+mod settings;
 mod subagent;
 
 pub use builder::AgentBuilder;
@@ -149,10 +150,13 @@ pub struct Agent {
         reason = "read by the model layer a build registers (feature `attachment-store`)"
     )]
     pub(crate) model_layer: Option<ModelLayer>,
-    /// What a message does when its session is busy, unless it says (feature
-    /// `schedules`: [`AgentBuilder::when_busy`](crate::agent::AgentBuilder::when_busy)).
-    #[cfg(feature = "schedules")]
-    pub(crate) when_busy: crate::schedule::WhenBusy,
+    /// What optional capabilities keep for it (the schedules' busy policy, set by
+    /// `AgentBuilder::when_busy`).
+    #[allow(
+        dead_code,
+        reason = "read by the capabilities a build has (feature `schedules`)"
+    )]
+    pub(crate) settings: settings::Settings,
 }
 
 /// A model, wrapped by a capability.

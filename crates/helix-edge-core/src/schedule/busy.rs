@@ -39,9 +39,18 @@ impl AgentBuilder {
     /// What a message does when it arrives while the agent's session is busy, unless
     /// the request (or the schedule) says: [`WhenBusy::Reject`] by default.
     pub fn when_busy(mut self, policy: WhenBusy) -> Self {
-        self.agent.when_busy = policy;
+        self.agent.settings.set(policy);
         self
     }
+}
+
+/// Agent `agent`'s policy for a busy session ([`AgentBuilder::when_busy`]).
+pub fn policy_of(agent: &crate::agent::Agent) -> WhenBusy {
+    agent
+        .settings
+        .get::<WhenBusy>()
+        .copied()
+        .unwrap_or_default()
 }
 
 /// Where a queued message came from.
@@ -153,6 +162,18 @@ pub fn decide(policy: WhenBusy, busy: bool, queue: &[Queued]) -> Decision {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_rejects_messages_while_busy_unless_its_builder_says_otherwise() {
+        let plain = crate::agent::Agent::builder("plain").build().unwrap();
+        assert_eq!(policy_of(&plain), WhenBusy::Reject);
+        let queues = crate::agent::Agent::builder("queues")
+            .when_busy(WhenBusy::Merge)
+            .when_busy(WhenBusy::Enqueue)
+            .build()
+            .unwrap();
+        assert_eq!(policy_of(&queues), WhenBusy::Enqueue);
+    }
 
     /// A queued message `id` of one user message, its run `run_{id}` (for the schedule
     /// module's tests).

@@ -32,7 +32,7 @@ pub mod tools;
 pub mod when;
 
 pub use body::{MAX_SCHEDULES, Schedule, ScheduleBody, ScheduleView};
-pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide, take_when_busy};
+pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide, policy_of, take_when_busy};
 pub use drain::{Next, start_next};
 pub use notice::{Placed, chunk_for, tell, under};
 pub use table::{Fired, Schedules, TableError};
@@ -57,7 +57,12 @@ pub fn default_policy<S: crate::store::Store>(
     runner: &crate::runner::Runner<S>,
     head: &SessionHead,
 ) -> Result<WhenBusy, crate::runner::RunError> {
-    Ok(runner.agent(&head.agent)?.when_busy)
+    let agent = runner.agent(&head.agent)?;
+    Ok(agent
+        .settings
+        .get::<WhenBusy>()
+        .copied()
+        .unwrap_or_default())
 }
 
 /// Whether a message arriving now would find the session busy: a run is active or waits
