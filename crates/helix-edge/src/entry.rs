@@ -87,8 +87,6 @@ fn openapi(setup: &Setup) -> Reply {
 /// helix-edge's: serves the API and answers 404 for anything else. Never fails for
 /// client input: every error becomes a JSON body.
 pub async fn fetch(req: RawRequest, env: Env, ctx: Context, app: App) -> Result<Response> {
-    // Panics reset the whole isolate; at least make them visible in the logs.
-    console_error_panic_hook::set_once();
     match dispatch(req, &env, &ctx, &app).await {
         Ok(resp) => Ok(resp),
         Err(err) => error(&err),

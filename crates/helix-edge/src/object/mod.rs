@@ -140,7 +140,6 @@ const VIEW: Option<capability::AddToView> = {
 impl SessionHost {
     /// The object for `state`, serving `app`.
     pub fn new(state: State, env: Env, app: App) -> Self {
-        console_error_panic_hook::set_once();
         crate::worker_host::init_log_level(&env);
         let instance = crate::worker_host::random_hex(8);
         Self {
