@@ -96,6 +96,72 @@ fn the_journal_parts_pass_their_conformance_suites() {
     assert_eq!(all.len(), 11);
 }
 
+/// An object's storage that counts its reads of the outbox.
+struct Counted {
+    lite: Rc<Lite>,
+    outbox_reads: Flag<u32>,
+}
+
+impl Db for Counted {
+    fn query(
+        &self,
+        sql: &str,
+        args: &[helix_edge_core::store::rows::Arg],
+    ) -> Result<Vec<helix_edge_core::sqlite::Row>, String> {
+        if sql.starts_with("SELECT seq, session_id") {
+            self.outbox_reads.set(self.outbox_reads.get() + 1);
+        }
+        self.lite.query(sql, args)
+    }
+
+    fn atomically(&self, statements: &[helix_edge_core::sqlite::Owned]) -> Result<(), String> {
+        self.lite.atomically(statements)
+    }
+}
+
+#[test]
+fn a_replication_reads_the_outbox_only_while_its_count_says_commits_wait() {
+    let d1 = Lite::d1();
+    let local = Rc::new(Counted {
+        lite: Lite::object(),
+        outbox_reads: Flag::new(0),
+    });
+    let host = Rc::new(ManualHost::new(1_000, "t"));
+    let record = LiteRecord {
+        db: d1.clone(),
+        down: Rc::new(Flag::new(false)),
+    };
+    let replica = Rc::new(Replica::new(local.clone(), Some(record), host.clone()));
+    let store = SqliteStore::new(local.clone(), replica.clone(), 1_000);
+    store.with_stream(Rc::new(SqliteStreamLog::open(local.clone(), host).unwrap()));
+    let reads = || local.outbox_reads.get();
+    for prefix in ["t", "u"] {
+        let results = block_on(store_conformance::run(&store, prefix));
+        assert!(failures(&results).is_empty(), "{:#?}", failures(&results));
+        let before = reads();
+        let caught = block_on(replica.replicate());
+        assert!(
+            matches!(caught, Replicated::Caught { commits, .. } if commits > 10),
+            "{caught:?}"
+        );
+        // One read per batch sent; none once the count says the outbox is empty.
+        assert_eq!(reads() - before, 1, "{prefix}");
+        let before = reads();
+        let again = block_on(replica.replicate());
+        assert!(
+            matches!(again, Replicated::Caught { commits: 0, .. }),
+            "{again:?}"
+        );
+        assert_eq!(reads(), before);
+        assert_eq!(replica.backlog(), (0, 0));
+    }
+    // What the count skipped was indeed sent: D1 holds every session as the object does.
+    for id in ["t-commit", "u-commit", "u-children"] {
+        let (local, remote) = block_on(replica.dump(id)).unwrap();
+        assert_eq!(local, remote, "{id}");
+    }
+}
+
 #[test]
 fn a_batch_sent_again_after_a_crash_is_dropped_by_its_guard_and_nothing_is_written_twice() {
     let (object, d1, _) = world();

@@ -321,6 +321,10 @@ impl<R: Record> Replica<R> {
         let record = self.record()?;
         let mut sent = 0;
         loop {
+            // Every write keeps the count: when it says nothing waits, nothing is read.
+            if self.waiting.get().is_some_and(|(commits, _)| commits == 0) {
+                return Ok(sent);
+            }
             let queued = self.queued()?;
             let Some(first) = queued.first() else {
                 self.waiting.set(Some((0, 0)));
@@ -331,7 +335,8 @@ impl<R: Record> Replica<R> {
             match record.send(encoded).await {
                 Ok(()) => {
                     let last = taken.last().map_or(first.seq, |r| r.seq);
-                    self.acknowledge_upto(last)?;
+                    let bytes = taken.iter().map(|r| r.bytes).sum();
+                    self.acknowledge_upto(last, taken.len() as u64, bytes)?;
                     sent += taken.len() as u64;
                     let now = self.host.now_ms();
                     lags.extend(taken.iter().map(|r| now.saturating_sub(r.committed_at)));
@@ -353,15 +358,20 @@ impl<R: Record> Replica<R> {
         }
     }
 
-    /// The record holds every queued commit up to outbox row `seq`: drop them.
-    fn acknowledge_upto(&self, seq: i64) -> Result<(), StoreError> {
+    /// The record holds every queued commit up to outbox row `seq` (`commits` of them,
+    /// `bytes` in all): drop them.
+    fn acknowledge_upto(&self, seq: i64, commits: u64, bytes: u64) -> Result<(), StoreError> {
         self.db
             .query(
                 "DELETE FROM replica_outbox WHERE seq <= ?",
                 &[Arg::Int(seq.max(0) as u64)],
             )
             .map_err(local("clearing the outbox"))?;
-        self.waiting.set(None);
+        // What is left, unless the count does not add up (then it is read again).
+        let left = self.waiting.get().and_then(|(waiting, total)| {
+            Some((waiting.checked_sub(commits)?, total.checked_sub(bytes)?))
+        });
+        self.waiting.set(left);
         Ok(())
     }
 
