@@ -163,6 +163,35 @@ fn a_replication_reads_the_outbox_only_while_its_count_says_commits_wait() {
 }
 
 #[test]
+fn an_answer_stored_by_an_earlier_process_stands_against_a_second_one() {
+    use helix_edge_core::journal::Suspension;
+    use helix_edge_core::store::{Answer, AnswerOutcome};
+    let local = Lite::object();
+    let approval = |approved| Answer::Approval {
+        approved,
+        reason: None,
+        answered_at: 7,
+    };
+    let before = SqliteSuspension::new(local.clone());
+    assert_eq!(
+        before.answer("s", "c", &approval(true)).unwrap(),
+        AnswerOutcome::Stored
+    );
+    // A new process knows nothing of it but what its storage says.
+    let after = SqliteSuspension::new(local.clone());
+    assert_eq!(
+        after.answer("s", "c", &approval(false)).unwrap(),
+        AnswerOutcome::AlreadyAnswered(approval(true))
+    );
+    assert_eq!(after.find_answer("s", "c").unwrap(), Some(approval(true)));
+    assert_eq!(
+        after.answer("s", "d", &approval(false)).unwrap(),
+        AnswerOutcome::Stored
+    );
+    assert_eq!(before.find_answer("s", "d").unwrap(), Some(approval(false)));
+}
+
+#[test]
 fn a_batch_sent_again_after_a_crash_is_dropped_by_its_guard_and_nothing_is_written_twice() {
     let (object, d1, _) = world();
     let results = block_on(store_conformance::run(&object.store, "t"));

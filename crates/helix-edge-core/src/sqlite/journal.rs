@@ -33,6 +33,21 @@ impl SqliteSuspension {
         }
     }
 
+    /// The answer to the call as last read or written here (`Some(None)`: read, none).
+    fn known_answer(&self, session_id: &str, tool_call_id: &str) -> Option<Option<Answer>> {
+        let known = self.known.borrow();
+        known
+            .iter()
+            .find_map(|((s, c), a)| (s == session_id && c == tool_call_id).then(|| a.clone()))
+    }
+
+    /// Forgets what was read of the call's answer (it is read again).
+    fn forget(&self, session_id: &str, tool_call_id: &str) {
+        self.known
+            .borrow_mut()
+            .retain(|((s, c), _)| !(s == session_id && c == tool_call_id));
+    }
+
     fn remember(&self, session_id: &str, tool_call_id: &str, answer: Option<Answer>) {
         let key = (session_id.to_string(), tool_call_id.to_string());
         let mut known = self.known.borrow_mut();
@@ -54,17 +69,28 @@ impl Suspension for SqliteSuspension {
         tool_call_id: &str,
         answer: &Answer,
     ) -> Result<AnswerOutcome, StoreError> {
-        if let Some(existing) = self.find_answer(session_id, tool_call_id)? {
+        if let Some(existing) = self.known_answer(session_id, tool_call_id).flatten() {
             return Ok(AnswerOutcome::AlreadyAnswered(existing));
         }
+        // Stored unless an answer is there already (one statement): then that one stands.
         let key = format!("answer:{session_id}:{tool_call_id}");
         let body = rows::to_json(answer)?;
-        self.db
+        let stored = self
+            .db
             .query(
-                "INSERT INTO journal_meta (k, v) VALUES (?, ?)",
+                "INSERT INTO journal_meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING RETURNING k",
                 &[Arg::Text(key), Arg::Text(body)],
             )
             .map_err(|e| backend("storing the answer", e))?;
+        if stored.is_empty() {
+            self.forget(session_id, tool_call_id);
+            if let Some(existing) = self.find_answer(session_id, tool_call_id)? {
+                return Ok(AnswerOutcome::AlreadyAnswered(existing));
+            }
+            return Err(StoreError::Backend(
+                "the answer was neither stored nor found".into(),
+            ));
+        }
         self.remember(session_id, tool_call_id, Some(answer.clone()));
         Ok(AnswerOutcome::Stored)
     }
@@ -74,12 +100,7 @@ impl Suspension for SqliteSuspension {
         session_id: &str,
         tool_call_id: &str,
     ) -> Result<Option<Answer>, StoreError> {
-        let cached = self
-            .known
-            .borrow()
-            .iter()
-            .find_map(|((s, c), a)| (s == session_id && c == tool_call_id).then(|| a.clone()));
-        if let Some(answer) = cached {
+        if let Some(answer) = self.known_answer(session_id, tool_call_id) {
             return Ok(answer);
         }
         let key = format!("answer:{session_id}:{tool_call_id}");
