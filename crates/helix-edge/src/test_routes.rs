@@ -22,9 +22,11 @@ use worker::{Env, Method, Response};
 
 /// The object's floor route.
 pub const FLOOR_PATH: &str = "/__test/floor";
-/// The object's crossings floor: the create, the stream, the approval.
+/// The object's crossings floor: the create.
 pub const CROSSINGS_PATH: &str = "/__test/crossings";
+/// The object's crossings floor: the stream.
 pub const CROSSINGS_STREAM_PATH: &str = "/__test/crossings/stream";
+/// The object's crossings floor: the approval.
 pub const CROSSINGS_APPROVE_PATH: &str = "/__test/crossings/approve";
 /// The object's conformance route.
 pub const CONFORMANCE_PATH: &str = "/__test/conformance";

@@ -57,12 +57,7 @@ pub fn default_policy<S: crate::store::Store>(
     runner: &crate::runner::Runner<S>,
     head: &SessionHead,
 ) -> Result<WhenBusy, crate::runner::RunError> {
-    let agent = runner.agent(&head.agent)?;
-    Ok(agent
-        .settings
-        .get::<WhenBusy>()
-        .copied()
-        .unwrap_or_default())
+    Ok(policy_of(&*runner.agent(&head.agent)?))
 }
 
 /// Whether a message arriving now would find the session busy: a run is active or waits
