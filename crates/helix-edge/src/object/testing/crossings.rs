@@ -102,15 +102,7 @@ impl Inner {
             Some(vec![id.into(), mark.into()]),
         )?;
         self.model_call(role).await?;
-        let db = self
-            .env
-            .d1(self.app.database())
-            .map_err(|e| internal("d1 binding", e))?;
-        db.prepare("INSERT OR REPLACE INTO cas_guard (id, ok) VALUES (2, 1)")
-            .run()
-            .await
-            .map_err(|e| internal("crossings", e))?;
-        Ok(())
+        self.floor_write().await
     }
 
     /// A streamed chat completion from the deployment's model server, whose answer
