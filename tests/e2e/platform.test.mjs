@@ -37,6 +37,12 @@ test('auth fails closed: 401 without or with bad credentials, 403 with another s
   assert.deepEqual([other.status, other.body.error.code], [403, 'forbidden']);
   const list = await api(worker, 'GET', '/v1/agents', undefined, a.body.sessionToken);
   assert.equal(list.status, 403, 'a session token is not full access');
+  // Accepted only exactly as issued: the same tag in upper case is another string.
+  const token = a.body.sessionToken;
+  const respelled = token.slice(0, token.lastIndexOf(':')) + token.slice(token.lastIndexOf(':')).toUpperCase();
+  assert.notEqual(respelled, token, 'the tag has a letter');
+  const upper = await api(worker, 'GET', `/v1/sessions/${a.body.sessionId}`, undefined, respelled);
+  assert.deepEqual([upper.status, upper.body.error.code], [401, 'unauthorized'], 'an upper-case tag');
   const viaQuery = await worker.fetch(`/v1/sessions/${a.body.sessionId}?token=${encodeURIComponent(a.body.sessionToken)}`);
   assert.equal(viaQuery.status, 200, '?token= works for EventSource clients');
   const health = await worker.fetch('/healthz');

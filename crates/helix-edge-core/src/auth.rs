@@ -81,16 +81,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// A token for `session_id` that expires at `expiry` (seconds since the epoch).
 pub fn session_token(key: &str, session_id: &str, expiry: u64) -> Option<String> {
     let tag = mac(key, session_id, expiry)?.finalize().into_bytes();
@@ -98,13 +88,15 @@ pub fn session_token(key: &str, session_id: &str, expiry: u64) -> Option<String>
 }
 
 /// The session a token is valid for, if it is genuine and unexpired at `now_secs`.
+/// Accepted only exactly as issued: the token is compared, in constant time, with the
+/// one [`session_token`] issues for its session and expiry, so an upper-case tag, a
+/// signed or zero-padded expiry or any other spelling of the same fields is refused.
 pub fn verify_session_token(key: &str, token: &str, now_secs: u64) -> Option<String> {
     let mut parts = token.rsplitn(3, ':');
-    let (tag, expiry, session_id) = (parts.next()?, parts.next()?, parts.next()?);
+    let (_tag, expiry, session_id) = (parts.next()?, parts.next()?, parts.next()?);
     let expiry: u64 = expiry.parse().ok()?;
-    let tag = unhex(tag)?;
-    // Constant-time comparison of the tag.
-    mac(key, session_id, expiry)?.verify_slice(&tag).ok()?;
+    let issued = session_token(key, session_id, expiry)?;
+    constant_time_eq(token.as_bytes(), issued.as_bytes()).then_some(())?;
     (now_secs < expiry).then(|| session_id.to_string())
 }
 
@@ -215,6 +207,37 @@ mod tests {
         assert_eq!(
             authorize(&config, None, Some("s"), 1),
             Err(AuthError::Unauthorized)
+        );
+    }
+
+    #[test]
+    fn a_token_is_accepted_only_in_the_form_it_was_issued_in() {
+        let config = AuthConfig::Token(KEY.into());
+        let token = session_token(KEY, "s", 5_000).unwrap();
+        let (fields, tag) = token.rsplit_once(':').unwrap();
+        let letter = tag.find(|c: char| c.is_ascii_alphabetic()).unwrap();
+        let mut one_upper = tag.to_string();
+        one_upper[letter..=letter].make_ascii_uppercase();
+        let signed_pair = format!("+{}", &tag[1..]);
+        for other in [
+            format!("{fields}:{}", tag.to_ascii_uppercase()),
+            format!("{fields}:{one_upper}"),
+            format!("{fields}:{signed_pair}"),
+            token.replace(":5000:", ":05000:"),
+            token.replace(":5000:", ":+5000:"),
+            format!(" {token}"),
+            format!("{token}\n"),
+        ] {
+            assert_ne!(other, token);
+            assert_eq!(
+                authorize(&config, Some(&other), Some("s"), 1),
+                Err(AuthError::Unauthorized),
+                "{other}"
+            );
+        }
+        assert_eq!(
+            authorize(&config, Some(&token), Some("s"), 1),
+            Ok(Principal::Session("s".into()))
         );
     }
 
