@@ -216,6 +216,18 @@ impl SessionList {
             next_cursor,
         }
     }
+
+    /// A page of `limit` from the rows each shard answered to the same query (each
+    /// newest first, one more than `limit`): merged newest first (update time, then
+    /// id, as the query orders them), each session once. As the cursor is the last
+    /// session listed, not a position, the next page asks every shard from there again
+    /// and no session is skipped or repeated, whatever the shards' timestamps are.
+    pub fn merged(shards: Vec<Vec<SessionSummary>>, limit: u32) -> Self {
+        let mut rows: Vec<SessionSummary> = shards.into_iter().flatten().collect();
+        rows.sort_by(|a, b| (b.updated_at, &b.session_id).cmp(&(a.updated_at, &a.session_id)));
+        rows.dedup_by(|a, b| a.session_id == b.session_id);
+        Self::page(rows, limit)
+    }
 }
 
 #[cfg(test)]
@@ -282,5 +294,74 @@ mod tests {
         assert_eq!(last.next_cursor, None);
         let round = Cursor::decode(&page.next_cursor.unwrap()).unwrap();
         assert_eq!(round.session_id, "s2");
+    }
+
+    /// What one shard's D1 answers to [`SELECT_PAGE`] with no filters: its sessions
+    /// after `cursor`, newest first (update time, then id), one more than `limit`.
+    fn shard_page(
+        rows: &[SessionSummary],
+        cursor: Option<&Cursor>,
+        limit: u32,
+    ) -> Vec<SessionSummary> {
+        let after = |s: &&SessionSummary| match cursor {
+            None => true,
+            Some(c) => {
+                s.updated_at < c.updated_at
+                    || (s.updated_at == c.updated_at && s.session_id < c.session_id)
+            }
+        };
+        let mut page: Vec<SessionSummary> = rows.iter().filter(after).cloned().collect();
+        page.sort_by(|a, b| (b.updated_at, &b.session_id).cmp(&(a.updated_at, &a.session_id)));
+        page.truncate(limit as usize + 1);
+        page
+    }
+
+    #[test]
+    fn pages_merged_across_shards_list_every_session_once_newest_first() {
+        let summary = |id: String, updated_at: u64| SessionSummary {
+            session_id: id,
+            agent: "a".into(),
+            status: SessionStatus::Active,
+            version: 1,
+            created_at: 0,
+            updated_at,
+        };
+        // Four shards of uneven sizes, their timestamps interleaved, with ties inside a
+        // shard and across shards (and one shard empty).
+        let shards: Vec<Vec<SessionSummary>> = (0..4u64)
+            .map(|shard| {
+                let count = [37, 0, 12, 51][shard as usize];
+                (0..count)
+                    .map(|n: u64| summary(format!("s{shard}-{n:02}"), 1_000 + (n * 7 + shard) % 23))
+                    .collect()
+            })
+            .collect();
+        let mut expected: Vec<SessionSummary> = shards.iter().flatten().cloned().collect();
+        expected.sort_by(|a, b| (b.updated_at, &b.session_id).cmp(&(a.updated_at, &a.session_id)));
+        for limit in [1, 5, 20, 100] {
+            let (mut listed, mut cursor, mut pages) = (Vec::new(), None::<Cursor>, 0);
+            loop {
+                let answers = shards
+                    .iter()
+                    .map(|rows| shard_page(rows, cursor.as_ref(), limit));
+                let page = SessionList::merged(answers.collect(), limit);
+                assert!(page.sessions.len() <= limit as usize);
+                listed.extend(page.sessions);
+                pages += 1;
+                match page.next_cursor {
+                    Some(next) => cursor = Some(Cursor::decode(&next).unwrap()),
+                    None => break,
+                }
+            }
+            assert_eq!(
+                listed, expected,
+                "limit {limit}: every session once, in order"
+            );
+            assert_eq!(
+                pages,
+                expected.len().div_ceil(limit as usize).max(1),
+                "limit {limit}"
+            );
+        }
     }
 }

@@ -8,6 +8,8 @@
 //!   messages, the state change, the new head, the run and the checkpoint land together
 //!   or not at all, and a stale version is [`StoreError::Stale`], never an overwrite.
 //!
+//! Which D1 database (shard) holds a session's rows is [`shards`]'s decision.
+//!
 //! Answers to pending calls are not here: they are the suspension context, kept by the
 //! session's own object with its stream ([`crate::journal::Suspension`]).
 
@@ -17,6 +19,7 @@ mod memory;
 pub mod migrations;
 mod planned;
 pub mod rows;
+pub mod shards;
 mod sql_failure;
 
 pub use answers::{
