@@ -33,21 +33,21 @@ export async function floorCycle(worker, id, check = expectStatus) {
 }
 
 /**
- * A HITL cycle: (a) POST /v1/sessions → `tool_approval_request` on the session's SSE
- * stream, (b) the approval POST → the stream's `end`. `check(what, res, status)` judges
- * each answer. Times in ms: `a`, `b`, `cycle`.
+ * A HITL cycle: (a) POST /v1/sessions (with `input`) → `tool_approval_request` on the
+ * session's SSE stream, (b) the approval POST (after `pauseMs`, a person's pause) → the
+ * stream's `end`.
+ * `check(what, res, status)` judges each answer. Times in ms: `a`, `b`, `cycle`.
  */
-export async function hitlCycle(worker, id, check = expectStatus) {
+export async function hitlCycle(worker, id, check = expectStatus, pauseMs = 0, input = 'delete /tmp/bench') {
   const t0 = performance.now();
-  const created = await api(worker, 'POST', '/v1/sessions', {
-    agent: 'assistant', sessionId: id, input: 'delete /tmp/bench',
-  });
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input });
   check('create', created, 201);
   const sse = await stream(worker, `/v1/sessions/${id}/stream`);
   try {
     const events = await sse.until((e) => e.type === 'tool_approval_request');
     const t1 = performance.now();
     const request = events.find((e) => e.type === 'tool_approval_request');
+    if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
     const approved = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`, {
       kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true,
     });

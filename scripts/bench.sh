@@ -4,7 +4,8 @@
 # cycle against `wrangler dev` with local D1 and Durable Objects, next to its floor.
 # Numbers only: the tests assert behaviour. BENCH_SESSIONS / BENCH_CONCURRENCY tune the
 # end-to-end run (defaults 200 and "1,8"); then one session's growth over BENCH_TURNS
-# turns (default 500) and the cold start of the reference worker and the minimal example.
+# turns (default 500), the cold start of the reference worker and the minimal example,
+# and the capacity model of the queryable record (bench/capacity.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bootstrap.sh
@@ -31,3 +32,7 @@ BENCH_MODE=growth node bench/e2e.mjs
 echo
 echo "## Cold start (a fresh wrangler dev each time)"
 node bench/cold.mjs
+
+echo
+echo "## Capacity: the queryable record (D1) for 1M sessions a day over 1-64 shards"
+node bench/capacity.mjs

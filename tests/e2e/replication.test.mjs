@@ -66,6 +66,9 @@ test('every kind of commit reaches D1 with exactly the object\'s rows', async ()
   assert.ok(r.caughtUp && r.equal, JSON.stringify(r));
   assert.equal(r.waiting, 0);
   assert.ok(r.lags.length >= 5, `every commit was replicated: ${r.lags}`);
+  // Each batch D1 took is reported (commits, bytes, ms): the capacity model's inputs.
+  assert.equal(r.sends.reduce((n, [commits]) => n + commits, 0), r.lags.length, JSON.stringify(r.sends));
+  assert.ok(r.sends.every(([commits, bytes, ms]) => commits >= 1 && bytes > 0 && ms >= 0), JSON.stringify(r.sends));
 });
 
 test('D1 down: the cycle completes without it, then D1 catches up with the same rows', async () => {

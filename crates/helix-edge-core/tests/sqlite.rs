@@ -70,8 +70,16 @@ fn the_object_store_passes_the_store_conformance_suite_and_d1_ends_equal() {
     let results = block_on(store_conformance::run(&object.store, "t"));
     assert_eq!(results.len(), 12);
     assert!(failures(&results).is_empty(), "{:#?}", failures(&results));
+    let (queued_commits, queued_bytes) = object.replica.backlog();
     let replicated = block_on(object.replica.replicate());
-    assert!(matches!(replicated, Replicated::Caught { commits, .. } if commits > 10));
+    let Replicated::Caught { commits, sends, .. } = replicated else {
+        panic!("not caught up: {replicated:?}");
+    };
+    assert!(commits > 10);
+    // Each batch the record took is reported with its commits and bytes.
+    assert!(!sends.is_empty());
+    assert_eq!(sends.iter().map(|s| s.commits).sum::<u64>(), queued_commits);
+    assert_eq!(sends.iter().map(|s| s.bytes).sum::<u64>(), queued_bytes);
     assert_eq!(object.replica.backlog(), (0, 0));
     for id in ["t-commit", "t-restore", "t-children", "t-pending"] {
         let (local, remote) = block_on(object.replica.dump(id)).unwrap();

@@ -15,7 +15,7 @@ mod stream;
 pub use conformance::suites;
 pub use journal::{SqliteAttempts, SqliteSuspension};
 pub use replica::{
-    BATCH_BYTES, Batch, COALESCE_MS, OUTBOX_ROW_BYTES, Outboxed, Record, Replica, Replicated,
+    BATCH_BYTES, Batch, COALESCE_MS, OUTBOX_ROW_BYTES, Outboxed, Record, Replica, Replicated, Sent,
     TABLES, backoff_ms, batch_of, held_after_guard,
 };
 pub use store::{BACKLOG_BYTES, DEFAULT_BACKLOG_COMMITS, SqliteStore, backlog_refused};

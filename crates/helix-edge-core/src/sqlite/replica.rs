@@ -67,6 +67,8 @@ pub enum Replicated {
         commits: u64,
         /// How long each of them waited (ms), oldest first.
         lags: Vec<u64>,
+        /// The batches the record took, in order.
+        sends: Vec<Sent>,
     },
     /// Another replication is under way.
     Busy,
@@ -99,6 +101,17 @@ pub struct Outboxed {
     pub bytes: u64,
     /// When it was committed locally (ms).
     pub committed_at: u64,
+}
+
+/// One batch the record took: what a capacity model of the record needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Commits in it.
+    pub commits: u64,
+    /// Their encoded size.
+    pub bytes: u64,
+    /// From sending it to the record's answer (ms).
+    pub ms: u64,
 }
 
 /// The commits of `queued` (oldest first) that go in the next batch: as many as fit in
@@ -238,13 +251,17 @@ impl<R: Record> Replica<R> {
         if self.paused.get() || self.sending.replace(true) {
             return Replicated::Busy;
         }
-        let mut lags = Vec::new();
-        let outcome = self.send_all(&mut lags).await;
+        let (mut lags, mut sends) = (Vec::new(), Vec::new());
+        let outcome = self.send_all(&mut lags, &mut sends).await;
         self.sending.set(false);
         match outcome {
             Ok(commits) => {
                 self.failures.set(0);
-                Replicated::Caught { commits, lags }
+                Replicated::Caught {
+                    commits,
+                    lags,
+                    sends,
+                }
             }
             Err(error) => {
                 let failures = self.failures.get();
@@ -281,7 +298,11 @@ impl<R: Record> Replica<R> {
             .collect()
     }
 
-    async fn send_all(&self, lags: &mut Vec<u64>) -> Result<u64, StoreError> {
+    async fn send_all(
+        &self,
+        lags: &mut Vec<u64>,
+        sends: &mut Vec<Sent>,
+    ) -> Result<u64, StoreError> {
         let record = self.record()?;
         let mut sent = 0;
         loop {
@@ -296,14 +317,18 @@ impl<R: Record> Replica<R> {
             };
             let taken = &queued[..batch_of(&queued).taken];
             let encoded = taken.iter().map(|r| r.batch.clone()).collect();
+            let started = self.host.now_ms();
             match record.send(encoded).await {
                 Ok(()) => {
+                    let now = self.host.now_ms();
                     let last = taken.last().map_or(first.seq, |r| r.seq);
                     let bytes = taken.iter().map(|r| r.bytes).sum();
-                    self.acknowledge_upto(last, taken.len() as u64, bytes)?;
-                    sent += taken.len() as u64;
-                    let now = self.host.now_ms();
+                    let commits = taken.len() as u64;
+                    self.acknowledge_upto(last, commits, bytes)?;
+                    sent += commits;
                     lags.extend(taken.iter().map(|r| now.saturating_sub(r.committed_at)));
+                    let ms = now.saturating_sub(started);
+                    sends.push(Sent { commits, bytes, ms });
                 }
                 // The batch's guard failed: the record holds the first commit already.
                 // Drop what it has of that session and go on.

@@ -60,6 +60,9 @@ pub(super) type AddToView = fn(&super::Parts, &mut serde_json::Map<String, serde
 /// When work a capability keeps falls due next (ms), as its last after-slice hook found.
 pub(super) type NextDue = fn(&Inner) -> Option<u64>;
 
+/// Told, after a replication, each commit's lag (ms) and each batch D1 took.
+pub(super) type OnReplicated = fn(&Sql, &[u64], &[crate::sqlite::Sent]);
+
 /// What a kind of outside work needs of the object to reach the other side.
 #[allow(
     dead_code,
@@ -99,8 +102,8 @@ pub(super) struct Capability {
     pub view: Option<AddToView>,
     /// Test builds: what D1 does wrong on purpose (`TEST_D1_FAULT`).
     pub d1_fault: Option<fn(&Env) -> Option<String>>,
-    /// After a replication: the lags of the commits D1 took.
-    pub on_replicated: Option<fn(&Sql, &[u64])>,
+    /// After a replication: the lags of the commits D1 took, and its batches.
+    pub on_replicated: Option<OnReplicated>,
 }
 
 /// A capability that adds nothing (the base of each).

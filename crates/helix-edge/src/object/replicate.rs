@@ -33,9 +33,9 @@ impl Inner {
             return Replicated::Busy;
         };
         let outcome = parts.replica.replicate().await;
-        if let Replicated::Caught { lags, .. } = &outcome {
+        if let Replicated::Caught { lags, sends, .. } = &outcome {
             for record in CAPABILITIES.iter().filter_map(|c| c.on_replicated) {
-                record(&parts.sql, lags);
+                record(&parts.sql, lags, sends);
             }
             self.clear_fallback().await;
         }

@@ -14,7 +14,7 @@ use super::capability::{Capability, NOTHING};
 use super::{Inner, Reply};
 use crate::api::ApiError;
 use crate::http::{internal, json_response};
-use crate::sqlite::{self, Db, Replicated};
+use crate::sqlite::{self, Db, Replicated, Sent};
 use crate::storage::Sql;
 use crate::test_routes::{
     CONFORMANCE_PATH, CROSSINGS_APPROVE_PATH, CROSSINGS_PATH, CROSSINGS_STREAM_PATH, FLOOR_PATH,
@@ -28,7 +28,7 @@ use worker::Delay;
 
 mod crossings;
 
-/// Replication lags kept for the report.
+/// Replication lags and batches kept for the report (each the newest this many).
 const LAGS_KEPT: usize = 256;
 
 /// The test build's routes and hooks.
@@ -53,23 +53,28 @@ pub(super) const TESTING: Capability = Capability {
         (FORGET_PATH, |inner, _| Box::pin(inner.forget())),
     ],
     d1_fault: Some(|env| config_value(env, "TEST_D1_FAULT")),
-    on_replicated: Some(record_lags),
+    on_replicated: Some(record_replication),
     ..NOTHING
 };
 
-/// How long each replicated commit waited for D1 (ms), oldest first.
-fn lags(sql: &Sql) -> Vec<u64> {
-    let kept = sqlite::mark(sql, "replica_lags").unwrap_or_default();
-    kept.split(',').filter_map(|n| n.parse().ok()).collect()
+/// What the replications so far reported, oldest first: how long each commit waited
+/// for D1 (`lags`, ms) and each batch D1 took (`sends`: commits, bytes, ms), in one
+/// mark (one read and one write per replication).
+fn replication(sql: &Sql) -> (Vec<Value>, Vec<Value>) {
+    let kept = sqlite::mark(sql, "replica_report").unwrap_or_default();
+    let kept: Value = serde_json::from_str(&kept).unwrap_or_default();
+    let list = |key: &str| kept[key].as_array().cloned().unwrap_or_default();
+    (list("lags"), list("sends"))
 }
 
-/// Records the lags of commits D1 just took.
-fn record_lags(sql: &Sql, taken: &[u64]) {
-    let mut all = lags(sql);
-    all.extend_from_slice(taken);
-    let excess = all.len().saturating_sub(LAGS_KEPT);
-    let kept: Vec<String> = all[excess..].iter().map(u64::to_string).collect();
-    let _ = sqlite::set_mark(sql, "replica_lags", Some(&kept.join(",")));
+/// Records the lags of commits D1 just took, and its batches.
+fn record_replication(sql: &Sql, lags: &[u64], sends: &[Sent]) {
+    let (mut all_lags, mut all_sends) = replication(sql);
+    all_lags.extend(lags.iter().map(|&lag| json!(lag)));
+    all_sends.extend(sends.iter().map(|s| json!([s.commits, s.bytes, s.ms])));
+    let newest = |all: &[Value]| all[all.len().saturating_sub(LAGS_KEPT)..].to_vec();
+    let kept = json!({ "lags": newest(&all_lags), "sends": newest(&all_sends) });
+    let _ = sqlite::set_mark(sql, "replica_report", Some(&kept.to_string()));
 }
 
 impl Inner {
@@ -122,11 +127,13 @@ impl Inner {
         }
         let caught = matches!(outcome, Replicated::Caught { .. });
         let (waiting, bytes) = parts.replica.backlog();
+        let (lags, sends) = replication(&parts.sql);
         let mut report = json!({
             "caughtUp": caught,
             "waiting": waiting,
             "waitingBytes": bytes,
-            "lags": lags(&parts.sql),
+            "lags": lags,
+            "sends": sends,
         });
         if caught {
             let compared = parts.replica.compare(id).await;
