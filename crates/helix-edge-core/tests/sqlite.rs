@@ -77,6 +77,7 @@ fn the_object_store_passes_the_store_conformance_suite_and_d1_ends_equal() {
     };
     assert!(commits > 10);
     // Each batch the record took is reported with its commits and bytes.
+    let sends: Vec<_> = helix_edge_core::sqlite::sends(&sends).collect();
     assert!(!sends.is_empty());
     assert_eq!(sends.iter().map(|s| s.commits).sum::<u64>(), queued_commits);
     assert_eq!(sends.iter().map(|s| s.bytes).sum::<u64>(), queued_bytes);

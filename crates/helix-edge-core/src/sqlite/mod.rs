@@ -16,7 +16,7 @@ pub use conformance::suites;
 pub use journal::{SqliteAttempts, SqliteSuspension};
 pub use replica::{
     BATCH_BYTES, Batch, COALESCE_MS, OUTBOX_ROW_BYTES, Outboxed, Record, Replica, Replicated, Sent,
-    TABLES, backoff_ms, batch_of, held_after_guard,
+    TABLES, backoff_ms, batch_of, held_after_guard, sends,
 };
 pub use store::{BACKLOG_BYTES, DEFAULT_BACKLOG_COMMITS, SqliteStore, backlog_refused};
 pub use stream::{

@@ -67,8 +67,10 @@ pub enum Replicated {
         commits: u64,
         /// How long each of them waited (ms), oldest first.
         lags: Vec<u64>,
-        /// The batches the record took, in order.
-        sends: Vec<Sent>,
+        /// The batches the record took, in order: three numbers each — its commits, their
+        /// encoded bytes, and the milliseconds from sending it to the record's answer
+        /// ([`sends`] reads them).
+        sends: Vec<u64>,
     },
     /// Another replication is under way.
     Busy,
@@ -112,6 +114,16 @@ pub struct Sent {
     pub bytes: u64,
     /// From sending it to the record's answer (ms).
     pub ms: u64,
+}
+
+/// The batches of a [`Replicated::Caught`]'s `sends`. (They travel as plain numbers: a
+/// vector of its own type would cost every bundle its code, for the test build's use.)
+pub fn sends(numbers: &[u64]) -> impl Iterator<Item = Sent> + '_ {
+    numbers.chunks_exact(3).map(|n| Sent {
+        commits: n[0],
+        bytes: n[1],
+        ms: n[2],
+    })
 }
 
 /// The commits of `queued` (oldest first) that go in the next batch: as many as fit in
@@ -298,11 +310,7 @@ impl<R: Record> Replica<R> {
             .collect()
     }
 
-    async fn send_all(
-        &self,
-        lags: &mut Vec<u64>,
-        sends: &mut Vec<Sent>,
-    ) -> Result<u64, StoreError> {
+    async fn send_all(&self, lags: &mut Vec<u64>, sends: &mut Vec<u64>) -> Result<u64, StoreError> {
         let record = self.record()?;
         let mut sent = 0;
         loop {
@@ -328,7 +336,7 @@ impl<R: Record> Replica<R> {
                     sent += commits;
                     lags.extend(taken.iter().map(|r| now.saturating_sub(r.committed_at)));
                     let ms = now.saturating_sub(started);
-                    sends.push(Sent { commits, bytes, ms });
+                    sends.extend([commits, bytes, ms]);
                 }
                 // The batch's guard failed: the record holds the first commit already.
                 // Drop what it has of that session and go on.

@@ -14,7 +14,7 @@ use super::capability::{Capability, NOTHING};
 use super::{Inner, Reply};
 use crate::api::ApiError;
 use crate::http::{internal, json_response};
-use crate::sqlite::{self, Db, Replicated, Sent};
+use crate::sqlite::{self, Db, Replicated};
 use crate::storage::Sql;
 use crate::test_routes::{
     CONFORMANCE_PATH, CROSSINGS_APPROVE_PATH, CROSSINGS_PATH, CROSSINGS_STREAM_PATH, FLOOR_PATH,
@@ -68,10 +68,10 @@ fn replication(sql: &Sql) -> (Vec<Value>, Vec<Value>) {
 }
 
 /// Records the lags of commits D1 just took, and its batches.
-fn record_replication(sql: &Sql, lags: &[u64], sends: &[Sent]) {
+fn record_replication(sql: &Sql, lags: &[u64], sent: &[u64]) {
     let (mut all_lags, mut all_sends) = replication(sql);
     all_lags.extend(lags.iter().map(|&lag| json!(lag)));
-    all_sends.extend(sends.iter().map(|s| json!([s.commits, s.bytes, s.ms])));
+    all_sends.extend(sqlite::sends(sent).map(|s| json!([s.commits, s.bytes, s.ms])));
     let newest = |all: &[Value]| all[all.len().saturating_sub(LAGS_KEPT)..].to_vec();
     let kept = json!({ "lags": newest(&all_lags), "sends": newest(&all_sends) });
     let _ = sqlite::set_mark(sql, "replica_report", Some(&kept.to_string()));
