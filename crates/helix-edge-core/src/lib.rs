@@ -41,7 +41,8 @@
 //!   itself with.
 //! - The outside: [`api`] (routes, **the request plan** a worker carries out, bodies,
 //!   views and errors of the HTTP API, the served OpenAPI document), [`chat`] (the AI
-//!   SDK's chat protocol: its requests, the UI message stream), [`auth`] (tokens).
+//!   SDK's chat protocol: its requests, the UI message stream), [`auth`] (tokens),
+//!   `identity` (feature `users`: JWTs of the deployment's identity provider).
 //! - `testing` (feature `testing`): a scenario kit for a worker's own native tests —
 //!   store, journal, a manual clock and a scripted model, drive helpers and the check
 //!   that the record is consistent.
@@ -63,6 +64,8 @@ pub mod chunk;
 pub mod demo;
 pub mod error;
 pub mod host;
+#[cfg(feature = "users")]
+pub mod identity;
 pub mod journal;
 pub mod lifecycle;
 pub mod memory;
