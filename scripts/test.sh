@@ -51,7 +51,7 @@ step "cargo clippy (wasm32-unknown-unknown)"
 # The capacity model (crates/helix-edge-capacity) is a native tool: it is not built for wasm.
 cargo clippy --workspace --exclude helix-edge-capacity --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --workspace --exclude helix-edge-capacity --all-targets --locked --target wasm32-unknown-unknown --features test-routes -- -D warnings
-cargo clippy -p helix-edge --all-targets --locked --target wasm32-unknown-unknown --features console -- -D warnings
+cargo clippy -p helix-edge --all-targets --locked --target wasm32-unknown-unknown --features console,users -- -D warnings
 (cd examples/minimal-worker && cargo clippy --locked --target wasm32-unknown-unknown -- -D warnings)
 
 step "cargo test (native)"
@@ -63,7 +63,7 @@ bash scripts/check-readme-worker.sh
 
 step "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --tests --features console
+  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --tests --features console,users
 
 step "TypeScript client (clients/js): typecheck, build, unit tests; the console's typecheck"
 npm --workspace clients/js test

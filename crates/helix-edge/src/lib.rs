@@ -41,6 +41,8 @@
 //!   APIs, without `worker::RequestInit`'s bundle cost.
 //! - [`objects`] (features `skill-store`, `attachment-store`): R2 buckets and KV
 //!   namespaces as the core's object stores.
+//! - `identity_keys` (feature `users`): users' tokens' public keys over `fetch` and
+//!   WebCrypto, for the core's [`identity`] checks.
 //! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -52,6 +54,8 @@
 // The pure core, module by module (each is documented in `helix-edge-core`).
 #[cfg(feature = "demo")]
 pub use helix_edge_core::demo;
+#[cfg(feature = "users")]
+pub use helix_edge_core::identity;
 #[cfg(feature = "schedules")]
 pub use helix_edge_core::schedule;
 #[cfg(feature = "testing")]
@@ -75,6 +79,8 @@ mod d1;
 mod entry;
 #[cfg(target_arch = "wasm32")]
 mod http;
+#[cfg(all(target_arch = "wasm32", feature = "users"))]
+pub mod identity_keys;
 #[cfg(target_arch = "wasm32")]
 mod list;
 #[cfg(target_arch = "wasm32")]

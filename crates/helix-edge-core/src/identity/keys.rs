@@ -48,7 +48,10 @@ impl Jwk {
         };
         shape
             && self.use_.as_deref().is_none_or(|u| u == "sig")
-            && self.alg.as_deref().is_none_or(|a| a == alg.name())
+            && self
+                .alg
+                .as_deref()
+                .is_none_or(|a| Alg::named(a) == Some(alg))
     }
 }
 
@@ -125,6 +128,7 @@ mod tests {
         {"kty":"RSA","kid":"r1","use":"sig","alg":"RS256","n":"abc","e":"AQAB"},
         {"kty":"EC","kid":"e1","crv":"P-256","x":"x","y":"y"},
         {"kty":"OKP","kid":"o1","crv":"Ed25519","x":"x"},
+        {"kty":"OKP","kid":"o2","crv":"Ed25519","x":"x","alg":"Ed25519"},
         {"kty":"RSA","kid":"enc","use":"enc","n":"abc","e":"AQAB"},
         {"no":"kty"}
     ]}"#;
@@ -142,6 +146,10 @@ mod tests {
         assert!(found("r1", Alg::Rs256));
         assert!(found("e1", Alg::Es256));
         assert!(found("o1", Alg::EdDsa));
+        assert!(
+            found("o2", Alg::EdDsa),
+            "RFC 9864's name for it, as WebCrypto exports it"
+        );
         for (kid, alg) in [
             ("r1", Alg::Es256),
             ("e1", Alg::Rs256),

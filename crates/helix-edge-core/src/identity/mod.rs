@@ -46,12 +46,13 @@ pub enum Alg {
 }
 
 impl Alg {
-    /// The algorithm a JOSE header names (`none` and anything else: `None`).
+    /// The algorithm a JOSE header or key names (`none` and anything else: `None`).
+    /// Ed25519 is `EdDSA` (RFC 8037) or `Ed25519` (RFC 9864's fully specified name).
     pub fn named(name: &str) -> Option<Self> {
         match name {
             "RS256" => Some(Self::Rs256),
             "ES256" => Some(Self::Es256),
-            "EdDSA" => Some(Self::EdDsa),
+            "EdDSA" | "Ed25519" => Some(Self::EdDsa),
             "HS256" => Some(Self::Hs256),
             _ => None,
         }
