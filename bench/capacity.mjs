@@ -2,10 +2,10 @@
 // through the reference worker (test build) in `wrangler dev`, one at a time, their
 // inputs 0–16 KB long, each approved after a person's pause longer than the
 // replication's coalescing delay (so a session's create and its approval reach D1 as
-// separate batches, as they do when a person approves). Then every batch D1 took for them (commits, encoded bytes, ms: the
-// test build's replica report) and the local D1's dump (`wrangler d1 export --local`)
-// go to the model (crates/helix-edge-capacity), which prints the README's "Scaling"
-// table. Numbers only.
+// separate batches, as they do when a person approves). Then every batch D1 took for
+// them (commits, encoded bytes, ms: the test build's replica report) and the local D1's
+// rows (read with `wrangler d1 execute --local`) go to the model
+// (crates/helix-edge-capacity), which prints the README's "Scaling" table. Numbers only.
 //
 // Run with: node bench/capacity.mjs (after HELIX_BUILD_FEATURES=test-routes bash
 // scripts/build.sh; scripts/bench.sh does both).
@@ -14,14 +14,13 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { api, startWithMock } from '../tests/e2e/client.mjs';
-import { ROOT } from '../tests/e2e/harness.mjs';
+import { ROOT, wrangler } from '../tests/e2e/harness.mjs';
 import { expectStatus, hitlCycle, respond } from './cycles.mjs';
 
 /** The rows of the local D1 at `persistDir` (`wrangler d1 execute --local`). */
 function d1Query(persistDir, sql) {
-  const run = spawnSync(process.env.WRANGLER ?? join(ROOT, 'node_modules', '.bin', 'wrangler'),
-    ['d1', 'execute', 'DB', '--local', '--persist-to', persistDir, '--json', '--command', sql],
-    { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 30, env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } });
+  const run = wrangler(['d1', 'execute', 'DB', '--local', '--persist-to', persistDir, '--json', '--command', sql],
+    { maxBuffer: 1 << 30 });
   if (run.status !== 0) throw new Error(`wrangler d1 execute: ${run.stderr || run.stdout}`);
   return JSON.parse(run.stdout)[0].results;
 }

@@ -57,7 +57,8 @@ function killGroup(child, signal) {
   }
 }
 
-function wrangler(args, opts = {}) {
+/** Runs a wrangler command to its end (no metrics, CI mode), from ROOT unless `opts.cwd`. */
+export function wrangler(args, opts = {}) {
   return spawnSync(WRANGLER, args, {
     cwd: opts.cwd ?? ROOT,
     encoding: 'utf8',
