@@ -87,9 +87,10 @@ fn report(target: &Target, measured: &Measured, inputs: &Inputs, rows: &[Project
         target.peak_factor,
         sessions_per_second * target.peak_factor
     );
-    out += "| input (measured over {n} sessions) | value |\n|---|---|\n"
-        .replace("{n}", &measured.sessions.to_string())
-        .as_str();
+    out += &format!(
+        "| input (measured over {} sessions) | value |\n|---|---|\n",
+        measured.sessions
+    );
     let input_rows = [
         (
             "D1 bytes per session (tables and indexes, compacted)",

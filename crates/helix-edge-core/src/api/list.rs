@@ -219,13 +219,13 @@ impl SessionList {
 
     /// A page of `limit` from the rows each shard answered to the same query (each
     /// newest first, one more than `limit`): merged newest first (update time, then
-    /// id, as the query orders them), each session once. As the cursor is the last
-    /// session listed, not a position, the next page asks every shard from there again
-    /// and no session is skipped or repeated, whatever the shards' timestamps are.
+    /// id, as the query orders them); a session lives on one shard, so it comes once. As
+    /// the cursor is the last
+    /// session listed, not a position, the next page asks every shard from there
+    /// again and no session is skipped or repeated, whatever the shards' timestamps are.
     pub fn merged(shards: Vec<Vec<SessionSummary>>, limit: u32) -> Self {
         let mut rows: Vec<SessionSummary> = shards.into_iter().flatten().collect();
         rows.sort_by(|a, b| (b.updated_at, &b.session_id).cmp(&(a.updated_at, &a.session_id)));
-        rows.dedup_by(|a, b| a.session_id == b.session_id);
         Self::page(rows, limit)
     }
 }

@@ -51,10 +51,7 @@ pub fn check(
     };
     let roles = match config.roles_claim.as_ref().and_then(|c| claims.get(c)) {
         Some(Value::Array(roles)) => roles.iter().filter_map(|r| name(Some(r))).collect(),
-        Some(Value::String(spaced)) => spaced
-            .split(' ')
-            .filter_map(|r| name(Some(&Value::String(r.into()))))
-            .collect(),
+        Some(Value::String(spaced)) => spaced.split(' ').filter_map(text_name).collect(),
         _ => Vec::new(),
     };
     Ok(User {
@@ -66,7 +63,11 @@ pub fn check(
 
 /// A non-empty string of at most [`MAX_NAME_BYTES`].
 fn name(value: Option<&Value>) -> Option<String> {
-    let text = value?.as_str()?;
+    text_name(value?.as_str()?)
+}
+
+/// `text`, if it is a name: non-empty, at most [`MAX_NAME_BYTES`].
+fn text_name(text: &str) -> Option<String> {
     (!text.is_empty() && text.len() <= MAX_NAME_BYTES).then(|| text.to_string())
 }
 
