@@ -2,7 +2,7 @@
 
 import { SessionHandle } from './session.js';
 import { Transport, type ClientOptions, type TokenSource } from './transport.js';
-import type { Agent, Created, CreateSessionInput, SchedulePage, SessionList, SessionStatus } from './types.js';
+import type { Agent, Created, CreateSessionInput, InboxPage, SchedulePage, SessionList, SessionStatus } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -52,5 +52,17 @@ export class HelixClient {
   ): Promise<SchedulePage> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/schedules', { query: q, signal });
+  }
+
+  /**
+   * The calls waiting on a person across sessions from D1, newest first (API token
+   * only; the `inbox` feature): approvals and client tools, each answered with its
+   * session's `submitToolResult`; follow `nextCursor`.
+   */
+  inbox(
+    query: { agent?: string; tool?: string; kind?: 'approval' | 'client'; cursor?: string; limit?: number } & Signal = {},
+  ): Promise<InboxPage> {
+    const { signal, ...q } = query;
+    return this.transport.json('GET', '/v1/inbox', { query: q, signal });
   }
 }

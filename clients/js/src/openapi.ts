@@ -373,6 +373,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The calls waiting on a person across sessions — approvals and the calls a client answers (a sub-agent's call waits on its child and is not listed) — newest first (by the time each began waiting), from D1 (the queryable record: each session's head carries its pending calls, so this is as fresh as replication, normally well under a second). Needs the API token; a session token gets 403. Answer a call with `POST /v1/sessions/{sessionId}/tool-results`. Pages follow nextCursor. Served with helix-edge's `inbox` feature (its index is migration 0005); without it 404 not_found names the feature. */
+        get: operations["listInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -1216,6 +1233,26 @@ export interface components {
             /** @description Where the next page starts, if there may be one. */
             nextCursor?: string;
         };
+        InboxItem: {
+            sessionId: string;
+            agent: string;
+            toolCallId: string;
+            toolName: string;
+            /** @description What the call runs with once answered: state references resolved, `_outputPath` taken out. */
+            arguments: unknown;
+            /** @enum {unknown} */
+            kind: "approval" | "client";
+            /** @description When the run began waiting on it (ms since the epoch). */
+            waitingSince: number;
+            /** @description When the answer is due (ms since the epoch), for the calls that have a deadline (client tools). */
+            deadline?: number;
+        };
+        InboxPage: {
+            /** @description Newest first. */
+            items: components["schemas"]["InboxItem"][];
+            /** @description Where the next page starts, if there may be one. */
+            nextCursor?: string;
+        };
         QueuedMessage: {
             queueId: string;
             /** @description The id its run will have. */
@@ -1948,6 +1985,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SchedulePage"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    listInbox: {
+        parameters: {
+            query?: {
+                /** @description Only sessions of this agent. */
+                agent?: string;
+                /** @description Only calls of this tool. */
+                tool?: string;
+                /** @description Only calls of this kind. */
+                kind?: "approval" | "client";
+                /** @description The nextCursor of the previous page. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of waiting calls. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxPage"];
                 };
             };
             400: components["responses"]["Error"];

@@ -29,6 +29,10 @@ export type ScheduleRequest = Schemas['ScheduleRequest'];
 export type Schedule = Schemas['Schedule'];
 /** A page of every session's schedules (`client.schedules()`). */
 export type SchedulePage = Schemas['SchedulePage'];
+/** A page of the calls waiting on a person across sessions (`client.inbox()`). */
+export type InboxPage = Schemas['InboxPage'];
+/** A call waiting on a person: its session and agent, the call, since when it waits. */
+export type InboxItem = Schemas['InboxItem'];
 /** A message waiting in the session's queue for a busy run. */
 export type QueuedMessage = Schemas['QueuedMessage'];
 /** What a message does while the session is busy: `reject`, `enqueue`, `interrupt` or `merge`. */

@@ -742,3 +742,34 @@ fn a_plan_check_is_documented_as_it_is_parsed_and_answered() {
         &schema("PlanReport")["properties"]["problems"]["items"]["properties"]["code"]["enum"];
     assert_eq!(codes.as_array().unwrap().len(), 8);
 }
+
+#[test]
+fn an_inbox_page_is_documented_as_it_is_sent() {
+    use helix_edge_core::api::InboxPage;
+    use helix_edge_core::sqlite::Cell;
+    let doc = doc();
+    let call = |id: &str, kind: &str, deadline: Option<u64>| {
+        let mut call = json!({"toolCallId": id, "toolName": "delete_file",
+            "arguments": {"path": "/x"}, "kind": kind, "since": 5});
+        if let Some(at) = deadline {
+            call["deadline"] = json!(at);
+        }
+        vec![
+            Cell::Text("s_a".into()),
+            Cell::Text("assistant".into()),
+            Cell::Text(call.to_string()),
+        ]
+    };
+    let rows = [call("c1", "approval", None), call("c2", "client", Some(9))];
+    let page = InboxPage::from_rows(&rows, 1).unwrap();
+    let sent = serde_json::to_value(&page).unwrap();
+    assert_eq!(sent["nextCursor"], "5:s_a:c1");
+    conforms(&doc, &schema("InboxPage"), &sent).unwrap();
+    let full = InboxPage::from_rows(&rows, 2).unwrap();
+    for item in serde_json::to_value(&full).unwrap()["items"]
+        .as_array()
+        .unwrap()
+    {
+        conforms(&doc, &schema("InboxItem"), item).unwrap();
+    }
+}

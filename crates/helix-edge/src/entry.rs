@@ -67,6 +67,12 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
         Some(|_, env, app, req| Box::pin(crate::list::schedules(env, app, req))),
         None,
     ),
+    #[cfg(feature = "inbox")]
+    (
+        Operation::Inbox,
+        Some(|_, env, app, req| Box::pin(crate::list::inbox(env, app, req))),
+        None,
+    ),
 ];
 
 /// `GET /v1/openapi.json`: the API's document with this worker's agents filled in,

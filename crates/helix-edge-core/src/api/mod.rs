@@ -6,6 +6,8 @@
 mod bodies;
 mod document;
 mod error;
+#[cfg(feature = "inbox")]
+mod inbox;
 mod input;
 mod list;
 mod plan;
@@ -20,6 +22,8 @@ pub use bodies::{
 };
 pub use document::document;
 pub use error::ApiError;
+#[cfg(feature = "inbox")]
+pub use inbox::{InboxCursor, InboxItem, InboxPage, InboxQuery};
 pub use input::{
     Input, InputObject, MAX_INPUT_MESSAGES, NOT_BLANK, RichInput, UserInput, check_history,
     is_blank,

@@ -83,6 +83,7 @@ impl Operation {
             | Self::ListSchedules
             | Self::DeleteSchedule
             | Self::ListAllSchedules => "schedules",
+            Self::Inbox => "inbox",
             _ => return None,
         })
     }
@@ -94,7 +95,8 @@ impl Operation {
             | Self::OpenApi
             | Self::ListAgents
             | Self::ListSessions
-            | Self::ListAllSchedules => Target::Worker,
+            | Self::ListAllSchedules
+            | Self::Inbox => Target::Worker,
             Self::CreateSession => Target::Create,
             _ => Target::Object,
         }

@@ -57,6 +57,8 @@ pub enum Operation {
     DeleteSchedule,
     /// `GET /v1/schedules`: every session's schedules, soonest fire first, from D1.
     ListAllSchedules,
+    /// `GET /v1/inbox`: the calls waiting on a person across sessions, from D1.
+    Inbox,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -137,6 +139,7 @@ pub const ROUTES: &[RouteSpec] = &[
         Operation::DeleteSchedule,
     ),
     r("GET", "/v1/schedules", Operation::ListAllSchedules),
+    r("GET", "/v1/inbox", Operation::Inbox),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];

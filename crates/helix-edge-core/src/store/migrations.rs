@@ -11,6 +11,7 @@ pub const MIGRATIONS: &[&str] = &[
     "0002_sessions_by_update.sql",
     "0003_persistent_children.sql",
     "0004_schedules.sql",
+    "0005_inbox.sql",
 ];
 
 /// How often a database found behind is checked again, in milliseconds.

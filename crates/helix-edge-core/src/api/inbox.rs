@@ -1,0 +1,291 @@
+//! `GET /v1/inbox`: the calls waiting on a person across sessions — approvals and the
+//! calls a client answers — newest first, read from the queryable record (each
+//! session's head in D1 carries its pending calls), so as fresh as replication. The
+//! filters are an agent, a tool and a kind; `cursor` and `limit` page. A sub-agent's
+//! call waits on its child, not on a person, and is never listed.
+
+use super::{ApiError, DEFAULT_LIMIT, page_size};
+use crate::sqlite::{Row, text};
+use crate::store::rows::Arg;
+use crate::store::{PendingCall, PendingKind, StoreError};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Where a page starts: after the call last listed (by the time it began waiting, then
+/// session and call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxCursor {
+    since: u64,
+    session_id: String,
+    tool_call_id: String,
+}
+
+impl InboxCursor {
+    /// The opaque form clients send back: `{ms}:{session}:{call}` (a session id has no
+    /// `:`; a call id may).
+    pub fn encode(&self) -> String {
+        format!("{}:{}:{}", self.since, self.session_id, self.tool_call_id)
+    }
+
+    /// Reads an opaque cursor.
+    pub fn decode(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(3, ':');
+        let (ms, session, call) = (parts.next()?, parts.next()?, parts.next()?);
+        let digits = !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit());
+        (digits && crate::auth::valid_session_id(session) && !call.is_empty()).then_some(())?;
+        Some(Self {
+            since: ms.parse().ok()?,
+            session_id: session.into(),
+            tool_call_id: call.into(),
+        })
+    }
+}
+
+/// The query of `GET /v1/inbox`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InboxQuery {
+    /// Only sessions of this agent.
+    pub agent: Option<String>,
+    /// Only calls of this tool.
+    pub tool: Option<String>,
+    /// Only calls of this kind.
+    pub kind: Option<PendingKind>,
+    /// Continue after this call.
+    pub cursor: Option<InboxCursor>,
+    /// Page size.
+    pub limit: u32,
+}
+
+impl InboxQuery {
+    /// Parses and validates the query pairs; unknown parameters are refused.
+    pub fn parse(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut query = Self {
+            limit: DEFAULT_LIMIT,
+            ..Self::default()
+        };
+        let name = |value: &String, what: &str| {
+            crate::tool::valid_name(value)
+                .then(|| value.clone())
+                .ok_or_else(|| ApiError::validation(format!("{what} is not a valid name.")))
+        };
+        for (key, value) in pairs {
+            match key.as_str() {
+                "agent" => query.agent = Some(name(value, "agent")?),
+                "tool" => query.tool = Some(name(value, "tool")?),
+                "kind" => {
+                    let kind = serde_json::from_value(Value::String(value.clone()));
+                    query.kind = Some(
+                        kind.ok()
+                            .filter(|k| *k != PendingKind::Child)
+                            .ok_or_else(|| {
+                                ApiError::validation("kind is one of approval, client.")
+                            })?,
+                    );
+                }
+                "cursor" => {
+                    let cursor = InboxCursor::decode(value)
+                        .ok_or_else(|| ApiError::validation("cursor is not one this API gave."))?;
+                    query.cursor = Some(cursor);
+                }
+                "limit" => query.limit = page_size(value)?,
+                // The credential of `EventSource` clients may come as a query parameter.
+                "token" => {}
+                other => {
+                    return Err(ApiError::validation(format!(
+                        "Unknown query parameter '{other}'."
+                    )));
+                }
+            }
+        }
+        Ok(query)
+    }
+
+    /// The D1 query that reads the page (one row more than the page, to know whether
+    /// another follows), with its parameters. Only heads with pending calls are read
+    /// (the `sessions_waiting` index holds just those).
+    pub fn statement(&self) -> (&'static str, Vec<Arg>) {
+        let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
+        let cursor = self.cursor.as_ref();
+        let args = vec![
+            text_or_null(self.agent.as_deref()),
+            text_or_null(self.tool.as_deref()),
+            text_or_null(self.kind.map(PendingKind::as_str)),
+            cursor.map_or(Arg::Null, |c| Arg::Int(c.since)),
+            text_or_null(cursor.map(|c| c.session_id.as_str())),
+            text_or_null(cursor.map(|c| c.tool_call_id.as_str())),
+            Arg::Int(u64::from(self.limit) + 1),
+        ];
+        (SELECT_PAGE, args)
+    }
+}
+
+/// One page of waiting calls: each pending call of each waiting head is a row (SQLite's
+/// `json_each`); optional filters are `NULL` parameters.
+const SELECT_PAGE: &str = "SELECT s.id, s.agent, p.value FROM sessions AS s, \
+     json_each(s.head, '$.pending') AS p \
+     WHERE json_array_length(s.head, '$.pending') > 0 \
+     AND p.value ->> 'kind' <> 'child' \
+     AND (?1 IS NULL OR s.agent = ?1) AND (?2 IS NULL OR p.value ->> 'toolName' = ?2) \
+     AND (?3 IS NULL OR p.value ->> 'kind' = ?3) \
+     AND (?4 IS NULL OR (p.value ->> 'since', s.id, p.value ->> 'toolCallId') < (?4, ?5, ?6)) \
+     ORDER BY p.value ->> 'since' DESC, s.id DESC, p.value ->> 'toolCallId' DESC LIMIT ?7";
+
+/// One call of the inbox.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    /// The session that waits.
+    pub session_id: String,
+    /// Its agent.
+    pub agent: String,
+    /// The call.
+    pub tool_call_id: String,
+    /// Its tool.
+    pub tool_name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// Who answers it.
+    pub kind: PendingKind,
+    /// When the run began waiting on it (ms).
+    pub waiting_since: u64,
+    /// When the answer is due (ms), for the calls that have a deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+}
+
+impl InboxItem {
+    /// A row of [`InboxQuery::statement`]'s query.
+    pub fn from_row(row: &Row) -> Result<Self, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("an inbox call has no {what}"));
+        let call: PendingCall = serde_json::from_str(&text(row, 2).ok_or_else(|| corrupt("call"))?)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(Self {
+            session_id: text(row, 0).ok_or_else(|| corrupt("session"))?,
+            agent: text(row, 1).ok_or_else(|| corrupt("agent"))?,
+            tool_call_id: call.tool_call_id,
+            tool_name: call.tool_name,
+            arguments: call.arguments,
+            kind: call.kind,
+            waiting_since: call.since,
+            deadline: call.deadline,
+        })
+    }
+}
+
+/// Body of `GET /v1/inbox`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxPage {
+    /// The page, newest first.
+    pub items: Vec<InboxItem>,
+    /// Where the next page starts, if there may be one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl InboxPage {
+    /// A page of `limit` from the query's rows (one more than `limit` when another page
+    /// follows).
+    pub fn from_rows(rows: &[Row], limit: u32) -> Result<Self, StoreError> {
+        let mut items = rows
+            .iter()
+            .map(InboxItem::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let more = items.len() > limit as usize;
+        items.truncate(limit as usize);
+        let next_cursor = more.then(|| items.last()).flatten().map(|last| {
+            InboxCursor {
+                since: last.waiting_since,
+                session_id: last.session_id.clone(),
+                tool_call_id: last.tool_call_id.clone(),
+            }
+            .encode()
+        });
+        Ok(Self { items, next_cursor })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> Result<InboxQuery, ApiError> {
+        let pairs: Vec<_> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        InboxQuery::parse(&pairs)
+    }
+
+    #[test]
+    fn the_query_takes_its_filters_and_refuses_anything_else() {
+        let all = q(&[
+            ("agent", "assistant"),
+            ("tool", "delete_file"),
+            ("kind", "approval"),
+            ("cursor", "1795000000001:s_a:call:1"),
+            ("limit", "5"),
+            ("token", "t"),
+        ])
+        .unwrap();
+        assert_eq!(all.agent.as_deref(), Some("assistant"));
+        assert_eq!(all.tool.as_deref(), Some("delete_file"));
+        assert_eq!(all.kind, Some(PendingKind::Approval));
+        let cursor = all.cursor.unwrap();
+        assert_eq!(cursor.since, 1_795_000_000_001);
+        assert_eq!(
+            (cursor.session_id.as_str(), cursor.tool_call_id.as_str()),
+            ("s_a", "call:1")
+        );
+        assert_eq!(cursor.encode(), "1795000000001:s_a:call:1");
+        assert_eq!(all.limit, 5);
+        assert_eq!(q(&[]).unwrap().limit, DEFAULT_LIMIT);
+
+        for bad in [
+            ("kind", "child"),
+            ("kind", "nobody"),
+            ("agent", "no spaces"),
+            ("tool", ""),
+            ("cursor", "x:s_a:c"),
+            ("cursor", "1:s a:c"),
+            ("cursor", "1:s_a:"),
+            ("cursor", "1:s_a"),
+            ("limit", "0"),
+            ("limit", "101"),
+            ("status", "active"),
+        ] {
+            let e = q(&[bad]).unwrap_err();
+            assert_eq!((e.status, e.code), (400, "validation_error"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_statement_binds_what_the_query_holds() {
+        let (_, args) = q(&[]).unwrap().statement();
+        assert_eq!(
+            args[..6],
+            [
+                Arg::Null,
+                Arg::Null,
+                Arg::Null,
+                Arg::Null,
+                Arg::Null,
+                Arg::Null
+            ]
+        );
+        assert_eq!(args[6], Arg::Int(u64::from(DEFAULT_LIMIT) + 1));
+        let (_, args) = q(&[("kind", "client"), ("cursor", "7:s_b:c"), ("limit", "2")])
+            .unwrap()
+            .statement();
+        assert_eq!(args[2], Arg::Text("client".into()));
+        assert_eq!(
+            args[3..],
+            [
+                Arg::Int(7),
+                Arg::Text("s_b".into()),
+                Arg::Text("c".into()),
+                Arg::Int(3)
+            ]
+        );
+    }
+}

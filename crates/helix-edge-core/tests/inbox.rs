@@ -1,0 +1,253 @@
+//! The approvals inbox (`GET /v1/inbox`) read from the queryable record: sessions
+//! committed with pending calls by a session object's store and replicated to a SQLite
+//! with the D1 schema the library ships, then listed as the worker lists them.
+
+#![cfg(not(target_arch = "wasm32"))]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
+
+#[path = "support/lite.rs"]
+mod lite;
+#[path = "support/record.rs"]
+mod record;
+
+use futures::executor::block_on;
+use helix_edge_core::api::{InboxPage, InboxQuery};
+use helix_edge_core::chunk::RunStatus;
+use helix_edge_core::host::ManualHost;
+use helix_edge_core::message::Message;
+use helix_edge_core::model::Usage;
+use helix_edge_core::sqlite::{Db, Replica, SqliteStore, text};
+use helix_edge_core::store::{
+    CheckpointRecord, CheckpointStatus, Commit, NewSession, PendingCall, PendingKind, RunRecord,
+    SessionHead, SessionStatus, StateChange, Store,
+};
+use lite::Lite;
+use record::LiteRecord;
+use serde_json::json;
+use std::cell::Cell as Flag;
+use std::rc::Rc;
+
+fn head(id: &str, agent: &str) -> SessionHead {
+    SessionHead {
+        id: id.into(),
+        agent: agent.into(),
+        status: SessionStatus::Active,
+        version: 1,
+        commit_id: String::new(),
+        step_count: 0,
+        message_count: 1,
+        run: RunRecord {
+            run_id: format!("{id}-run1"),
+            turn: 1,
+            status: RunStatus::Running,
+            step_count: 0,
+            started_at: 1_000,
+            completed_at: None,
+            error: None,
+            usage: Usage::default(),
+            nudges: 0,
+            deferred_output: None,
+            input_at: 0,
+            options: None,
+        },
+        pending: vec![],
+        suspended_reason: None,
+        output: None,
+        error: None,
+        checkpoint_id: None,
+        created_at: 1_000,
+        updated_at: 1_000,
+        parent: None,
+        forked_from: None,
+    }
+}
+
+fn call(id: &str, tool: &str, kind: PendingKind, since: u64) -> PendingCall {
+    PendingCall {
+        tool_call_id: id.into(),
+        tool_name: tool.into(),
+        arguments: json!({"path": format!("/{id}")}),
+        kind,
+        deadline: (kind == PendingKind::Client).then_some(since + 300_000),
+        since,
+        output_path: None,
+    }
+}
+
+/// A session of `agent` whose run waits on `pending` (none: a session that does not
+/// wait), committed and replicated to `d1`.
+fn session(d1: &Rc<Lite>, id: &str, agent: &str, pending: Vec<PendingCall>) {
+    let host = Rc::new(ManualHost::new(1_000, "t"));
+    let record = LiteRecord {
+        db: d1.clone(),
+        down: Rc::new(Flag::new(false)),
+    };
+    let local = Lite::object();
+    let replica = Rc::new(Replica::new(local.clone(), Some(record), host));
+    let store = SqliteStore::new(local, replica.clone(), 1_000);
+    let checkpoint = CheckpointRecord {
+        id: format!("{id}-k0"),
+        step_count: 0,
+        message_count: 1,
+        timestamp: 1_000,
+        status: CheckpointStatus::Active,
+        run_id: format!("{id}-run1"),
+        usage: None,
+        stop_reason: None,
+        waits: vec![],
+    };
+    let new = NewSession {
+        head: head(id, agent),
+        state: json!({}),
+        messages: vec![Message::user("hello")],
+        checkpoint,
+    };
+    block_on(store.create(new)).unwrap();
+    let mut waiting = head(id, agent);
+    waiting.pending = pending;
+    let commit = Commit {
+        head: waiting,
+        truncate_messages_to: None,
+        messages: vec![],
+        state: StateChange::None,
+        checkpoint: None,
+        clear_interrupt: false,
+        subsessions: Vec::new(),
+    };
+    block_on(store.commit(id, 1, commit)).unwrap();
+    block_on(replica.replicate());
+}
+
+fn inbox(d1: &Lite, pairs: &[(&str, &str)]) -> InboxPage {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let query = InboxQuery::parse(&pairs).unwrap();
+    let (sql, args) = query.statement();
+    InboxPage::from_rows(&d1.query(sql, &args).unwrap(), query.limit).unwrap()
+}
+
+fn calls(page: &InboxPage) -> Vec<(&str, &str)> {
+    page.items
+        .iter()
+        .map(|i| (i.session_id.as_str(), i.tool_call_id.as_str()))
+        .collect()
+}
+
+fn world() -> Rc<Lite> {
+    let d1 = Lite::d1();
+    use PendingKind::{Approval, Child, Client};
+    session(
+        &d1,
+        "s_a",
+        "assistant",
+        vec![call("a1", "delete_file", Approval, 10)],
+    );
+    session(
+        &d1,
+        "s_b",
+        "assistant",
+        vec![
+            call("b1", "delete_file", Approval, 30),
+            call("b2", "ask_user", Client, 30),
+        ],
+    );
+    session(
+        &d1,
+        "s_c",
+        "coordinator",
+        vec![call("c1", "research", Child, 40)],
+    );
+    session(
+        &d1,
+        "s_d",
+        "helper",
+        vec![call("d1", "delete_file", Approval, 20)],
+    );
+    session(&d1, "s_e", "assistant", vec![]);
+    d1
+}
+
+#[test]
+fn the_inbox_lists_the_calls_waiting_on_a_person_newest_first() {
+    let d1 = world();
+    let all = inbox(&d1, &[]);
+    assert_eq!(
+        calls(&all),
+        [("s_b", "b2"), ("s_b", "b1"), ("s_d", "d1"), ("s_a", "a1")]
+    );
+    assert!(all.next_cursor.is_none());
+    let item = serde_json::to_value(&all.items[0]).unwrap();
+    assert_eq!(
+        item,
+        json!({"sessionId": "s_b", "agent": "assistant", "toolCallId": "b2",
+               "toolName": "ask_user", "arguments": {"path": "/b2"}, "kind": "client",
+               "waitingSince": 30, "deadline": 300_030})
+    );
+    let approval = serde_json::to_value(&all.items[1]).unwrap();
+    assert!(approval.get("deadline").is_none(), "{approval}");
+}
+
+#[test]
+fn the_inbox_filters_by_agent_tool_and_kind() {
+    let d1 = world();
+    let only = |pairs: &[(&str, &str)]| {
+        let page = inbox(&d1, pairs);
+        calls(&page)
+            .iter()
+            .map(|(_, c)| c.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(only(&[("agent", "helper")]), ["d1"]);
+    assert_eq!(only(&[("tool", "delete_file")]), ["b1", "d1", "a1"]);
+    assert_eq!(only(&[("kind", "client")]), ["b2"]);
+    assert_eq!(
+        only(&[("kind", "approval"), ("agent", "assistant")]),
+        ["b1", "a1"]
+    );
+    assert!(
+        only(&[("agent", "coordinator")]).is_empty(),
+        "a child's call is not a person's"
+    );
+}
+
+#[test]
+fn the_inbox_pages_every_call_once_in_order() {
+    let d1 = world();
+    let all = calls(&inbox(&d1, &[]))
+        .iter()
+        .map(|(s, c)| format!("{s}/{c}"))
+        .collect::<Vec<_>>();
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut pairs = vec![("limit", "1")];
+        if let Some(c) = cursor.as_deref() {
+            pairs.push(("cursor", c));
+        }
+        let page = inbox(&d1, &pairs);
+        assert!(page.items.len() <= 1);
+        seen.extend(calls(&page).iter().map(|(s, c)| format!("{s}/{c}")));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, all);
+}
+
+#[test]
+fn the_inbox_reads_only_the_waiting_sessions_through_their_index() {
+    let d1 = world();
+    let (sql, args) = InboxQuery::parse(&[]).unwrap().statement();
+    let rows = d1
+        .query(&format!("EXPLAIN QUERY PLAN {sql}"), &args)
+        .unwrap();
+    let plan: Vec<String> = rows.iter().filter_map(|r| text(r, 3)).collect();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("USING INDEX sessions_waiting")),
+        "{plan:?}"
+    );
+}

@@ -1,0 +1,115 @@
+// The approvals inbox (`GET /v1/inbox`, the `inbox` feature): the calls waiting on a
+// person across sessions, read from D1 — newest first, filtered, paged, API token only;
+// answered through the session as always, after which the call leaves the inbox; a
+// worker restart loses nothing (the inbox is the record, not memory).
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { api, startWithMock, waitFor } from './client.mjs';
+
+const running = [];
+after(async () => {
+  for (const { worker, llm } of running) {
+    await worker.stop();
+    await llm.close();
+    worker.cleanup();
+  }
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const replicated = async (worker, id) => {
+  const r = (await api(worker, 'POST', `/__test/replica/${id}`, {})).body;
+  assert.ok(r.caughtUp, JSON.stringify(r));
+};
+const inbox = async (worker, query = '') => {
+  const res = await api(worker, 'GET', `/v1/inbox${query}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body;
+};
+
+test('the inbox lists approvals and client calls across sessions, newest first, until answered', async () => {
+  const started = await startWithMock();
+  running.push(started);
+  const { worker, llm } = started;
+  const tag = `inbox-${process.pid}`;
+  const mine = (page) => page.items.filter((i) => i.sessionId.startsWith(tag));
+  const open = async (id, calls) => {
+    llm.push({ calls });
+    const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'go' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const s = await waitFor(worker, id, (x) => x.pendingToolCalls.length === calls.length);
+    await replicated(worker, id);
+    await sleep(5);
+    return { ...s, sessionToken: created.body.sessionToken };
+  };
+  const a = await open(`${tag}-a`, [{ name: 'delete_file', args: { path: '/tmp/a' } }]);
+  const b = await open(`${tag}-b`, [{ name: 'ask_user', args: { question: 'Which file?' } }]);
+  llm.push({ text: 'Nothing to approve.' });
+  const quiet = `${tag}-quiet`;
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: quiet, input: 'hi' })).status, 201);
+  await waitFor(worker, quiet, (x) => x.status === 'completed');
+  await replicated(worker, quiet);
+
+  const all = mine(await inbox(worker));
+  assert.deepEqual(all.map((i) => i.sessionId), [`${tag}-b`, `${tag}-a`], 'newest first, the quiet session absent');
+  const [client, approval] = all;
+  assert.deepEqual(approval, {
+    sessionId: `${tag}-a`,
+    agent: 'assistant',
+    toolCallId: a.pendingToolCalls[0].toolCallId,
+    toolName: 'delete_file',
+    arguments: { path: '/tmp/a' },
+    kind: 'approval',
+    waitingSince: approval.waitingSince,
+  });
+  assert.ok(Math.abs(approval.waitingSince - Date.now()) < 60_000, `${approval.waitingSince}`);
+  assert.equal(client.kind, 'client');
+  assert.equal(client.toolCallId, b.pendingToolCalls[0].toolCallId);
+  assert.equal(client.deadline, b.pendingToolCalls[0].deadline, 'a client call carries its deadline');
+  assert.ok(client.waitingSince >= approval.waitingSince);
+
+  // Filters and pages.
+  assert.deepEqual(mine(await inbox(worker, '?kind=approval')).map((i) => i.sessionId), [`${tag}-a`]);
+  assert.deepEqual(mine(await inbox(worker, '?tool=ask_user')).map((i) => i.sessionId), [`${tag}-b`]);
+  assert.deepEqual(mine(await inbox(worker, '?agent=researcher')), []);
+  const first = await inbox(worker, '?limit=1');
+  assert.equal(first.items.length, 1);
+  assert.equal(typeof first.nextCursor, 'string');
+  const rest = await inbox(worker, `?limit=100&cursor=${encodeURIComponent(first.nextCursor)}`);
+  assert.ok(!rest.items.some((i) => i.toolCallId === first.items[0].toolCallId && i.sessionId === first.items[0].sessionId), 'no call twice');
+
+  // Refusals: bad filters are 400, a session token is 403, no credential is 401.
+  for (const bad of ['?kind=child', '?limit=0', '?cursor=nope', '?status=active']) {
+    const res = await api(worker, 'GET', `/v1/inbox${bad}`);
+    assert.deepEqual([res.status, res.body.error.code], [400, 'validation_error'], bad);
+  }
+  assert.equal(typeof a.sessionToken, 'string');
+  assert.equal((await api(worker, 'GET', '/v1/inbox', undefined, a.sessionToken)).status, 403);
+  assert.equal((await api(worker, 'GET', '/v1/inbox', undefined, null)).status, 401);
+
+  // Answered through the session: the call leaves the inbox once D1 has the commit.
+  const answered = await api(worker, 'POST', `/v1/sessions/${tag}-a/tool-results`,
+    { kind: 'approval-response', toolCallId: approval.toolCallId, approved: false, reason: 'no' });
+  assert.equal(answered.status, 202);
+  llm.push({ text: 'Left it.' });
+  await waitFor(worker, `${tag}-a`, (x) => x.status === 'completed');
+  await replicated(worker, `${tag}-a`);
+  assert.deepEqual(mine(await inbox(worker)).map((i) => i.sessionId), [`${tag}-b`]);
+
+  // After a restart the inbox is the same, and its call is answered from there.
+  const persistDir = worker.persistDir;
+  running.splice(running.indexOf(started), 1);
+  await worker.stop();
+  await llm.close();
+  const again = await startWithMock({}, persistDir);
+  running.push(again);
+  const [waiting] = mine(await inbox(again.worker));
+  assert.deepEqual(waiting, client);
+  again.llm.push({ text: 'Thanks.' });
+  const res = await api(again.worker, 'POST', `/v1/sessions/${waiting.sessionId}/tool-results`,
+    { kind: 'client-tool-result', toolCallId: waiting.toolCallId, result: { answer: 'a.txt' } });
+  assert.equal(res.status, 202);
+  await waitFor(again.worker, waiting.sessionId, (x) => x.status === 'completed');
+  await replicated(again.worker, waiting.sessionId);
+  assert.deepEqual(mine(await inbox(again.worker)), []);
+});
