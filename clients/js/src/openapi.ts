@@ -59,7 +59,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Sessions newest first, from D1 (the queryable record: as fresh as replication from the sessions' objects, normally well under a second). Needs the API token; a session token gets 403. Pages follow nextCursor. */
+        /** @description Sessions newest first, from D1 (the queryable record: as fresh as replication from the sessions' objects, normally well under a second). Needs the API token (every session) or a user's token (helix-edge's `users` feature: the sessions the user reaches); a session token gets 403. Pages follow nextCursor. */
         get: operations["listSessions"];
         put?: never;
         post: operations["createSession"];
@@ -380,7 +380,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The calls waiting on a person across sessions — approvals and the calls a client answers (a sub-agent's call waits on its child and is not listed) — newest first (by the time each began waiting), from D1 (the queryable record: each session's head carries its pending calls, so this is as fresh as replication, normally well under a second). Needs the API token; a session token gets 403. Answer a call with `POST /v1/sessions/{sessionId}/tool-results`. Pages follow nextCursor. Served with helix-edge's `inbox` feature (its index is migration 0005); without it 404 not_found names the feature. */
+        /** @description The calls waiting on a person across sessions — approvals and the calls a client answers (a sub-agent's call waits on its child and is not listed) — newest first (by the time each began waiting), from D1 (the queryable record: each session's head carries its pending calls, so this is as fresh as replication, normally well under a second). The API token sees every session's calls, a user's token (helix-edge's `users` feature) those of the sessions the user reaches; a session token gets 403. Answer a call with `POST /v1/sessions/{sessionId}/tool-results`. Pages follow nextCursor. Served with helix-edge's `inbox` feature (its index is migration 0005); without it 404 not_found names the feature. */
         get: operations["listInbox"];
         put?: never;
         post?: never;

@@ -6,6 +6,7 @@
 //! Token form: `<session id>:<expiry, seconds since epoch>:<hex HMAC>`. Session ids
 //! never contain `:`, so the form is unambiguous.
 
+use crate::store::Owner;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
@@ -53,6 +54,43 @@ pub enum Principal {
     Admin,
     /// Access to one session only.
     Session(String),
+    /// A user of the deployment's identity provider: the sessions they own.
+    User(Caller),
+}
+
+/// A user whose token the deployment checked, as the routes see them: they own the
+/// sessions they create, and reach only those — or, where the deployment groups users
+/// in tenants, every session of their tenant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Caller {
+    /// Who they are (the owner of what they create).
+    pub user: Owner,
+    /// Whether they reach their tenant's sessions, not only their own.
+    #[serde(default)]
+    pub tenant_wide: bool,
+}
+
+impl Caller {
+    /// What an owner must match for them to reach its session: a subject (`None`: any
+    /// user of the tenant) and a tenant (`None`: none).
+    pub fn scope(&self) -> (Option<&str>, Option<&str>) {
+        let tenant = self.user.tenant.as_deref();
+        match (self.tenant_wide, tenant) {
+            (true, Some(tenant)) => (None, Some(tenant)),
+            _ => (Some(self.user.subject.as_str()), tenant),
+        }
+    }
+
+    /// Whether they reach a session of this owner (`None`: made with the API token, so
+    /// no user's).
+    pub fn reaches(&self, owner: Option<&Owner>) -> bool {
+        let Some(owner) = owner else {
+            return false;
+        };
+        let (subject, tenant) = self.scope();
+        subject.is_none_or(|s| s == owner.subject) && tenant == owner.tenant.as_deref()
+    }
 }
 
 /// Why a request is refused.
@@ -147,6 +185,54 @@ pub fn valid_session_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn caller(subject: &str, tenant: Option<&str>, tenant_wide: bool) -> Caller {
+        Caller {
+            user: owner(subject, tenant),
+            tenant_wide,
+        }
+    }
+
+    fn owner(subject: &str, tenant: Option<&str>) -> Owner {
+        Owner {
+            subject: subject.into(),
+            tenant: tenant.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_user_reaches_their_own_sessions_or_their_tenants_where_configured() {
+        let ann = caller("ann", None, false);
+        assert!(ann.reaches(Some(&owner("ann", None))));
+        assert!(!ann.reaches(Some(&owner("bob", None))));
+        assert!(
+            !ann.reaches(Some(&owner("ann", Some("acme")))),
+            "another tenant's ann"
+        );
+        assert!(!ann.reaches(None), "an API token's session is no user's");
+
+        let acme_ann = caller("ann", Some("acme"), false);
+        assert!(acme_ann.reaches(Some(&owner("ann", Some("acme")))));
+        assert!(
+            !acme_ann.reaches(Some(&owner("bob", Some("acme")))),
+            "own sessions only"
+        );
+        assert!(!acme_ann.reaches(Some(&owner("ann", None))));
+
+        let wide = caller("ann", Some("acme"), true);
+        assert_eq!(wide.scope(), (None, Some("acme")));
+        assert!(
+            wide.reaches(Some(&owner("bob", Some("acme")))),
+            "the tenant's"
+        );
+        assert!(!wide.reaches(Some(&owner("bob", Some("other")))));
+        assert!(!wide.reaches(Some(&owner("bob", None))));
+
+        // Tenant-wide with no tenant in the token: their own sessions only.
+        let lone = caller("ann", None, true);
+        assert_eq!(lone.scope(), (Some("ann"), None));
+        assert!(!lone.reaches(Some(&owner("bob", None))));
+    }
 
     const KEY: &str = "k3y";
 

@@ -18,8 +18,8 @@ use helix_edge_core::message::Message;
 use helix_edge_core::model::Usage;
 use helix_edge_core::sqlite::{Db, Replica, SqliteStore, text};
 use helix_edge_core::store::{
-    CheckpointRecord, CheckpointStatus, Commit, NewSession, PendingCall, PendingKind, RunRecord,
-    SessionHead, SessionStatus, StateChange, Store,
+    CheckpointRecord, CheckpointStatus, Commit, NewSession, Owner, PendingCall, PendingKind,
+    RunRecord, SessionHead, SessionStatus, StateChange, Store,
 };
 use lite::Lite;
 use record::LiteRecord;
@@ -59,6 +59,7 @@ fn head(id: &str, agent: &str) -> SessionHead {
         updated_at: 1_000,
         parent: None,
         forked_from: None,
+        owner: None,
     }
 }
 
@@ -77,6 +78,17 @@ fn call(id: &str, tool: &str, kind: PendingKind, since: u64) -> PendingCall {
 /// A session of `agent` whose run waits on `pending` (none: a session that does not
 /// wait), committed and replicated to `d1`.
 fn session(d1: &Rc<Lite>, id: &str, agent: &str, pending: Vec<PendingCall>) {
+    owned_session(d1, id, agent, pending, None);
+}
+
+/// The same, owned by `owner`.
+fn owned_session(
+    d1: &Rc<Lite>,
+    id: &str,
+    agent: &str,
+    pending: Vec<PendingCall>,
+    owner: Option<Owner>,
+) {
     let host = Rc::new(ManualHost::new(1_000, "t"));
     let record = LiteRecord {
         db: d1.clone(),
@@ -97,7 +109,10 @@ fn session(d1: &Rc<Lite>, id: &str, agent: &str, pending: Vec<PendingCall>) {
         waits: vec![],
     };
     let new = NewSession {
-        head: head(id, agent),
+        head: SessionHead {
+            owner: owner.clone(),
+            ..head(id, agent)
+        },
         state: json!({}),
         messages: vec![Message::user("hello")],
         checkpoint,
@@ -105,6 +120,7 @@ fn session(d1: &Rc<Lite>, id: &str, agent: &str, pending: Vec<PendingCall>) {
     block_on(store.create(new)).unwrap();
     let mut waiting = head(id, agent);
     waiting.pending = pending;
+    waiting.owner = owner;
     let commit = Commit {
         head: waiting,
         truncate_messages_to: None,
@@ -249,5 +265,89 @@ fn the_inbox_reads_only_the_waiting_sessions_through_their_index() {
         plan.iter()
             .any(|step| step.contains("USING INDEX sessions_waiting")),
         "{plan:?}"
+    );
+}
+
+#[test]
+fn a_user_lists_and_sees_in_the_inbox_only_what_they_reach() {
+    use PendingKind::Approval;
+    use helix_edge_core::api::{ListQuery, SessionSummary};
+    use helix_edge_core::auth::Caller;
+    let d1 = world();
+    let owner = |subject: &str, tenant: Option<&str>| Owner {
+        subject: subject.into(),
+        tenant: tenant.map(Into::into),
+    };
+    let waiting = |id: &str| vec![call(&format!("{id}-c"), "delete_file", Approval, 50)];
+    owned_session(
+        &d1,
+        "u_ann",
+        "assistant",
+        waiting("ann"),
+        Some(owner("ann", None)),
+    );
+    owned_session(
+        &d1,
+        "u_bob",
+        "assistant",
+        waiting("bob"),
+        Some(owner("bob", None)),
+    );
+    let acme = Some("acme");
+    owned_session(
+        &d1,
+        "t_ann",
+        "assistant",
+        waiting("tann"),
+        Some(owner("ann", acme)),
+    );
+    owned_session(
+        &d1,
+        "t_cy",
+        "assistant",
+        waiting("tcy"),
+        Some(owner("cy", acme)),
+    );
+    let as_ = |subject: &str, tenant: Option<&str>, tenant_wide: bool| Caller {
+        user: owner(subject, tenant),
+        tenant_wide,
+    };
+    let inboxed = |caller: Caller| {
+        let query = InboxQuery {
+            caller: Some(caller),
+            ..InboxQuery::parse(&[]).unwrap()
+        };
+        let (sql, args) = query.statement();
+        let page = InboxPage::from_rows(&d1.query(sql, &args).unwrap(), query.limit).unwrap();
+        let mut ids: Vec<String> = page.items.into_iter().map(|i| i.session_id).collect();
+        ids.sort();
+        ids
+    };
+    let listed = |caller: Caller| {
+        let query = ListQuery {
+            caller: Some(caller),
+            ..ListQuery::parse(&[]).unwrap()
+        };
+        let (sql, args) = query.statement();
+        let rows = d1.query(sql, &args).unwrap();
+        let mut ids: Vec<String> = rows
+            .iter()
+            .map(|r| SessionSummary::from_row(r).unwrap().session_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(inboxed(as_("ann", None, false)), ["u_ann"]);
+    assert_eq!(listed(as_("ann", None, false)), ["u_ann"]);
+    assert_eq!(inboxed(as_("ann", acme, false)), ["t_ann"]);
+    assert_eq!(listed(as_("ann", acme, true)), ["t_ann", "t_cy"]);
+    assert_eq!(inboxed(as_("cy", acme, true)), ["t_ann", "t_cy"]);
+    assert!(inboxed(as_("dan", None, false)).is_empty());
+    // The API token's query (no caller) sees every one.
+    let all = inbox(&d1, &[]);
+    assert_eq!(
+        all.items.len(),
+        4 + 4,
+        "the world's four calls and these four"
     );
 }

@@ -687,3 +687,22 @@ fn agents_name_their_first_sub_agent_tool_for_workers_built_without_sub_agents()
     let without = Agents::new().with(researcher).expect("agents");
     assert_eq!(without.subagent_tool(), None);
 }
+
+#[test]
+fn a_child_belongs_to_its_roots_owner() {
+    let t = Tree::new();
+    let owner = helix_edge_core::store::Owner {
+        subject: "ann".into(),
+        tenant: Some("acme".into()),
+    };
+    let call = research(&t.model, "alpha");
+    t.model.calls(vec![call.clone()]);
+    let create = CreateSession {
+        owner: Some(owner.clone()),
+        ..CreateSession::new(ROOT, "coordinator", "research alpha")
+    };
+    block(t.parent.create(create)).unwrap();
+    t.drive_parent();
+    assert_eq!(t.head(ROOT).owner.as_ref(), Some(&owner));
+    assert_eq!(t.head(&child_session_id(ROOT, &call.id)).owner, Some(owner));
+}

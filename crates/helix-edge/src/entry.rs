@@ -9,13 +9,14 @@ use crate::api::{
     AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, Plan, Target, parse_body,
 };
 use crate::app::App;
-use crate::auth::authorize;
+use crate::auth::{AuthConfig, Caller, authorize};
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
 };
 use crate::runner::CreateSession;
 use crate::runner::waits::CREATE_PATH;
 use crate::setup::Setup;
+use crate::store::Owner;
 use crate::worker_host::random_hex;
 use futures::future::LocalBoxFuture;
 use worker::{Context, Env, Method, Response, Result};
@@ -37,8 +38,31 @@ const PAGES: &[Page] = &[
     },
 ];
 
-/// Answers an operation the worker serves itself (with its setup, or from D1).
-type Own = for<'a> fn(&'a Setup, &'a Env, &'a App, &'a RawRequest) -> LocalBoxFuture<'a, Reply>;
+/// Answers an operation the worker serves itself (with its setup, or from D1), for the
+/// user who asks, if a user does.
+type Own = for<'a> fn(
+    &'a Setup,
+    &'a Env,
+    &'a App,
+    &'a RawRequest,
+    Option<&'a Caller>,
+) -> LocalBoxFuture<'a, Reply>;
+
+/// Reads a bearer credential as a user's token (`None`: it is not one, or the
+/// deployment checks none), given the deployment's auth and the time in seconds.
+type UserCheck = for<'a> fn(
+    &'a Env,
+    &'a AuthConfig,
+    &'a str,
+    u64,
+) -> LocalBoxFuture<'a, Option<std::result::Result<Caller, ApiError>>>;
+
+/// Users' tokens (feature `users`).
+#[cfg(feature = "users")]
+const USERS: Option<UserCheck> =
+    Some(|env, auth, credential, now| Box::pin(crate::users::caller(env, auth, credential, now)));
+#[cfg(not(feature = "users"))]
+const USERS: Option<UserCheck> = None;
 
 /// Reads the session a request's body names (a chat's), or refuses the body.
 type SessionOf = fn(&[u8]) -> Result<String, ApiError>;
@@ -57,20 +81,20 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
     #[cfg(feature = "openapi")]
     (
         Operation::OpenApi,
-        Some(|setup, _, _, _| Box::pin(std::future::ready(openapi(setup)))),
+        Some(|setup, _, _, _, _| Box::pin(std::future::ready(openapi(setup)))),
         None,
     ),
     // Read from D1, as the session list is.
     #[cfg(feature = "schedules")]
     (
         Operation::ListAllSchedules,
-        Some(|_, env, app, req| Box::pin(crate::list::schedules(env, app, req))),
+        Some(|_, env, app, req, caller| Box::pin(crate::list::schedules(env, app, req, caller))),
         None,
     ),
     #[cfg(feature = "inbox")]
     (
         Operation::Inbox,
-        Some(|_, env, app, req| Box::pin(crate::list::inbox(env, app, req))),
+        Some(|_, env, app, req, caller| Box::pin(crate::list::inbox(env, app, req, caller))),
         None,
     ),
 ];
@@ -112,8 +136,16 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
     let setup = Setup::get(env, app)?;
     let credential = credential(&req);
     let now_secs = worker::Date::now().as_millis() / 1000;
-    let authorize = |session: Option<&str>| {
-        authorize(&setup.auth, credential.as_deref(), session, now_secs).map_err(ApiError::from)
+    let caller = match (USERS, credential.as_deref()) {
+        (Some(check), Some(c)) => check(env, &setup.auth, c, now_secs).await.transpose()?,
+        _ => None,
+    };
+    // A user reaches every route; which sessions, their objects decide (and the lists).
+    let authorize = |session: Option<&str>| match caller {
+        Some(_) => Ok(()),
+        None => authorize(&setup.auth, credential.as_deref(), session, now_secs)
+            .map(drop)
+            .map_err(ApiError::from),
     };
     let (operation, session, reads_body, target) = match crate::api::plan(&method, path)? {
         Plan::Healthz => return json(200, HEALTHZ_BODY).map_err(|e| internal("healthz", e)),
@@ -152,14 +184,17 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         return Err(outdated);
     }
     if let Some((_, Some(own), _)) = optional {
-        return own(&setup, env, app, &req).await;
+        return own(&setup, env, app, &req, caller.as_ref()).await;
     }
     match (target, operation) {
         (Target::Worker, Operation::ListAgents) => {
             json_response(200, &AgentsView::from(&setup.agents))
         }
-        (Target::Worker, _) => crate::list::list(env, app, &req).await,
-        (Target::Create, _) => create(env, app, body.unwrap_or_default()).await,
+        (Target::Worker, _) => crate::list::list(env, app, &req, caller.as_ref()).await,
+        (Target::Create, _) => {
+            let owner = caller.map(|c| c.user);
+            create(env, app, body.unwrap_or_default(), owner).await
+        }
         (Target::Object, _) => {
             let id = match (named, session) {
                 (Some(named), _) => named?,
@@ -172,6 +207,10 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
                 path: path_and_query,
                 last_event_id: header(&req, "last-event-id"),
                 body,
+                user: caller
+                    .map(|c| serde_json::to_string(&c))
+                    .transpose()
+                    .map_err(|e| internal("user", e))?,
             };
             call_object(env, app.sessions(), &id, request).await
         }
@@ -192,11 +231,12 @@ fn credential(req: &RawRequest) -> Option<String> {
 
 /// `POST /v1/sessions`: the body is parsed and validated here, once; the session's
 /// object gets the runner's request and answers the 201 itself.
-async fn create(env: &Env, app: &App, body: Vec<u8>) -> Reply {
+async fn create(env: &Env, app: &App, body: Vec<u8>, owner: Option<Owner>) -> Reply {
     let (options, body) = crate::provider_options::take(&body).map_err(ApiError::validation)?;
     let parsed: CreateSessionBody = parse_body(&body)?;
     let request = CreateSession {
         options,
+        owner,
         ..parsed.into_request(|| format!("s_{}", random_hex(16)))?
     };
     let id = request.session_id.clone();

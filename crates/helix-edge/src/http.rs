@@ -15,6 +15,8 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Header carrying the session id to its object.
 pub const SESSION_HEADER: &str = "x-helix-session-id";
+/// The user who asks, set by the worker only (feature `users`, [`crate::auth::Caller`]).
+pub const USER_HEADER: &str = "x-helix-user";
 
 /// The platform's request as it comes, without `worker::Request`'s conversion: that
 /// reads the request's `cf` object, which the runtime builds on first access, and
@@ -99,6 +101,8 @@ pub struct ObjectRequest<'a> {
     pub last_event_id: Option<String>,
     /// JSON body.
     pub body: Option<Vec<u8>>,
+    /// The user who asks (a [`crate::auth::Caller`] as JSON), for a user's request.
+    pub user: Option<String>,
 }
 
 impl<'a> ObjectRequest<'a> {
@@ -109,6 +113,7 @@ impl<'a> ObjectRequest<'a> {
             path,
             last_event_id: None,
             body: Some(body),
+            user: None,
         }
     }
 }
@@ -134,6 +139,9 @@ pub async fn call_object(
     set("content-type", "application/json")?;
     if let Some(v) = &request.last_event_id {
         set("last-event-id", v)?;
+    }
+    if let Some(v) = &request.user {
+        set(USER_HEADER, v)?;
     }
     let body = request
         .body

@@ -43,6 +43,8 @@
 //!   namespaces as the core's object stores.
 //! - `identity_keys` (feature `users`): users' tokens' public keys over `fetch` and
 //!   WebCrypto, for the core's [`identity`] checks.
+//! - `users` (feature `users`): users' tokens on the routes — the request a user's, the
+//!   user told to the session's object, the object's door.
 //! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -101,6 +103,8 @@ mod setup;
 mod storage;
 #[cfg(all(target_arch = "wasm32", feature = "test-routes"))]
 mod test_routes;
+#[cfg(all(target_arch = "wasm32", feature = "users"))]
+mod users;
 #[cfg(target_arch = "wasm32")]
 mod worker_host;
 

@@ -7,15 +7,24 @@
 
 use crate::api::{ApiError, ListQuery, SessionList, SessionSummary};
 use crate::app::App;
+use crate::auth::Caller;
 use crate::d1::D1;
 use crate::http::{RawRequest, internal, json_response};
 use crate::runner::RunError;
 use crate::sqlite::Record;
 use worker::Env;
 
-/// Answers `GET /v1/sessions`.
-pub async fn list(env: &Env, app: &App, req: &RawRequest) -> Result<worker::Response, ApiError> {
-    let query = ListQuery::parse(&crate::api::query_pairs(&req.url()))?;
+/// Answers `GET /v1/sessions`: a user's are the sessions they reach.
+pub async fn list(
+    env: &Env,
+    app: &App,
+    req: &RawRequest,
+    caller: Option<&Caller>,
+) -> Result<worker::Response, ApiError> {
+    let query = ListQuery {
+        caller: caller.cloned(),
+        ..ListQuery::parse(&crate::api::query_pairs(&req.url()))?
+    };
     let d1 = D1::new(env, app.database(), None).map_err(|e| internal("d1 binding", e))?;
     let (sql, args) = query.statement();
     let store = |e| ApiError::from(RunError::Store(e));
@@ -28,13 +37,17 @@ pub async fn list(env: &Env, app: &App, req: &RawRequest) -> Result<worker::Resp
     json_response(200, &SessionList::page(sessions, query.limit))
 }
 
-/// Answers `GET /v1/schedules`.
+/// Answers `GET /v1/schedules` (the API token's only: a user gets 403).
 #[cfg(feature = "schedules")]
 pub async fn schedules(
     env: &Env,
     app: &App,
     req: &RawRequest,
+    caller: Option<&Caller>,
 ) -> Result<worker::Response, ApiError> {
+    if caller.is_some() {
+        return Err(crate::auth::AuthError::Forbidden.into());
+    }
     use crate::schedule::listing::{DuePage, DueQuery};
     let now = worker::Date::now().as_millis();
     let query = DueQuery::parse(&crate::api::query_pairs(&req.url()), now)?;
@@ -45,11 +58,19 @@ pub async fn schedules(
     json_response(200, &DuePage::from_rows(&rows, query.limit).map_err(store)?)
 }
 
-/// Answers `GET /v1/inbox`.
+/// Answers `GET /v1/inbox`: a user's are the calls of the sessions they reach.
 #[cfg(feature = "inbox")]
-pub async fn inbox(env: &Env, app: &App, req: &RawRequest) -> Result<worker::Response, ApiError> {
+pub async fn inbox(
+    env: &Env,
+    app: &App,
+    req: &RawRequest,
+    caller: Option<&Caller>,
+) -> Result<worker::Response, ApiError> {
     use crate::api::{InboxPage, InboxQuery};
-    let query = InboxQuery::parse(&crate::api::query_pairs(&req.url()))?;
+    let query = InboxQuery {
+        caller: caller.cloned(),
+        ..InboxQuery::parse(&crate::api::query_pairs(&req.url()))?
+    };
     let d1 = D1::new(env, app.database(), None).map_err(|e| internal("d1 binding", e))?;
     let (sql, args) = query.statement();
     let store = |e| ApiError::from(RunError::Store(e));

@@ -95,6 +95,7 @@ async fn crossings(env: &Env, app: &App, method: &str, rest: &str) -> Answer {
         method,
         path,
         last_event_id: None,
+        user: None,
         body: None,
     };
     call_object(env, app.sessions(), id, request).await

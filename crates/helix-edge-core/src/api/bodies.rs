@@ -87,6 +87,7 @@ impl CreateSessionBody {
             fork: None,
             idle: false,
             options: None,
+            owner: None,
         })
     }
 }

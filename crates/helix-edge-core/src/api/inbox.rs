@@ -5,6 +5,7 @@
 //! call waits on its child, not on a person, and is never listed.
 
 use super::{ApiError, DEFAULT_LIMIT, page_size};
+use crate::auth::Caller;
 use crate::sqlite::{Row, text};
 use crate::store::rows::Arg;
 use crate::store::{PendingCall, PendingKind, StoreError};
@@ -54,6 +55,8 @@ pub struct InboxQuery {
     pub cursor: Option<InboxCursor>,
     /// Page size.
     pub limit: u32,
+    /// Only the sessions this user reaches (set by the worker, never from the query).
+    pub caller: Option<Caller>,
 }
 
 impl InboxQuery {
@@ -106,7 +109,7 @@ impl InboxQuery {
     pub fn statement(&self) -> (&'static str, Vec<Arg>) {
         let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
         let cursor = self.cursor.as_ref();
-        let args = vec![
+        let mut args = vec![
             text_or_null(self.agent.as_deref()),
             text_or_null(self.tool.as_deref()),
             text_or_null(self.kind.map(PendingKind::as_str)),
@@ -115,6 +118,7 @@ impl InboxQuery {
             text_or_null(cursor.map(|c| c.tool_call_id.as_str())),
             Arg::Int(u64::from(self.limit) + 1),
         ];
+        args.extend(super::list::owner_args(self.caller.as_ref()));
         (SELECT_PAGE, args)
     }
 }
@@ -127,6 +131,8 @@ const SELECT_PAGE: &str = "SELECT s.id, s.agent, p.value FROM sessions AS s, \
      AND p.value ->> 'kind' <> 'child' \
      AND (?1 IS NULL OR s.agent = ?1) AND (?2 IS NULL OR p.value ->> 'toolName' = ?2) \
      AND (?3 IS NULL OR p.value ->> 'kind' = ?3) \
+     AND (?8 = 0 OR ((?9 IS NULL OR s.head ->> '$.owner.subject' = ?9) \
+     AND s.head ->> '$.owner.tenant' IS ?10)) \
      AND (?4 IS NULL OR (p.value ->> 'since', s.id, p.value ->> 'toolCallId') < (?4, ?5, ?6)) \
      ORDER BY p.value ->> 'since' DESC, s.id DESC, p.value ->> 'toolCallId' DESC LIMIT ?7";
 
@@ -274,12 +280,14 @@ mod tests {
             ]
         );
         assert_eq!(args[6], Arg::Int(u64::from(DEFAULT_LIMIT) + 1));
+        // No caller: every session's calls (`?8 = 0`).
+        assert_eq!(args[7..], [Arg::Int(0), Arg::Null, Arg::Null]);
         let (_, args) = q(&[("kind", "client"), ("cursor", "7:s_b:c"), ("limit", "2")])
             .unwrap()
             .statement();
         assert_eq!(args[2], Arg::Text("client".into()));
         assert_eq!(
-            args[3..],
+            args[3..7],
             [
                 Arg::Int(7),
                 Arg::Text("s_b".into()),
@@ -287,5 +295,20 @@ mod tests {
                 Arg::Int(3)
             ]
         );
+        // A user's query: their subject, their tenant.
+        let caller = Caller {
+            user: crate::store::Owner {
+                subject: "ann".into(),
+                tenant: Some("acme".into()),
+            },
+            tenant_wide: false,
+        };
+        let query = InboxQuery {
+            caller: Some(caller),
+            ..q(&[]).unwrap()
+        };
+        let (_, args) = query.statement();
+        let owned = [Arg::Int(1), Arg::Text("ann".into()), Arg::Text("acme".into())];
+        assert_eq!(args[7..], owned);
     }
 }

@@ -4,6 +4,7 @@
 //! second behind the sessions' objects).
 
 use super::ApiError;
+use crate::auth::Caller;
 use crate::sqlite::{Row, int, text};
 use crate::store::rows::Arg;
 use crate::store::{SessionStatus, StoreError};
@@ -67,6 +68,8 @@ pub struct ListQuery {
     pub cursor: Option<Cursor>,
     /// Page size.
     pub limit: u32,
+    /// Only the sessions this user reaches (set by the worker, never from the query).
+    pub caller: Option<Caller>,
 }
 
 impl ListQuery {
@@ -123,7 +126,20 @@ impl ListQuery {
 const SELECT_PAGE: &str = "SELECT id, agent, status, version, created_at, updated_at FROM sessions \
      WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR status = ?2) AND updated_at >= ?3 \
      AND (?4 IS NULL OR updated_at < ?4 OR (updated_at = ?4 AND id < ?5)) \
+     AND (?7 = 0 OR ((?8 IS NULL OR head ->> '$.owner.subject' = ?8) \
+     AND head ->> '$.owner.tenant' IS ?9)) \
      ORDER BY updated_at DESC, id DESC LIMIT ?6";
+
+/// The three parameters that keep a query to what `caller` reaches (`?7`–`?9` of the
+/// list's and the inbox's queries): whether to, the subject (NULL: any of the tenant)
+/// and the tenant.
+pub(super) fn owner_args(caller: Option<&Caller>) -> [Arg; 3] {
+    let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
+    match caller.map(Caller::scope) {
+        None => [Arg::Int(0), Arg::Null, Arg::Null],
+        Some((subject, tenant)) => [Arg::Int(1), text_or_null(subject), text_or_null(tenant)],
+    }
+}
 
 impl ListQuery {
     /// The D1 query that reads the page (one row more than the page, to know whether
@@ -132,7 +148,7 @@ impl ListQuery {
         let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
         let status = self.status.map(SessionStatus::as_str);
         let cursor = self.cursor.as_ref();
-        let args = vec![
+        let mut args = vec![
             text_or_null(self.agent.as_deref()),
             text_or_null(status),
             Arg::Int(self.updated_since.unwrap_or(0)),
@@ -140,6 +156,7 @@ impl ListQuery {
             text_or_null(cursor.map(|c| c.session_id.as_str())),
             Arg::Int(u64::from(self.limit) + 1),
         ];
+        args.extend(owner_args(self.caller.as_ref()));
         (SELECT_PAGE, args)
     }
 }

@@ -106,6 +106,19 @@ pub struct ParentRef {
     pub root_id: String,
 }
 
+/// Who owns a session: the user whose token created it (SPEC §2c), kept in its head.
+/// A child session belongs to its root's owner; a session created with the API token
+/// (or a session token) has none and is reached by the API token only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Owner {
+    /// The user (the token's `sub`).
+    pub subject: String,
+    /// Their tenant, when the deployment groups users in tenants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
 /// Where a forked session branched from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -220,6 +233,9 @@ pub struct SessionHead {
     /// For a fork: where it branched from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
+    /// Who owns it, when a user created it (or its root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
 }
 
 /// A restorable point: the state and transcript length after a commit.

@@ -39,10 +39,12 @@ impl Children for LocalChildren {
                     agent,
                     message,
                     parent,
+                    owner,
                 } => self
                     .runner
                     .create(CreateSession {
                         parent: Some(parent),
+                        owner,
                         ..CreateSession::new(child_id, agent, message)
                     })
                     .await

@@ -26,6 +26,8 @@ pub(super) struct Call<'a> {
     pub item: Option<&'a str>,
     /// The request itself (its query).
     pub req: &'a Request,
+    /// Who owns what it creates: the user who asks, if a user does.
+    pub owner: Option<crate::store::Owner>,
 }
 
 /// Serves a request of the object.
@@ -53,6 +55,16 @@ pub(super) struct Followed {
     /// Its entry in the queue and its place (1 first), when it waits.
     pub queued: Option<(String, usize)>,
 }
+
+/// Lets a request through to session `id`, or refuses it; what it creates is the
+/// returned owner's.
+pub(super) type Door =
+    for<'a> fn(
+        &'a super::Parts,
+        &'a str,
+        &'a Request,
+    )
+        -> LocalBoxFuture<'a, Result<Option<crate::store::Owner>, crate::api::ApiError>>;
 
 /// Adds fields to a session's view (`GET /v1/sessions/{id}`), given the object's parts.
 pub(super) type AddToView = fn(&super::Parts, &mut serde_json::Map<String, serde_json::Value>);
@@ -105,6 +117,9 @@ pub(super) struct Capability {
     pub d1_fault: Option<fn(&Env) -> Option<String>>,
     /// After a replication: the lags of the commits D1 took, and its batches.
     pub on_replicated: Option<OnReplicated>,
+    /// Checks who may reach the session, before any API operation. One capability at
+    /// most has one.
+    pub door: Option<Door>,
 }
 
 /// A capability that adds nothing (the base of each).
@@ -123,4 +138,5 @@ pub(super) const NOTHING: Capability = Capability {
     view: None,
     d1_fault: None,
     on_replicated: None,
+    door: None,
 };

@@ -23,7 +23,7 @@ use worker::Response;
 pub(super) const CHAT: Capability = Capability {
     operations: &[
         (Operation::Chat, |inner, call| {
-            Box::pin(inner.chat(call.id, call.body))
+            Box::pin(inner.chat(call.id, call.body, call.owner.clone()))
         }),
         (Operation::ChatStream, |inner, call| {
             Box::pin(inner.chat_stream(call.id))
@@ -75,7 +75,12 @@ fn follow(log: &SqliteStreamLog, from: u64) -> LocalBoxStream<'static, Vec<u8>> 
 
 impl Inner {
     /// `POST /v1/chat` for this session.
-    async fn chat(self: &Rc<Self>, id: &str, body: &[u8]) -> Reply {
+    async fn chat(
+        self: &Rc<Self>,
+        id: &str,
+        body: &[u8],
+        owner: Option<crate::store::Owner>,
+    ) -> Reply {
         let parts = self.attach(id)?;
         let request = ChatRequest::parse(body)?;
         let runner = &parts.runner;
@@ -101,6 +106,7 @@ impl Inner {
                 let create = CreateSession {
                     input: vec![message],
                     options: request.provider_options,
+                    owner,
                     ..CreateSession::new(id, agent, "")
                 };
                 let created = runner.create(create).await?;

@@ -18,6 +18,7 @@
 //! - `schedules` (feature `schedules`): schedules, the queue of waiting messages (and
 //!   follow-ups' `whenBusy`), the fires claimed after each slice.
 //! - `testing` (feature `test-routes`): the test build's routes.
+//! - `users` (feature `users`): the door a user's request passes (their sessions only).
 
 mod capability;
 #[cfg(feature = "chat")]
@@ -37,6 +38,8 @@ mod testing;
 mod time_travel;
 #[cfg(feature = "subagents")]
 mod tree;
+#[cfg(feature = "users")]
+mod users;
 
 use crate::api::{ApiError, Operation};
 use crate::app::App;
@@ -123,6 +126,8 @@ const CAPABILITIES: &[&Capability] = &[
     &schedules::SCHEDULES,
     #[cfg(feature = "test-routes")]
     &testing::TESTING,
+    #[cfg(feature = "users")]
+    &users::USERS,
 ];
 
 /// The capability that adds to the session view, if one does (known when compiled).
@@ -131,6 +136,19 @@ const VIEW: Option<capability::AddToView> = {
     while i < CAPABILITIES.len() {
         if let Some(add) = CAPABILITIES[i].view {
             found = Some(add);
+        }
+        i += 1;
+    }
+    found
+};
+
+/// The capability that checks who reaches the session, if one does (known when
+/// compiled).
+const DOOR: Option<capability::Door> = {
+    let (mut i, mut found) = (0, None);
+    while i < CAPABILITIES.len() {
+        if let Some(door) = CAPABILITIES[i].door {
+            found = Some(door);
         }
         i += 1;
     }
@@ -298,17 +316,23 @@ impl Inner {
             body: &body,
             item: None,
             req: &req,
+            owner: None,
         };
         if let Some(handler) = internal_route(&path) {
             return handler(&self, &call).await;
         }
         let parts = self.attach(&id)?;
         let route = crate::api::route(method.as_ref(), &path)?;
+        let owner = match DOOR {
+            Some(door) => door(&parts, &id, &req).await?,
+            None => None,
+        };
         // A capability's handler comes first: it may take over a base operation (the
         // schedules' follow-up, with its `whenBusy`).
         if let Some(handler) = served_operation(route.operation) {
             let call = Call {
                 item: route.item,
+                owner,
                 ..call
             };
             return handler(&self, &call).await;

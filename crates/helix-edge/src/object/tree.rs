@@ -105,6 +105,7 @@ impl Children for DoChildren {
                 method: Method::Get,
                 path: &path,
                 last_event_id: None,
+                user: None,
                 body: None,
             };
             let mut resp = call_object(&self.env, self.binding, child_id, request)

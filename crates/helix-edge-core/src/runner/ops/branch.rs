@@ -119,6 +119,8 @@ impl<S: Store> Runner<S> {
             }),
             idle,
             options,
+            // A fork stays with the source's owner (who, or whose tenant, asked for it).
+            owner: live.head.owner.clone(),
         })
     }
 

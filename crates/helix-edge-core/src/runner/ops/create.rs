@@ -75,6 +75,7 @@ impl<S: Store> Runner<S> {
             updated_at: now,
             parent: request.parent,
             forked_from: request.fork.clone(),
+            owner: request.owner,
         };
         let checkpoint = CheckpointRecord {
             id: self.host.new_id("ckpt"),

@@ -45,6 +45,9 @@ pub struct CreateSession {
     /// against the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<serde_json::Value>,
+    /// Who owns it: the user who created it, or for a child its root's owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::store::Owner>,
 }
 
 impl CreateSession {
@@ -64,6 +67,7 @@ impl CreateSession {
             fork: None,
             idle: false,
             options: None,
+            owner: None,
         }
     }
 }

@@ -29,6 +29,8 @@ pub enum ChildOrder {
         message: String,
         /// Where it reports.
         parent: ParentRef,
+        /// Its root's owner, whom it belongs to as well.
+        owner: Option<crate::store::Owner>,
     },
     /// End it for good.
     Abort {
@@ -87,9 +89,11 @@ impl ChildOrder {
                 agent,
                 message,
                 parent,
+                owner,
             } => {
                 let request = crate::runner::CreateSession {
                     parent: Some(parent.clone()),
+                    owner: owner.clone(),
                     ..crate::runner::CreateSession::new(child_id, agent.clone(), message.clone())
                 };
                 let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
@@ -340,11 +344,16 @@ mod tests {
             agent: "researcher".into(),
             message: "{}".into(),
             parent,
+            owner: Some(crate::store::Owner {
+                subject: "u1".into(),
+                tenant: None,
+            }),
         };
         let r = start.request("p.sub-1").unwrap();
         assert_eq!((r.path.as_str(), r.accept), (CREATE_PATH, &[409][..]));
         assert_eq!(r.body["sessionId"], "p.sub-1");
         assert_eq!(r.body["parent"]["toolCallId"], "c1");
+        assert_eq!(r.body["owner"], serde_json::json!({"subject": "u1"}));
         let abort = ChildOrder::Abort { reason: "x".into() };
         let r = abort.request("k").unwrap();
         assert_eq!(r.path, "/v1/sessions/k/abort");

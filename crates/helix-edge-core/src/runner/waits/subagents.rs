@@ -85,6 +85,7 @@ impl<S: Store> Waits<S> for Subagents {
                         agent: child_agent.to_string(),
                         message: call.arguments.to_string(),
                         parent: rt.parent_ref(live, &call.tool_call_id),
+                        owner: live.head.owner.clone(),
                     };
                     starts.push((call.tool_call_id, child_id, order));
                 }

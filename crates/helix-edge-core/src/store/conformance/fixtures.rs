@@ -42,6 +42,7 @@ pub(super) fn head(id: &str) -> SessionHead {
         updated_at: 1_000,
         parent: None,
         forked_from: None,
+        owner: None,
     }
 }
 

@@ -397,6 +397,7 @@ impl Companions {
                             agent: kind.agent().name().to_string(),
                             message: message.to_string(),
                             parent: rt.parent_ref(live, &p.tool_call_id),
+                            owner: live.head.owner.clone(),
                         }
                     } else {
                         ChildOrder::Message {

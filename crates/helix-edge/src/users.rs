@@ -1,0 +1,117 @@
+//! Users of the deployment's identity provider on the routes (feature `users`; SPEC
+//! §2c). With `JWT_ISSUER` configured, a bearer credential shaped as a JWT is checked
+//! ([`crate::identity`]) and the request becomes that user's: they own the sessions they
+//! create and reach only those (or their tenant's, where `JWT_TENANT_CLAIM` names one).
+//! The worker tells a session's object who asks in a header only it sets (it never
+//! forwards a client's headers); the object's door then answers 404
+//! `session_not_found` for a session the user does not reach, as for one that does not
+//! exist.
+
+use crate::api::ApiError;
+use crate::auth::{AuthConfig, Caller};
+use crate::identity::{self, JwtConfig, KeyCache, looks_like_jwt};
+use crate::identity_keys::WebCryptoKeys;
+use crate::store::Owner;
+use crate::worker_host::config_value;
+use std::cell::RefCell;
+use std::rc::Rc;
+use worker::{Env, Request};
+
+/// The variables [`JwtConfig::from_vars`] reads.
+const VARS: &[&str] = &[
+    "JWT_ISSUER",
+    "JWT_AUDIENCE",
+    "JWT_ALGORITHMS",
+    "JWT_JWKS_URL",
+    "JWT_SECRET",
+    "JWT_TENANT_CLAIM",
+    "JWT_ROLES_CLAIM",
+    "JWT_LEEWAY_SECS",
+];
+
+thread_local! {
+    /// This isolate's configuration, read on first use.
+    static CONFIG: RefCell<Option<Result<Option<Rc<JwtConfig>>, String>>> =
+        const { RefCell::new(None) };
+    /// The provider's key set, as fetched last (checks borrow it only between awaits).
+    static KEYS: Rc<RefCell<KeyCache>> = Rc::new(RefCell::new(KeyCache::default()));
+}
+
+fn config(env: &Env) -> Result<Option<Rc<JwtConfig>>, String> {
+    if let Some(read) = CONFIG.with_borrow(Clone::clone) {
+        return read;
+    }
+    let vars: Vec<(&str, Option<String>)> =
+        VARS.iter().map(|n| (*n, config_value(env, n))).collect();
+    let get = |name: &str| {
+        let found = vars.iter().find(|(n, _)| *n == name);
+        found.and_then(|(_, v)| v.clone())
+    };
+    let read = JwtConfig::from_vars(&get).map(|c| c.map(Rc::new));
+    CONFIG.set(Some(read.clone()));
+    read
+}
+
+/// The user `credential` names, when the deployment checks users' tokens and it is one
+/// (not the API token): `None` otherwise, for the API token and session tokens to be
+/// checked as always. A token that fails its checks is 401; keys that cannot be had,
+/// or a configuration that is wrong, 503.
+pub(crate) async fn caller(
+    env: &Env,
+    auth: &AuthConfig,
+    credential: &str,
+    now_secs: u64,
+) -> Option<Result<Caller, ApiError>> {
+    if !looks_like_jwt(credential) || matches!(auth, AuthConfig::Token(t) if t == credential) {
+        return None;
+    }
+    let config = match config(env) {
+        Ok(Some(config)) => config,
+        Ok(None) => return None,
+        Err(why) => {
+            let message = format!("Users' tokens are misconfigured: {why}.");
+            return Some(Err(ApiError::new(
+                503,
+                "auth_not_configured",
+                message,
+                false,
+            )));
+        }
+    };
+    let cache = KEYS.with(Rc::clone);
+    let checked = identity::verify(&config, credential, now_secs, &cache, &WebCryptoKeys).await;
+    Some(match checked {
+        Ok(user) => Ok(Caller {
+            user: Owner {
+                subject: user.subject,
+                tenant: user.tenant,
+            },
+            tenant_wide: config.tenant_claim.is_some(),
+        }),
+        Err(e) => {
+            let status = if e.code() == "unauthorized" { 401 } else { 503 };
+            Err(ApiError::new(
+                status,
+                e.code(),
+                format!("{}: {e}.", rejected(status)),
+                status == 503,
+            ))
+        }
+    })
+}
+
+fn rejected(status: u16) -> &'static str {
+    match status {
+        401 => "The bearer token is refused",
+        _ => "Users' tokens cannot be checked now",
+    }
+}
+
+/// The user a session's object is asked by, as the worker told it.
+pub(crate) fn asking(req: &Request) -> Result<Option<Caller>, ApiError> {
+    let header = req.headers().get(crate::http::USER_HEADER).ok().flatten();
+    header
+        .map(|h| serde_json::from_str(&h))
+        .transpose()
+        .map_err(|e| crate::http::internal("user header", e))
+}

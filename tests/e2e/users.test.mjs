@@ -1,0 +1,179 @@
+// Users of the deployment's identity provider (feature `users`, SPEC §2c): bearer JWTs
+// checked against a shared secret (HS256) or a key set served on loopback (RS256), the
+// user owning what they create — children and forks included — and reaching nothing
+// else: every other session answers 404 `session_not_found`, the list and the inbox
+// show only theirs, tenants share where the deployment names a tenant claim. The API
+// token keeps full access. Tokens are signed here with node:crypto, per run.
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
+import { api, startWithMock, waitFor } from './client.mjs';
+import { openStream } from './sse.mjs';
+
+const running = [];
+after(async () => {
+  for (const { worker, llm } of running) {
+    await worker.stop();
+    await llm.close();
+    worker.cleanup();
+  }
+});
+
+const ISSUER = 'https://id.example.test';
+const AUDIENCE = 'helix-edge-e2e';
+const SECRET = 'e2e-users-secret-of-at-least-32-bytes!';
+const b64 = (v) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
+const now = () => Math.floor(Date.now() / 1000);
+
+function claims(sub, extra = {}) {
+  return { iss: ISSUER, aud: AUDIENCE, sub, iat: now(), exp: now() + 600, ...extra };
+}
+
+function hs256(payload, { secret = SECRET, header = {} } = {}) {
+  const input = `${b64({ alg: 'HS256', typ: 'JWT', ...header })}.${b64(payload)}`;
+  return `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`;
+}
+
+async function start(vars) {
+  const started = await startWithMock(vars);
+  running.push(started);
+  return started;
+}
+
+test('a user owns what they create and reaches nothing else; the API token reaches all', async () => {
+  const { worker, llm } = await start({
+    JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_ALGORITHMS: 'HS256', JWT_SECRET: SECRET,
+  });
+  const ann = hs256(claims('ann'));
+  const bob = hs256(claims('bob'));
+  const id = `users-${process.pid}`;
+  llm.push({ calls: [{ name: 'delete_file', args: { path: '/tmp/ann' } }] });
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'go' }, ann);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const waiting = await waitFor(worker, id, (s) => s.pendingToolCalls.length === 1, 15_000, ann);
+  const call = waiting.pendingToolCalls[0].toolCallId;
+
+  // Bob reaches none of it: every route answers as for a session that does not exist.
+  const missing = await api(worker, 'GET', `/v1/sessions/never-${process.pid}`, undefined, bob);
+  assert.deepEqual([missing.status, missing.body.error.code], [404, 'session_not_found']);
+  for (const [method, path, body] of [
+    ['GET', `/v1/sessions/${id}`],
+    ['GET', `/v1/sessions/${id}/messages`],
+    ['GET', `/v1/sessions/${id}/stream`],
+    ['GET', `/v1/sessions/${id}/checkpoints`],
+    ['POST', `/v1/sessions/${id}/tool-results`, { kind: 'approval-response', toolCallId: call, approved: true }],
+    ['POST', `/v1/sessions/${id}/abort`, {}],
+    ['POST', `/v1/sessions/${id}/fork`, {}],
+    ['DELETE', `/v1/sessions/${id}`],
+  ]) {
+    const res = await api(worker, method, path, body, bob);
+    const same = missing.body.error.message.replace(`never-${process.pid}`, id);
+    assert.deepEqual([res.status, res.body.error?.code, res.body.error?.message], [404, 'session_not_found', same], `${method} ${path}`);
+  }
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).status, 200, 'the API token reaches it');
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, created.body.sessionToken)).status, 200, 'and its session token');
+
+  // Lists and the inbox: each user's own (D1, once replicated).
+  const replica = (await api(worker, 'POST', `/__test/replica/${id}`, {})).body;
+  assert.ok(replica.caughtUp, JSON.stringify(replica));
+  const listed = async (token) => (await api(worker, 'GET', '/v1/sessions?limit=100', undefined, token)).body.sessions.map((s) => s.sessionId);
+  assert.ok((await listed(ann)).includes(id));
+  assert.ok(!(await listed(bob)).includes(id));
+  assert.ok((await listed()).includes(id), 'the API token lists every session');
+  const inbox = async (token) => (await api(worker, 'GET', '/v1/inbox', undefined, token)).body.items.map((i) => i.toolCallId);
+  assert.deepEqual(await inbox(ann), [call]);
+  assert.deepEqual(await inbox(bob), []);
+  assert.equal((await api(worker, 'GET', '/v1/schedules', undefined, ann)).status, 403, 'every schedule is the API token\'s');
+
+  // Ann answers; her fork is hers, not Bob's.
+  llm.push({ text: 'Deleted.' });
+  const approved = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`, { kind: 'approval-response', toolCallId: call, approved: true }, ann);
+  assert.equal(approved.status, 202, JSON.stringify(approved.body));
+  await waitFor(worker, id, (s) => s.status === 'completed', 15_000, ann);
+  const fork = await api(worker, 'POST', `/v1/sessions/${id}/fork`, { sessionId: `${id}-fork` }, ann);
+  assert.equal(fork.status, 201, JSON.stringify(fork.body));
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}-fork`, undefined, ann)).status, 200);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}-fork`, undefined, bob)).status, 404);
+
+  // A child belongs to its root's owner.
+  const tree = `${id}-tree`;
+  llm.push(
+    { calls: [{ name: 'research', args: { topic: 'owls' } }] },
+    { calls: [{ name: '__finish__', args: { summary: 'owls hoot' } }] },
+    { text: 'Owls hoot.' },
+  );
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'coordinator', sessionId: tree, input: 'owls' }, ann)).status, 201);
+  const done = await waitFor(worker, tree, (s) => s.status === 'completed', 15_000, ann);
+  assert.equal(done.status, 'completed');
+  const sse = await openStream(`${worker.baseUrl}/v1/sessions/${tree}/stream`, { headers: { authorization: `Bearer ${ann}` } });
+  const events = await sse.until((e) => e.type === 'end');
+  const child = events.find((e) => e.type === 'subagent_start')?.json.subSessionId;
+  assert.ok(child, 'the child started');
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${child}`, undefined, ann)).status, 200);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${child}`, undefined, bob)).status, 404);
+
+  // A chat a user starts is theirs.
+  const chatId = `${id}-chat`;
+  llm.push({ text: 'Hello, Ann.' });
+  const chat = await fetch(`${worker.baseUrl}/v1/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ann}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ id: chatId, agent: 'assistant', trigger: 'submit-message',
+      messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }),
+  });
+  assert.equal(chat.status, 200);
+  await chat.text();
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${chatId}`, undefined, ann)).status, 200);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${chatId}`, undefined, bob)).status, 404);
+
+  // Tokens that fail a check are 401, with nothing created.
+  for (const [why, token] of [
+    ['another secret', hs256(claims('ann'), { secret: `${SECRET}-other` })],
+    ['expired', hs256(claims('ann', { exp: now() - 3600 }))],
+    ['another audience', hs256(claims('ann', { aud: 'someone-else' }))],
+    ['another issuer', hs256(claims('ann', { iss: 'https://evil.example' }))],
+    ['alg none', `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims('ann'))}.`],
+    ['no subject', hs256({ ...claims('ann'), sub: undefined })],
+  ]) {
+    const res = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `${id}-bad`, input: 'go' }, token);
+    assert.deepEqual([res.status, res.body.error?.code], [401, 'unauthorized'], why);
+  }
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}-bad`)).status, 404, 'nothing was created');
+});
+
+test('with a tenant claim and a key set (RS256), a tenant\'s users share its sessions', async (t) => {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' };
+  let fetched = 0;
+  const jwks = http.createServer((req, res) => {
+    fetched++;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise((r) => jwks.listen(0, '127.0.0.1', r));
+  t.after(() => jwks.close());
+  const rs256 = (payload) => {
+    const input = `${b64({ alg: 'RS256', typ: 'JWT', kid: 'k1' })}.${b64(payload)}`;
+    return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+  };
+  const { worker, llm } = await start({
+    JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_ALGORITHMS: 'RS256',
+    JWT_JWKS_URL: `http://127.0.0.1:${jwks.address().port}/jwks`, JWT_TENANT_CLAIM: 'org',
+  });
+  const ann = rs256(claims('ann', { org: 'acme' }));
+  const cy = rs256(claims('cy', { org: 'acme' }));
+  const dan = rs256(claims('dan', { org: 'other' }));
+  const id = `tenants-${process.pid}`;
+  llm.push({ text: 'Hi.' });
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'hi' }, ann);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  await waitFor(worker, id, (s) => s.status === 'completed', 15_000, ann);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, cy)).status, 200, 'the tenant\'s');
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, dan)).status, 404, 'another tenant\'s');
+  assert.ok(fetched >= 1 && fetched <= 2, `the key set is fetched once and kept: ${fetched}`);
+  // HS256 is not accepted here: a secret never checks what a key set should.
+  const forged = hs256(claims('ann', { org: 'acme' }), { header: { kid: 'k1' } });
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, forged)).status, 401);
+});
