@@ -1,7 +1,8 @@
 // The approvals inbox (`GET /v1/inbox`, the `inbox` feature): the calls waiting on a
 // person across sessions, read from D1 — newest first, filtered, paged, API token only;
 // answered through the session as always, after which the call leaves the inbox; a
-// worker restart loses nothing (the inbox is the record, not memory).
+// worker restart loses nothing (the inbox is the record, not memory). And token usage
+// (`GET /v1/usage`, the `usage` feature), summed from the same record.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -112,4 +113,46 @@ test('the inbox lists approvals and client calls across sessions, newest first, 
   await waitFor(again.worker, waiting.sessionId, (x) => x.status === 'completed');
   await replicated(again.worker, waiting.sessionId);
   assert.deepEqual(mine(await inbox(again.worker)), []);
+});
+
+test('usage sums the runs\' tokens per agent, day and session, from D1', async () => {
+  const started = await startWithMock();
+  running.push(started);
+  const { worker, llm } = started;
+  const t0 = Date.now();
+  const tag = `usage-${process.pid}`;
+  // The mock answers every call with 11 prompt and 7 completion tokens.
+  llm.push({ calls: [{ name: 'add_note', args: { text: 'n' } }] }, { text: 'Noted.' }, { text: 'Hi.' });
+  const ids = [`${tag}-two-steps`, `${tag}-one-step`];
+  for (const id of ids) {
+    const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'go' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    await waitFor(worker, id, (x) => x.status === 'completed');
+    await replicated(worker, id);
+  }
+  const usage = async (query = '', token) => {
+    const res = await api(worker, 'GET', `/v1/usage${query}`, undefined, token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return res.body;
+  };
+  const window = `from=${t0}&to=${Date.now() + 1}`;
+  const byAgent = await usage(`?${window}`);
+  assert.equal(byAgent.groupBy, 'agent');
+  assert.deepEqual(byAgent.groups, [{ key: 'assistant', runs: 2, inputTokens: 33, outputTokens: 21, cacheReadTokens: 0, cacheWriteTokens: 0 }]);
+  assert.deepEqual({ ...byAgent.total, key: 'assistant' }, byAgent.groups[0]);
+  const bySession = await usage(`?${window}&groupBy=session`);
+  assert.deepEqual(bySession.groups.map((g) => [g.key, g.runs, g.inputTokens]), [[ids[1], 1, 11], [ids[0], 1, 22]]);
+  const byDay = await usage(`?${window}&groupBy=day`);
+  const days = [new Date(t0), new Date()].map((d) => d.toISOString().slice(0, 10));
+  assert.ok(byDay.groups.every((g) => days.includes(g.key)), JSON.stringify(byDay.groups));
+  assert.equal(byDay.total.runs, 2);
+  assert.deepEqual((await usage(`?from=${Date.now() + 60_000}`)).groups, [], 'a later window is empty');
+  assert.deepEqual((await usage(`?${window}&agent=researcher`)).groups, []);
+  for (const bad of ['?groupBy=model', '?from=soon', '?limit=3']) {
+    const res = await api(worker, 'GET', `/v1/usage${bad}`);
+    assert.deepEqual([res.status, res.body.error.code], [400, 'validation_error'], bad);
+  }
+  llm.push({ text: 'Hi.' });
+  const token = (await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `${tag}-t`, input: 'go' })).body.sessionToken;
+  assert.equal((await api(worker, 'GET', '/v1/usage', undefined, token)).status, 403, 'not a session token\'s');
 });

@@ -2,7 +2,7 @@
 
 import { SessionHandle } from './session.js';
 import { Transport, type ClientOptions, type TokenSource } from './transport.js';
-import type { Agent, Created, CreateSessionInput, InboxPage, SchedulePage, SessionList, SessionStatus } from './types.js';
+import type { Agent, Created, CreateSessionInput, InboxPage, SchedulePage, SessionList, SessionStatus, UsageReport } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -64,5 +64,17 @@ export class HelixClient {
   ): Promise<InboxPage> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/inbox', { query: q, signal });
+  }
+
+  /**
+   * The tokens of the runs that started in a window (`from`/`to`, ms), summed per agent,
+   * UTC day or session, with a total, from D1 (the `usage` feature; a user's token sees
+   * the sessions it reaches).
+   */
+  usage(
+    query: { agent?: string; from?: number; to?: number; groupBy?: 'agent' | 'day' | 'session' } & Signal = {},
+  ): Promise<UsageReport> {
+    const { signal, ...q } = query;
+    return this.transport.json('GET', '/v1/usage', { query: q, signal });
   }
 }

@@ -390,6 +390,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The tokens of the runs that started in a window, summed per agent, per UTC day or per session, with a total, from D1 (the queryable record: each run's row carries its usage summed over its steps, so this is as fresh as replication). The API token sees every session's runs, a user's token (helix-edge's `users` feature) those of the sessions the user reaches; a session token gets 403. At most 1000 groups (`truncated` says when there were more; the total is of the groups listed). Served with helix-edge's `usage` feature; without it 404 not_found names the feature. */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -1253,6 +1270,26 @@ export interface components {
             /** @description Where the next page starts, if there may be one. */
             nextCursor?: string;
         };
+        UsageGroup: {
+            /** @description The agent, the UTC day (YYYY-MM-DD) or the session; `total` for the total. */
+            key: string;
+            runs: number;
+            inputTokens: number;
+            outputTokens: number;
+            cacheReadTokens: number;
+            cacheWriteTokens: number;
+        };
+        UsageReport: {
+            /** @enum {unknown} */
+            groupBy: "agent" | "day" | "session";
+            from: number;
+            to?: number;
+            /** @description By key. */
+            groups: components["schemas"]["UsageGroup"][];
+            total: components["schemas"]["UsageGroup"];
+            /** @description Present (true) when there were more than 1000 groups. */
+            truncated?: boolean;
+        };
         QueuedMessage: {
             queueId: string;
             /** @description The id its run will have. */
@@ -2019,6 +2056,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InboxPage"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description Only sessions of this agent. */
+                agent?: string;
+                /** @description Runs started at or after this time (ms since the epoch; default 0). */
+                from?: number;
+                /** @description Runs started before this time (ms since the epoch); a window that ends before it starts is empty. */
+                to?: number;
+                /** @description What to sum by (default agent). */
+                groupBy?: "agent" | "day" | "session";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sums. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
                 };
             };
             400: components["responses"]["Error"];

@@ -33,6 +33,10 @@ export type SchedulePage = Schemas['SchedulePage'];
 export type InboxPage = Schemas['InboxPage'];
 /** A call waiting on a person: its session and agent, the call, since when it waits. */
 export type InboxItem = Schemas['InboxItem'];
+/** Token usage summed per agent, day or session (`client.usage()`). */
+export type UsageReport = Schemas['UsageReport'];
+/** The runs and tokens of one group of a usage report. */
+export type UsageGroup = Schemas['UsageGroup'];
 /** A message waiting in the session's queue for a busy run. */
 export type QueuedMessage = Schemas['QueuedMessage'];
 /** What a message does while the session is busy: `reject`, `enqueue`, `interrupt` or `merge`. */

@@ -773,3 +773,25 @@ fn an_inbox_page_is_documented_as_it_is_sent() {
         conforms(&doc, &schema("InboxItem"), item).unwrap();
     }
 }
+
+#[test]
+fn a_usage_report_is_documented_as_it_is_sent() {
+    use helix_edge_core::api::{UsageQuery, UsageReport};
+    use helix_edge_core::sqlite::Cell;
+    let doc = doc();
+    let pairs = [("to".to_string(), "99".to_string())];
+    let query = UsageQuery::parse(&pairs).unwrap();
+    let row = vec![
+        Cell::Text("assistant".into()),
+        Cell::Int(2),
+        Cell::Int(30),
+        Cell::Int(4),
+        Cell::Int(0),
+        Cell::Int(0),
+    ];
+    let report = UsageReport::from_rows(&query, &[row]).unwrap();
+    let sent = serde_json::to_value(&report).unwrap();
+    conforms(&doc, &schema("UsageReport"), &sent).unwrap();
+    conforms(&doc, &schema("UsageGroup"), &sent["groups"][0]).unwrap();
+    conforms(&doc, &schema("UsageGroup"), &sent["total"]).unwrap();
+}

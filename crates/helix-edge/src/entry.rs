@@ -97,6 +97,12 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
         Some(|_, env, app, req, caller| Box::pin(crate::list::inbox(env, app, req, caller))),
         None,
     ),
+    #[cfg(feature = "usage")]
+    (
+        Operation::Usage,
+        Some(|_, env, app, req, caller| Box::pin(crate::list::usage(env, app, req, caller))),
+        None,
+    ),
 ];
 
 /// `GET /v1/openapi.json`: the API's document with this worker's agents filled in,

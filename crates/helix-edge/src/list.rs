@@ -1,9 +1,9 @@
 //! `GET /v1/sessions`: the session list, read from D1 (the queryable record, as fresh as
 //! replication), newest first, with the API token only; with the `schedules` feature,
 //! `GET /v1/schedules`, every session's schedules, soonest fire first; with `inbox`,
-//! `GET /v1/inbox`, the calls waiting on a person. The queries and their rows are the
-//! core's ([`crate::api::ListQuery`], [`crate::schedule::listing`],
-//! [`crate::api::InboxQuery`]).
+//! `GET /v1/inbox`, the calls waiting on a person; with `usage`, `GET /v1/usage`, the
+//! runs' tokens. The queries and their rows are the core's ([`crate::api::ListQuery`],
+//! [`crate::schedule::listing`], [`crate::api::InboxQuery`], [`crate::api::UsageQuery`]).
 
 use crate::api::{ApiError, ListQuery, SessionList, SessionSummary};
 use crate::app::App;
@@ -79,4 +79,24 @@ pub async fn inbox(
         200,
         &InboxPage::from_rows(&rows, query.limit).map_err(store)?,
     )
+}
+
+/// Answers `GET /v1/usage`: a user's are the runs of the sessions they reach.
+#[cfg(feature = "usage")]
+pub async fn usage(
+    env: &Env,
+    app: &App,
+    req: &RawRequest,
+    caller: Option<&Caller>,
+) -> Result<worker::Response, ApiError> {
+    use crate::api::{UsageQuery, UsageReport};
+    let query = UsageQuery {
+        caller: caller.cloned(),
+        ..UsageQuery::parse(&crate::api::query_pairs(&req.url()))?
+    };
+    let d1 = D1::new(env, app.database(), None).map_err(|e| internal("d1 binding", e))?;
+    let (sql, args) = query.statement();
+    let store = |e| ApiError::from(RunError::Store(e));
+    let rows = d1.read(sql, args).await.map_err(store)?;
+    json_response(200, &UsageReport::from_rows(&query, &rows).map_err(store)?)
 }

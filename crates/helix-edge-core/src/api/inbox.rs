@@ -308,7 +308,11 @@ mod tests {
             ..q(&[]).unwrap()
         };
         let (_, args) = query.statement();
-        let owned = [Arg::Int(1), Arg::Text("ann".into()), Arg::Text("acme".into())];
+        let owned = [
+            Arg::Int(1),
+            Arg::Text("ann".into()),
+            Arg::Text("acme".into()),
+        ];
         assert_eq!(args[7..], owned);
     }
 }

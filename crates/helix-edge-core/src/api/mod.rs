@@ -13,6 +13,8 @@ mod list;
 mod plan;
 mod routes;
 mod url;
+#[cfg(feature = "usage")]
+mod usage;
 mod views;
 
 pub use crate::store::{PendingView, pending_calls};
@@ -34,6 +36,8 @@ pub use list::{
 pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use url::{MessagesQuery, StreamQuery, page, path_and_query, query_pairs};
+#[cfg(feature = "usage")]
+pub use usage::{GroupBy, MAX_GROUPS, UsageGroup, UsageQuery, UsageReport};
 pub use views::{
     AgentsView, CheckpointAt, CheckpointView, CreatedView, MessagePage, ResumeReason, RunView,
     SessionView,

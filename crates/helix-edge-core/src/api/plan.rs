@@ -84,6 +84,7 @@ impl Operation {
             | Self::DeleteSchedule
             | Self::ListAllSchedules => "schedules",
             Self::Inbox => "inbox",
+            Self::Usage => "usage",
             _ => return None,
         })
     }
@@ -96,7 +97,8 @@ impl Operation {
             | Self::ListAgents
             | Self::ListSessions
             | Self::ListAllSchedules
-            | Self::Inbox => Target::Worker,
+            | Self::Inbox
+            | Self::Usage => Target::Worker,
             Self::CreateSession => Target::Create,
             _ => Target::Object,
         }

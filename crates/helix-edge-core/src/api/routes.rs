@@ -59,6 +59,8 @@ pub enum Operation {
     ListAllSchedules,
     /// `GET /v1/inbox`: the calls waiting on a person across sessions, from D1.
     Inbox,
+    /// `GET /v1/usage`: the runs' tokens, summed, from D1.
+    Usage,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -140,6 +142,7 @@ pub const ROUTES: &[RouteSpec] = &[
     ),
     r("GET", "/v1/schedules", Operation::ListAllSchedules),
     r("GET", "/v1/inbox", Operation::Inbox),
+    r("GET", "/v1/usage", Operation::Usage),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];

@@ -1,6 +1,7 @@
-//! The approvals inbox (`GET /v1/inbox`) read from the queryable record: sessions
-//! committed with pending calls by a session object's store and replicated to a SQLite
-//! with the D1 schema the library ships, then listed as the worker lists them.
+//! The queries across sessions read from the queryable record — the approvals inbox
+//! (`GET /v1/inbox`), the session list for a user, token usage (`GET /v1/usage`):
+//! sessions committed by a session object's store and replicated to a SQLite with the
+//! D1 schema the library ships, then read as the worker reads them.
 
 #![cfg(not(target_arch = "wasm32"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
@@ -89,6 +90,19 @@ fn owned_session(
     pending: Vec<PendingCall>,
     owner: Option<Owner>,
 ) {
+    used_session(d1, id, agent, pending, owner, Usage::default(), 1_000);
+}
+
+/// The same, its run started at `started_at` (ms) and having used `usage`.
+fn used_session(
+    d1: &Rc<Lite>,
+    id: &str,
+    agent: &str,
+    pending: Vec<PendingCall>,
+    owner: Option<Owner>,
+    usage: Usage,
+    started_at: u64,
+) {
     let host = Rc::new(ManualHost::new(1_000, "t"));
     let record = LiteRecord {
         db: d1.clone(),
@@ -121,6 +135,8 @@ fn owned_session(
     let mut waiting = head(id, agent);
     waiting.pending = pending;
     waiting.owner = owner;
+    waiting.run.usage = usage;
+    waiting.run.started_at = started_at;
     let commit = Commit {
         head: waiting,
         truncate_messages_to: None,
@@ -349,5 +365,112 @@ fn a_user_lists_and_sees_in_the_inbox_only_what_they_reach() {
         all.items.len(),
         4 + 4,
         "the world's four calls and these four"
+    );
+}
+
+#[test]
+fn usage_sums_the_runs_of_a_window_by_agent_day_or_session_and_keeps_a_user_to_theirs() {
+    use helix_edge_core::api::{UsageQuery, UsageReport};
+    use helix_edge_core::auth::Caller;
+    let d1 = Lite::d1();
+    let used = |input: u64| Usage {
+        input_tokens: input,
+        output_tokens: 1,
+        cache_read_tokens: 2,
+        cache_write_tokens: 0,
+    };
+    const DAY: u64 = 86_400_000;
+    let day1 = 20_000 * DAY; // 2024-10-04
+    let ann = Some(Owner {
+        subject: "ann".into(),
+        tenant: None,
+    });
+    used_session(
+        &d1,
+        "s_a",
+        "assistant",
+        vec![],
+        ann.clone(),
+        used(10),
+        day1 + 5,
+    );
+    used_session(
+        &d1,
+        "s_b",
+        "assistant",
+        vec![],
+        None,
+        used(20),
+        day1 + DAY + 5,
+    );
+    used_session(
+        &d1,
+        "s_c",
+        "helper",
+        vec![],
+        ann,
+        used(40),
+        day1 + 2 * DAY + 5,
+    );
+    let report = |pairs: &[(&str, &str)], caller: Option<Caller>| {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let query = UsageQuery {
+            caller,
+            ..UsageQuery::parse(&pairs).unwrap()
+        };
+        let (sql, args) = query.statement();
+        UsageReport::from_rows(&query, &d1.query(sql, &args).unwrap()).unwrap()
+    };
+    let groups = |r: &UsageReport| {
+        r.groups
+            .iter()
+            .map(|g| (g.key.clone(), g.runs, g.usage.input_tokens))
+            .collect::<Vec<_>>()
+    };
+    let by_agent = report(&[], None);
+    assert_eq!(
+        groups(&by_agent),
+        [("assistant".into(), 2, 30), ("helper".into(), 1, 40)]
+    );
+    assert_eq!(
+        (by_agent.total.runs, by_agent.total.usage.input_tokens),
+        (3, 70)
+    );
+    assert_eq!(by_agent.total.usage.cache_read_tokens, 6);
+    let by_day = report(&[("groupBy", "day")], None);
+    assert_eq!(
+        groups(&by_day),
+        [
+            ("2024-10-04".into(), 1, 10),
+            ("2024-10-05".into(), 1, 20),
+            ("2024-10-06".into(), 1, 40)
+        ]
+    );
+    let (from, to) = ((day1 + DAY).to_string(), (day1 + 2 * DAY).to_string());
+    let window = report(
+        &[("groupBy", "session"), ("from", &from), ("to", &to)],
+        None,
+    );
+    assert_eq!(
+        groups(&window),
+        [("s_b".into(), 1, 20)],
+        "from inclusive, to exclusive"
+    );
+    let helper = report(&[("agent", "helper")], None);
+    assert_eq!(groups(&helper), [("helper".into(), 1, 40)]);
+    let anns = Caller {
+        user: Owner {
+            subject: "ann".into(),
+            tenant: None,
+        },
+        tenant_wide: false,
+    };
+    let theirs = report(&[("groupBy", "session")], Some(anns));
+    assert_eq!(
+        groups(&theirs),
+        [("s_a".into(), 1, 10), ("s_c".into(), 1, 40)]
     );
 }

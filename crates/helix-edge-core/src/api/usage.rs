@@ -1,0 +1,295 @@
+//! `GET /v1/usage`: the tokens runs used, summed per agent, per day (UTC) or per
+//! session, over the runs that started in a time window — read from the queryable
+//! record (each run's row in D1 carries its usage, summed over its steps), so as fresh
+//! as replication. The API token sees every session's runs, a user those of the
+//! sessions they reach.
+
+use super::ApiError;
+use crate::auth::Caller;
+use crate::model::Usage;
+use crate::sqlite::{Row, int, text};
+use crate::store::StoreError;
+use crate::store::rows::Arg;
+use crate::wire::wire_enum;
+use serde::Serialize;
+
+/// The most groups a report holds (a longer one says `truncated`).
+pub const MAX_GROUPS: u32 = 1000;
+/// The largest time a query takes (2^53 - 1: what a JSON number holds exactly).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+wire_enum! {
+    /// What a report sums by.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub enum GroupBy {
+        /// The session's agent.
+        #[default]
+        Agent = "agent",
+        /// The UTC day the run started (`YYYY-MM-DD`).
+        Day = "day",
+        /// The session.
+        Session = "session",
+    }
+}
+
+/// The query of `GET /v1/usage`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UsageQuery {
+    /// Only sessions of this agent.
+    pub agent: Option<String>,
+    /// Runs started at or after this time (ms).
+    pub from: u64,
+    /// Runs started before this time (ms).
+    pub to: Option<u64>,
+    /// What to sum by.
+    pub group_by: GroupBy,
+    /// Only the sessions this user reaches (set by the worker, never from the query).
+    pub caller: Option<Caller>,
+}
+
+impl UsageQuery {
+    /// Parses and validates the query pairs; unknown parameters are refused.
+    pub fn parse(pairs: &[(String, String)]) -> Result<Self, ApiError> {
+        let mut query = Self::default();
+        let time = |value: &str, what: &str| {
+            value
+                .parse()
+                .ok()
+                .filter(|at| *at <= MAX_SAFE_INTEGER)
+                .ok_or_else(|| {
+                    ApiError::validation(format!(
+                        "{what} is a time in milliseconds since the epoch."
+                    ))
+                })
+        };
+        for (key, value) in pairs {
+            match key.as_str() {
+                "agent" if crate::tool::valid_name(value) => query.agent = Some(value.clone()),
+                "agent" => return Err(ApiError::validation("agent is not a valid agent name.")),
+                "from" => query.from = time(value, "from")?,
+                "to" => query.to = Some(time(value, "to")?),
+                "groupBy" => {
+                    let by = serde_json::from_value(serde_json::Value::String(value.clone()));
+                    query.group_by = by.map_err(|_| {
+                        ApiError::validation("groupBy is one of agent, day, session.")
+                    })?;
+                }
+                // The credential of `EventSource` clients may come as a query parameter.
+                "token" => {}
+                other => {
+                    return Err(ApiError::validation(format!(
+                        "Unknown query parameter '{other}'."
+                    )));
+                }
+            }
+        }
+        // A window that ends before it starts holds no run: its report is empty.
+        Ok(query)
+    }
+
+    /// The D1 query that sums the window (one group more than the most a report holds,
+    /// to know whether it was cut), with its parameters.
+    pub fn statement(&self) -> (&'static str, Vec<Arg>) {
+        let mut args = vec![
+            self.agent
+                .as_deref()
+                .map_or(Arg::Null, |a| Arg::Text(a.into())),
+            Arg::Int(self.from),
+            Arg::Int(self.to.unwrap_or(MAX_SAFE_INTEGER)),
+            Arg::Text(self.group_by.as_str().into()),
+            Arg::Int(u64::from(MAX_GROUPS) + 1),
+        ];
+        args.extend(super::list::owner_args(self.caller.as_ref()));
+        (SELECT_SUMS, args)
+    }
+}
+
+/// The runs of the window, summed by the group's key; the owner's filter is `?6`–`?8`.
+const SELECT_SUMS: &str = "SELECT CASE ?4 WHEN 'agent' THEN s.agent WHEN 'session' THEN s.id \
+     ELSE strftime('%Y-%m-%d', (r.body ->> '$.startedAt') / 1000, 'unixepoch') END AS k, \
+     COUNT(*), SUM(r.body ->> '$.usage.inputTokens'), SUM(r.body ->> '$.usage.outputTokens'), \
+     SUM(r.body ->> '$.usage.cacheReadTokens'), SUM(r.body ->> '$.usage.cacheWriteTokens') \
+     FROM runs AS r JOIN sessions AS s ON s.id = r.session_id \
+     WHERE (?1 IS NULL OR s.agent = ?1) \
+     AND r.body ->> '$.startedAt' >= ?2 AND r.body ->> '$.startedAt' < ?3 \
+     AND (?6 = 0 OR ((?7 IS NULL OR s.head ->> '$.owner.subject' = ?7) \
+     AND s.head ->> '$.owner.tenant' IS ?8)) \
+     GROUP BY k ORDER BY k LIMIT ?5";
+
+/// The tokens of one group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageGroup {
+    /// The agent, the day (`YYYY-MM-DD`) or the session.
+    pub key: String,
+    /// How many runs.
+    pub runs: u64,
+    /// Their tokens.
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// Body of `GET /v1/usage`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageReport {
+    /// What it sums by.
+    pub group_by: GroupBy,
+    /// The window's start (ms).
+    pub from: u64,
+    /// The window's end (ms), if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<u64>,
+    /// The groups, by key.
+    pub groups: Vec<UsageGroup>,
+    /// Every group's runs and tokens.
+    pub total: UsageGroup,
+    /// Whether there were more than [`MAX_GROUPS`] groups (the rest are left out, and
+    /// of the total).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+impl UsageReport {
+    /// The report of `query` from the rows of its statement.
+    pub fn from_rows(query: &UsageQuery, rows: &[Row]) -> Result<Self, StoreError> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("a usage row has no {what}"));
+        let count = |row: &Row, i: usize| int(row, i).map_or(0, |n| n.max(0) as u64);
+        let mut groups = rows
+            .iter()
+            .map(|row| {
+                Ok(UsageGroup {
+                    key: text(row, 0).ok_or_else(|| corrupt("key"))?,
+                    runs: count(row, 1),
+                    usage: Usage {
+                        input_tokens: count(row, 2),
+                        output_tokens: count(row, 3),
+                        cache_read_tokens: count(row, 4),
+                        cache_write_tokens: count(row, 5),
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let truncated = groups.len() > MAX_GROUPS as usize;
+        groups.truncate(MAX_GROUPS as usize);
+        let mut total = UsageGroup {
+            key: "total".into(),
+            runs: 0,
+            usage: Usage::default(),
+        };
+        for group in &groups {
+            total.runs += group.runs;
+            total.usage.add(&group.usage);
+        }
+        Ok(Self {
+            group_by: query.group_by,
+            from: query.from,
+            to: query.to,
+            groups,
+            total,
+            truncated,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> Result<UsageQuery, ApiError> {
+        let pairs: Vec<_> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        UsageQuery::parse(&pairs)
+    }
+
+    #[test]
+    fn the_query_takes_its_window_and_grouping_and_refuses_anything_else() {
+        let all = q(&[
+            ("agent", "assistant"),
+            ("from", "1795000000000"),
+            ("to", "1795000000001"),
+            ("groupBy", "day"),
+            ("token", "t"),
+        ])
+        .unwrap();
+        assert_eq!(all.agent.as_deref(), Some("assistant"));
+        assert_eq!(
+            (all.from, all.to),
+            (1_795_000_000_000, Some(1_795_000_000_001))
+        );
+        assert_eq!(all.group_by, GroupBy::Day);
+        let empty = q(&[("from", "5"), ("to", "5")]).unwrap();
+        assert_eq!(
+            (empty.from, empty.to),
+            (5, Some(5)),
+            "an empty window, not an error"
+        );
+        let plain = q(&[]).unwrap();
+        assert_eq!(
+            (plain.from, plain.to, plain.group_by),
+            (0, None, GroupBy::Agent)
+        );
+        let (_, args) = plain.statement();
+        assert_eq!(
+            args[2],
+            Arg::Int(MAX_SAFE_INTEGER),
+            "no end: every run since `from`"
+        );
+        assert_eq!(args[5..], [Arg::Int(0), Arg::Null, Arg::Null]);
+
+        for bad in [
+            [("groupBy", "model")].as_slice(),
+            &[("groupBy", "")],
+            &[("from", "yesterday")],
+            &[("from", "-1")],
+            &[("to", "9007199254740992")],
+            &[("agent", "no spaces")],
+            &[("limit", "5")],
+        ] {
+            let e = q(bad).unwrap_err();
+            assert_eq!((e.status, e.code), (400, "validation_error"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_report_sums_its_groups_and_says_when_it_was_cut() {
+        use crate::sqlite::Cell;
+        let row = |key: &str, n: i64| {
+            vec![
+                Cell::Text(key.into()),
+                Cell::Int(n),
+                Cell::Int(10 * n),
+                Cell::Int(2 * n),
+                Cell::Int(n),
+                Cell::Null,
+            ]
+        };
+        let query = q(&[("groupBy", "session")]).unwrap();
+        let report = UsageReport::from_rows(&query, &[row("s_a", 1), row("s_b", 3)]).unwrap();
+        assert_eq!(report.total.runs, 4);
+        assert_eq!(report.total.usage.input_tokens, 40);
+        assert_eq!(
+            report.total.usage.cache_write_tokens, 0,
+            "no tokens is none"
+        );
+        assert!(!report.truncated);
+        let sent = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            sent["groups"][1],
+            serde_json::json!({"key": "s_b", "runs": 3, "inputTokens": 30, "outputTokens": 6,
+                "cacheReadTokens": 3, "cacheWriteTokens": 0})
+        );
+        assert_eq!(sent["groupBy"], "session");
+        assert!(sent.get("to").is_none() && sent.get("truncated").is_none());
+
+        let many: Vec<Row> = (0..=MAX_GROUPS)
+            .map(|i| row(&format!("s_{i:04}"), 1))
+            .collect();
+        let cut = UsageReport::from_rows(&query, &many).unwrap();
+        assert!(cut.truncated);
+        assert_eq!(cut.groups.len(), MAX_GROUPS as usize);
+        assert_eq!(cut.total.runs, u64::from(MAX_GROUPS));
+    }
+}
