@@ -128,6 +128,14 @@ test('a user owns what they create and reaches nothing else; the API token reach
   assert.equal((await api(worker, 'GET', `/v1/sessions/${chatId}`, undefined, ann)).status, 200);
   assert.equal((await api(worker, 'GET', `/v1/sessions/${chatId}`, undefined, bob)).status, 404);
 
+  // A user named past ASCII (and their tenant) is told to the object intact.
+  const jurgen = hs256(claims('jürgen 😀'));
+  llm.push({ text: 'Grüezi.' });
+  const greeted = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `${id}-u`, input: 'hi' }, jurgen);
+  assert.equal(greeted.status, 201, JSON.stringify(greeted.body));
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}-u`, undefined, jurgen)).status, 200);
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}-u`, undefined, hs256(claims('jürgen')))).status, 404);
+
   // Tokens that fail a check are 401, with nothing created.
   for (const [why, token] of [
     ['another secret', hs256(claims('ann'), { secret: `${SECRET}-other` })],

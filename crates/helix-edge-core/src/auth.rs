@@ -82,6 +82,23 @@ impl Caller {
         }
     }
 
+    /// As JSON with every character past ASCII escaped (`\uXXXX`): a header's value,
+    /// whatever the identity provider's names are.
+    pub fn to_header(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        let mut out = String::with_capacity(json.len());
+        for c in json.chars() {
+            if c.is_ascii() {
+                out.push(c);
+            } else {
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+        out
+    }
+
     /// Whether they reach a session of this owner (`None`: made with the API token, so
     /// no user's).
     pub fn reaches(&self, owner: Option<&Owner>) -> bool {
@@ -198,6 +215,18 @@ mod tests {
             subject: subject.into(),
             tenant: tenant.map(Into::into),
         }
+    }
+
+    #[test]
+    fn a_caller_travels_as_an_ascii_header_and_comes_back_the_same() {
+        let caller = Caller {
+            user: owner("jürgen 😀", Some("Zürich")),
+            tenant_wide: true,
+        };
+        let header = caller.to_header();
+        assert!(header.is_ascii(), "{header}");
+        assert!(header.contains("\\ud83d\\ude00"), "{header}");
+        assert_eq!(serde_json::from_str::<Caller>(&header).unwrap(), caller);
     }
 
     #[test]

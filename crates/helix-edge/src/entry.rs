@@ -213,10 +213,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
                 path: path_and_query,
                 last_event_id: header(&req, "last-event-id"),
                 body,
-                user: caller
-                    .map(|c| serde_json::to_string(&c))
-                    .transpose()
-                    .map_err(|e| internal("user", e))?,
+                user: caller.as_ref().map(Caller::to_header),
             };
             call_object(env, app.sessions(), &id, request).await
         }
