@@ -107,15 +107,14 @@ impl InboxQuery {
     /// another follows), with its parameters. Only heads with pending calls are read
     /// (the `sessions_waiting` index holds just those).
     pub fn statement(&self) -> (&'static str, Vec<Arg>) {
-        let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
         let cursor = self.cursor.as_ref();
         let mut args = vec![
-            text_or_null(self.agent.as_deref()),
-            text_or_null(self.tool.as_deref()),
-            text_or_null(self.kind.map(PendingKind::as_str)),
+            Arg::text_or_null(self.agent.as_deref()),
+            Arg::text_or_null(self.tool.as_deref()),
+            Arg::text_or_null(self.kind.map(PendingKind::as_str)),
             cursor.map_or(Arg::Null, |c| Arg::Int(c.since)),
-            text_or_null(cursor.map(|c| c.session_id.as_str())),
-            text_or_null(cursor.map(|c| c.tool_call_id.as_str())),
+            Arg::text_or_null(cursor.map(|c| c.session_id.as_str())),
+            Arg::text_or_null(cursor.map(|c| c.tool_call_id.as_str())),
             Arg::Int(u64::from(self.limit) + 1),
         ];
         args.extend(super::list::owner_args(self.caller.as_ref()));

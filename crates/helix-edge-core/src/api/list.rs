@@ -134,10 +134,13 @@ const SELECT_PAGE: &str = "SELECT id, agent, status, version, created_at, update
 /// list's and the inbox's queries): whether to, the subject (NULL: any of the tenant)
 /// and the tenant.
 pub(super) fn owner_args(caller: Option<&Caller>) -> [Arg; 3] {
-    let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
     match caller.map(Caller::scope) {
         None => [Arg::Int(0), Arg::Null, Arg::Null],
-        Some((subject, tenant)) => [Arg::Int(1), text_or_null(subject), text_or_null(tenant)],
+        Some((subject, tenant)) => [
+            Arg::Int(1),
+            Arg::text_or_null(subject),
+            Arg::text_or_null(tenant),
+        ],
     }
 }
 
@@ -145,15 +148,14 @@ impl ListQuery {
     /// The D1 query that reads the page (one row more than the page, to know whether
     /// another follows), with its parameters.
     pub fn statement(&self) -> (&'static str, Vec<Arg>) {
-        let text_or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
         let status = self.status.map(SessionStatus::as_str);
         let cursor = self.cursor.as_ref();
         let mut args = vec![
-            text_or_null(self.agent.as_deref()),
-            text_or_null(status),
+            Arg::text_or_null(self.agent.as_deref()),
+            Arg::text_or_null(status),
             Arg::Int(self.updated_since.unwrap_or(0)),
             cursor.map_or(Arg::Null, |c| Arg::Int(c.updated_at)),
-            text_or_null(cursor.map(|c| c.session_id.as_str())),
+            Arg::text_or_null(cursor.map(|c| c.session_id.as_str())),
             Arg::Int(u64::from(self.limit) + 1),
         ];
         args.extend(owner_args(self.caller.as_ref()));

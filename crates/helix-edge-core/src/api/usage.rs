@@ -91,9 +91,7 @@ impl UsageQuery {
     /// to know whether it was cut), with its parameters.
     pub fn statement(&self) -> (&'static str, Vec<Arg>) {
         let mut args = vec![
-            self.agent
-                .as_deref()
-                .map_or(Arg::Null, |a| Arg::Text(a.into())),
+            Arg::text_or_null(self.agent.as_deref()),
             Arg::Int(self.from),
             Arg::Int(self.to.unwrap_or(MAX_SAFE_INTEGER)),
             Arg::Text(self.group_by.as_str().into()),

@@ -109,14 +109,13 @@ impl DueQuery {
             OR (s.next_fire_at = ?3 AND (s.session_id > ?4 \
             OR (s.session_id = ?4 AND s.schedule_id > ?5)))) \
             ORDER BY s.next_fire_at, s.session_id, s.schedule_id LIMIT ?6";
-        let or_null = |v: Option<&str>| v.map_or(Arg::Null, |t| Arg::Text(t.into()));
         let cursor = self.cursor.as_ref();
         let args = vec![
             self.due_before.map_or(Arg::Null, Arg::Int),
-            or_null(self.agent.as_deref()),
+            Arg::text_or_null(self.agent.as_deref()),
             cursor.map_or(Arg::Null, |c| Arg::Int(c.next_fire_ms)),
-            or_null(cursor.map(|c| c.session_id.as_str())),
-            or_null(cursor.map(|c| c.schedule_id.as_str())),
+            Arg::text_or_null(cursor.map(|c| c.session_id.as_str())),
+            Arg::text_or_null(cursor.map(|c| c.schedule_id.as_str())),
             Arg::Int(u64::from(self.limit) + 1),
         ];
         (SELECT_PAGE, args)

@@ -66,6 +66,13 @@ pub enum Arg {
     Null,
 }
 
+impl Arg {
+    /// TEXT, or NULL for nothing (a query's optional filter).
+    pub fn text_or_null(value: Option<&str>) -> Self {
+        value.map_or(Self::Null, |t| Self::Text(t.into()))
+    }
+}
+
 /// One SQL statement with its parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Statement {
