@@ -7,6 +7,8 @@
 //! - The reference agents (`assistant`, `coordinator` with its `researcher` sub-agent)
 //!   and their typed tools are the `reference-agents` crate (`crates/reference-agents`),
 //!   tested natively: this crate is a cdylib only, as a user's worker is.
+//! - `connector` (feature `dev-agents`, wasm only): with MCP_SERVER_URL set, an agent
+//!   with the tools of that MCP server.
 //! - `test_agents` (feature `test-routes`, wasm only): the `ledger` agent the
 //!   end-to-end suite's fault injection counts executions with, `typed` and `lister`
 //!   for typed state, tool output schemas and typed output, and the agents of
@@ -14,6 +16,8 @@
 //! - The worker itself (wasm only): the agents this deployment hosts, given its
 //!   environment, and the entry and `SessionObject` class from `helix_edge::worker!`.
 
+#[cfg(all(feature = "dev-agents", target_arch = "wasm32"))]
+mod connector;
 #[cfg(all(feature = "test-routes", target_arch = "wasm32"))]
 mod test_agents;
 
@@ -38,6 +42,8 @@ mod hosted {
     /// The agents of this build beyond the reference ones: the demo agents with
     /// `dev-agents`, the test agents in the test build.
     const EXTRAS: &[Extra] = &[
+        #[cfg(feature = "dev-agents")]
+        crate::connector::add,
         #[cfg(feature = "dev-agents")]
         |agents, env| {
             let agents = agents.with(reference_agents::orders()?)?;

@@ -746,6 +746,11 @@ export interface components {
                     /** @enum {unknown} */
                     executor: "server" | "client";
                 }[];
+                /** @description The MCP servers whose tools the agent offers its model (feature `mcp`), listed as each drive of a session starts (so not among `tools`): each server's name and the prefix of its tools' names. Never their URLs or headers. */
+                mcpServers?: {
+                    name: string;
+                    toolPrefix: string;
+                }[];
             }[];
         };
         RunList: {

@@ -448,6 +448,15 @@ pub enum DefinitionError {
         /// What is wrong.
         reason: String,
     },
+    /// An MCP server declared with an invalid name or prefix, twice, or with a prefix
+    /// the agent's own tools start with.
+    #[error("Agent '{agent}': {reason}")]
+    InvalidMcpServer {
+        /// The agent.
+        agent: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A sub-agent tool in a worker built without helix-edge's `subagents` feature.
     #[error(
         "Sub-agent tool '{0}' needs helix-edge's `subagents` feature, which this worker was built without"

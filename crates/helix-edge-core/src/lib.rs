@@ -30,6 +30,8 @@
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
 //!   sans IO; the configured models), `demo` (feature `demo`: the built-in
 //!   deterministic model), [`scripted`] (a scripted model for tests).
+//! - `mcp` (feature `mcp`): tools of remote MCP servers, listed as a drive starts and
+//!   called over the Streamable HTTP transport.
 //! - The run loop: [`runner`] — **the step machine** in [`runner::machine`], the driver
 //!   that carries it out, a step's pure conclusion, the commit pipeline, tool
 //!   execution, the request operations, and [`runner::waits`] (work a run waits on
@@ -68,6 +70,8 @@ pub mod host;
 pub mod identity;
 pub mod journal;
 pub mod lifecycle;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod memory;
 pub mod message;
 pub mod model;

@@ -109,7 +109,12 @@ impl Transport for FetchTransport {
                 }
             };
             let mut headers = Vec::new();
-            for name in ["retry-after", "retry-after-ms", "content-type"] {
+            for name in [
+                "retry-after",
+                "retry-after-ms",
+                "content-type",
+                "mcp-session-id",
+            ] {
                 if let Ok(Some(value)) = response.headers().get(name) {
                     headers.push((name.to_string(), value));
                 }

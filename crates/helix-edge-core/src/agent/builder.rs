@@ -57,6 +57,7 @@ impl AgentBuilder {
                 wake_on_children: false,
                 guard: None,
                 run_prompt: None,
+                run_tools: None,
                 expand: None,
                 model_layer: None,
                 settings: Default::default(),

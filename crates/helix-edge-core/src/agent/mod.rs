@@ -137,6 +137,13 @@ pub struct Agent {
         reason = "read by the run prompt a build registers (feature `skills`)"
     )]
     pub(crate) run_prompt: Option<RunPrompt>,
+    /// The tools a drive of a session adds, listed as it starts (a capability's: an
+    /// MCP server's).
+    #[allow(
+        dead_code,
+        reason = "read by the run tools a build registers (feature `mcp`)"
+    )]
+    pub(crate) run_tools: Option<RunTools>,
     /// What a model's call adds to its step (a capability's: a saved plan's calls).
     #[allow(
         dead_code,
@@ -189,6 +196,16 @@ pub(crate) type RunPrompt = Rc<dyn Fn(&str) -> LocalBoxFuture<'static, (String, 
 pub(crate) const RUN_PROMPTS: &[fn(&Agent) -> Option<&RunPrompt>] = &[
     #[cfg(feature = "skills")]
     |agent| agent.run_prompt.as_ref(),
+];
+
+/// Given a session's id, the tools a drive of it adds and the problems to log.
+pub(crate) type RunTools = Rc<dyn Fn(&str) -> LocalBoxFuture<'static, (Vec<Tool>, Vec<String>)>>;
+
+/// What drives add to their agents' tools as they start, one line per capability: with
+/// the feature `mcp`, the tools of its MCP servers (the agent's [`RunTools`]).
+pub(crate) const RUN_TOOLS: &[fn(&Agent) -> Option<&RunTools>] = &[
+    #[cfg(feature = "mcp")]
+    |agent| agent.run_tools.as_ref(),
 ];
 
 /// Refuses a call, given the run's transcript so far, with the error the model sees.

@@ -350,7 +350,20 @@ struct AgentView {
     /// The output's JSON Schema, for an agent that owes structured output.
     #[serde(skip_serializing_if = "Option::is_none")]
     output_schema: Option<Value>,
+    /// What capabilities show of it ([`AGENT_EXTRAS`]).
+    #[serde(flatten)]
+    extras: serde_json::Map<String, Value>,
 }
+
+/// A capability's part of an agent's view: a key and its value, if it has one.
+type AgentExtra = fn(&Agent) -> Option<(&'static str, Value)>;
+
+/// What capabilities add to an agent's view, one line per capability: with the feature
+/// `mcp`, its MCP servers (`mcpServers`).
+const AGENT_EXTRAS: &[AgentExtra] = &[
+    #[cfg(feature = "mcp")]
+    crate::mcp::agent_view,
+];
 
 /// One tool of an agent: who runs it and when it needs approval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -379,6 +392,11 @@ impl From<&Agents> for AgentsView {
             tools: a.tools().iter().map(tool).collect(),
             state_schema: a.state_schema().cloned(),
             output_schema: a.output_schema().cloned(),
+            extras: AGENT_EXTRAS
+                .iter()
+                .filter_map(|extra| extra(a))
+                .map(|(key, value)| (key.to_string(), value))
+                .collect(),
         };
         Self {
             agents: agents.iter().map(agent).collect(),

@@ -37,6 +37,7 @@ impl<S: Store> Runner<S> {
         // process may have died mid-step (the stream is told with `stream_resync`).
         let mut live = self.load_with(id, true, true).await?;
         let agent = self.agent(&live.head.agent)?;
+        let agent = self.with_run_tools(agent, &live).await;
         let mut budget = Budget {
             taken: 0,
             max: max_steps,

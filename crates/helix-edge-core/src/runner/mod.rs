@@ -65,6 +65,7 @@ mod resume;
 mod shown;
 mod step;
 mod step_calls;
+mod tooled;
 mod waited;
 pub mod waits;
 

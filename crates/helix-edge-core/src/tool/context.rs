@@ -189,6 +189,12 @@ impl ToolContext {
         self.inner.abort.is_aborted()
     }
 
+    /// The call's abort signal (for work that must notice it while it waits).
+    #[allow(dead_code, reason = "read by MCP tools (feature `mcp`)")]
+    pub(crate) fn signal(&self) -> &AbortSignal {
+        &self.inner.abort
+    }
+
     /// Gives the model a file with this call's result — an image the tool rendered, a
     /// document it fetched — inline (`data`, base64) or by `url`. The tool message
     /// keeps it in the transcript and each provider gets it in its own form. Checked

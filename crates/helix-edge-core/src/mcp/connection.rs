@@ -1,0 +1,237 @@
+//! A connection to one MCP server for one session: initialised on first use (the
+//! revision negotiated, `notifications/initialized` sent), initialised again when the
+//! server forgets its session, the tool list read page by page and kept until it is
+//! older than the server's `tools_max_age` or the server says it changed, and tool
+//! calls with their progress.
+
+use super::McpServer;
+use super::rpc::{Answer, McpError, PROTOCOL_VERSIONS, Sending, Session, millis};
+use crate::abort::AbortSignal;
+use serde_json::{Value, json};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The most pages of a tool list read (a server that pages forever is cut off).
+const MAX_PAGES: usize = 20;
+
+/// A tool as the server lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Listed {
+    pub name: String,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    /// What the server says of its effects (hints: a server is not trusted to lower
+    /// an agent's guard, only to raise it): `destructiveHint: true` on a tool not
+    /// marked read-only.
+    pub destructive: bool,
+}
+
+impl Listed {
+    /// A tool of a `tools/list` page, if it has a name and an input schema.
+    fn read(mut tool: Value) -> Option<Self> {
+        let name = tool.get("name")?.as_str()?.to_string();
+        let text = |v: &Value| v.as_str().map(str::to_string);
+        let hint = |name: &str| {
+            tool.pointer(&format!("/annotations/{name}"))
+                .and_then(Value::as_bool)
+        };
+        let destructive =
+            hint("destructiveHint") == Some(true) && hint("readOnlyHint") != Some(true);
+        Some(Self {
+            description: tool.get("description").and_then(text),
+            input_schema: tool.get_mut("inputSchema")?.take(),
+            output_schema: tool.get_mut("outputSchema").map(Value::take),
+            destructive,
+            name,
+        })
+    }
+}
+
+/// The connection's session and what it knows.
+#[derive(Default)]
+struct Known {
+    session: Option<Session>,
+    next_id: u64,
+    /// The tools listed, and when (ms).
+    tools: Option<(Rc<[Listed]>, u64)>,
+}
+
+/// One session's connection to one server.
+pub(super) struct Connection {
+    pub server: Rc<McpServer>,
+    known: RefCell<Known>,
+}
+
+impl Connection {
+    pub fn new(server: Rc<McpServer>) -> Self {
+        Self {
+            server,
+            known: RefCell::new(Known::default()),
+        }
+    }
+
+    fn next_id(&self) -> u64 {
+        let mut known = self.known.borrow_mut();
+        known.next_id += 1;
+        known.next_id
+    }
+
+    /// The session, initialised first if it is not.
+    async fn session(&self) -> Result<Session, McpError> {
+        if let Some(session) = self.known.borrow().session.clone() {
+            return Ok(session);
+        }
+        let server = &self.server;
+        let id = self.next_id();
+        let initialize = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": PROTOCOL_VERSIONS[0],
+                "capabilities": {},
+                "clientInfo": { "name": "helix-edge", "version": env!("CARGO_PKG_VERSION") },
+            },
+        });
+        let unsent = Session::default();
+        let answer = server
+            .send(&unsent, &initialize, request(id, None, &|_| {}))
+            .await?;
+        let protocol = answer.result.get("protocolVersion").and_then(Value::as_str);
+        let protocol = match protocol {
+            Some(p) if PROTOCOL_VERSIONS.contains(&p) => p.to_string(),
+            other => {
+                let reason =
+                    format!("it speaks protocol {other:?}, this client {PROTOCOL_VERSIONS:?}");
+                return Err(server.protocol(reason));
+            }
+        };
+        let session = Session {
+            id: answer.session_id,
+            protocol: Some(protocol),
+        };
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        server.send(&session, &initialized, request_none()).await?;
+        self.known.borrow_mut().session = Some(session.clone());
+        Ok(session)
+    }
+
+    /// Request `method` with `params`, in a session initialised again once if the
+    /// server forgot it.
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        abort: Option<&AbortSignal>,
+        progress: &dyn Fn(Value),
+    ) -> Result<Value, McpError> {
+        let mut again = true;
+        loop {
+            let session = self.session().await?;
+            let id = self.next_id();
+            let mut params = params.clone();
+            if let Some(params) = params.as_object_mut() {
+                // Asks for progress notifications, tagged with the request's id.
+                params.insert("_meta".into(), json!({ "progressToken": id }));
+            }
+            let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+            match self
+                .server
+                .send(&session, &message, request(id, abort, progress))
+                .await
+            {
+                Err(McpError::SessionGone { .. }) if again => {
+                    again = false;
+                    self.known.borrow_mut().session = None;
+                }
+                Err(e) => return Err(e),
+                Ok(Answer {
+                    result,
+                    tools_changed,
+                    ..
+                }) => {
+                    if tools_changed {
+                        self.known.borrow_mut().tools = None;
+                    }
+                    return Ok(result);
+                }
+            }
+        }
+    }
+
+    /// The server's tools: the list kept, or read again when it is too old.
+    pub async fn tools(&self) -> Result<Rc<[Listed]>, McpError> {
+        let now = self.server.transport.now_ms();
+        let max_age = millis(self.server.tools_max_age);
+        if let Some((tools, at)) = &self.known.borrow().tools
+            && now.saturating_sub(*at) < max_age
+        {
+            return Ok(tools.clone());
+        }
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(cursor) => json!({ "cursor": cursor }),
+                None => json!({}),
+            };
+            let mut page = self.request("tools/list", params, None, &|_| {}).await?;
+            let Some(Value::Array(listed)) = page.get_mut("tools").map(Value::take) else {
+                return Err(self.server.protocol("its tool list has no tools"));
+            };
+            let count = listed.len();
+            let read: Vec<Listed> = listed.into_iter().filter_map(Listed::read).collect();
+            if read.len() < count {
+                return Err(self
+                    .server
+                    .protocol("a tool it lists has no name or input schema"));
+            }
+            tools.extend(read);
+            cursor = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        let tools: Rc<[Listed]> = tools.into();
+        self.known.borrow_mut().tools = Some((tools.clone(), now));
+        Ok(tools)
+    }
+
+    /// Calls tool `name` (the server's name for it) with `arguments`; progress goes to
+    /// `progress`, and a raised `abort` cancels it at the server.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        abort: &AbortSignal,
+        progress: &dyn Fn(Value),
+    ) -> Result<Value, McpError> {
+        let params = json!({ "name": name, "arguments": arguments });
+        self.request("tools/call", params, Some(abort), progress)
+            .await
+    }
+}
+
+fn request<'a>(
+    id: u64,
+    abort: Option<&'a AbortSignal>,
+    progress: &'a dyn Fn(Value),
+) -> Sending<'a> {
+    Sending {
+        id: Some(id),
+        abort,
+        progress,
+    }
+}
+
+fn request_none() -> Sending<'static> {
+    Sending {
+        id: None,
+        abort: None,
+        progress: &|_| {},
+    }
+}
