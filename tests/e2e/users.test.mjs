@@ -54,6 +54,7 @@ test('a user owns what they create and reaches nothing else; the API token reach
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const waiting = await waitFor(worker, id, (s) => s.pendingToolCalls.length === 1, 15_000, ann);
   const call = waiting.pendingToolCalls[0].toolCallId;
+  assert.deepEqual(waiting.owner, { subject: 'ann' }, 'the session view names its owner');
 
   // Bob reaches none of it: every route answers as for a session that does not exist.
   const missing = await api(worker, 'GET', `/v1/sessions/never-${process.pid}`, undefined, bob);
@@ -82,6 +83,10 @@ test('a user owns what they create and reaches nothing else; the API token reach
   assert.ok((await listed(ann)).includes(id));
   assert.ok(!(await listed(bob)).includes(id));
   assert.ok((await listed()).includes(id), 'the API token lists every session');
+  const annsByOwner = (await api(worker, 'GET', '/v1/sessions?owner=ann&limit=100')).body.sessions;
+  assert.ok(annsByOwner.length > 0 && annsByOwner.every((s) => s.owner?.subject === 'ann'), 'the API token filters by owner');
+  assert.ok(annsByOwner.some((s) => s.sessionId === id));
+  assert.deepEqual((await api(worker, 'GET', '/v1/sessions?owner=ann', undefined, bob)).body.sessions, [], 'not past what Bob reaches');
   const inbox = async (token) => (await api(worker, 'GET', '/v1/inbox', undefined, token)).body.items.map((i) => i.toolCallId);
   assert.deepEqual(await inbox(ann), [call]);
   assert.deepEqual(await inbox(bob), []);
@@ -184,4 +189,22 @@ test('with a tenant claim and a key set (RS256), a tenant\'s users share its ses
   // HS256 is not accepted here: a secret never checks what a key set should.
   const forged = hs256(claims('ann', { org: 'acme' }), { header: { kid: 'k1' } });
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, forged)).status, 401);
+});
+
+test('with JWT_TENANT_SHARING=false a tenant\'s users keep to their own sessions, within the tenant', async () => {
+  const { worker, llm } = await start({
+    JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_ALGORITHMS: 'HS256', JWT_SECRET: SECRET,
+    JWT_TENANT_CLAIM: 'org', JWT_TENANT_SHARING: 'false',
+  });
+  const ann = hs256(claims('ann', { org: 'acme' }));
+  const id = `apart-${process.pid}`;
+  llm.push({ text: 'Hi.' });
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'hi' }, ann);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const done = await waitFor(worker, id, (s) => s.status === 'completed', 15_000, ann);
+  assert.deepEqual(done.owner, { subject: 'ann', tenant: 'acme' });
+  const cy = hs256(claims('cy', { org: 'acme' }));
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, cy)).status, 404, 'not shared in the tenant');
+  const annElsewhere = hs256(claims('ann', { org: 'other' }));
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, annElsewhere)).status, 404, 'nor across tenants');
 });

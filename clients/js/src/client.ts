@@ -35,9 +35,9 @@ export class HelixClient {
     return new SessionHandle(transport, id, typeof token === 'string' ? token : undefined);
   }
 
-  /** Sessions from D1, newest first (API token only); follow `nextCursor` for more. */
+  /** Sessions from D1, newest first (the API token lists all, a user what they reach); follow `nextCursor` for more. */
   sessions(
-    query: { agent?: string; status?: SessionStatus; updatedSince?: number; cursor?: string; limit?: number } & Signal = {},
+    query: { agent?: string; status?: SessionStatus; updatedSince?: number; owner?: string; cursor?: string; limit?: number } & Signal = {},
   ): Promise<SessionList> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/sessions', { query: q, signal });

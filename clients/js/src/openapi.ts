@@ -575,6 +575,7 @@ export interface components {
             version: number;
             createdAt: number;
             updatedAt: number;
+            owner?: components["schemas"]["Owner"];
         };
         Created: {
             sessionId: string;
@@ -613,6 +614,7 @@ export interface components {
             streamSequence: number;
             /** @description Messages waiting for runs of their own (`whenBusy`, schedules' fires), first in line first; absent when none wait. */
             queue?: components["schemas"]["QueuedMessage"][];
+            owner?: components["schemas"]["Owner"];
         };
         ErrorInfo: {
             code: string;
@@ -1312,6 +1314,11 @@ export interface components {
             /** @description Messages merged into it. */
             merged?: number;
         };
+        /** @description The user who owns a session (feature `users`): the subject of the token that created it and, where the deployment groups users in tenants, their tenant. */
+        Owner: {
+            subject: string;
+            tenant?: string;
+        };
     };
     responses: {
         /** @description An error. */
@@ -1441,6 +1448,8 @@ export interface operations {
                 /** @description The nextCursor of the previous page. */
                 cursor?: string;
                 limit?: number;
+                /** @description Only sessions this user owns (their subject), among the ones the caller reaches. */
+                owner?: string;
             };
             header?: never;
             path?: never;

@@ -359,6 +359,34 @@ fn a_user_lists_and_sees_in_the_inbox_only_what_they_reach() {
     assert_eq!(listed(as_("ann", acme, true)), ["t_ann", "t_cy"]);
     assert_eq!(inboxed(as_("cy", acme, true)), ["t_ann", "t_cy"]);
     assert!(inboxed(as_("dan", None, false)).is_empty());
+    // `?owner=` narrows to one user's sessions, within what the caller reaches; each
+    // summary names its owner.
+    let owned_by = |caller: Option<Caller>, subject: &str| {
+        let query = ListQuery {
+            caller,
+            ..ListQuery::parse(&[("owner".into(), subject.into())]).unwrap()
+        };
+        let (sql, args) = query.statement();
+        let rows = d1.query(sql, &args).unwrap();
+        let mut sessions: Vec<SessionSummary> = rows
+            .iter()
+            .map(|r| SessionSummary::from_row(r).unwrap())
+            .collect();
+        sessions.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        sessions
+    };
+    let anns = owned_by(None, "ann");
+    let ids: Vec<&str> = anns.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(ids, ["t_ann", "u_ann"]);
+    assert_eq!(anns[0].owner, Some(owner("ann", acme)));
+    assert_eq!(anns[1].owner, Some(owner("ann", None)));
+    let cys = owned_by(Some(as_("ann", acme, true)), "cy");
+    assert_eq!(cys.len(), 1, "a tenant member's sessions");
+    assert!(
+        owned_by(Some(as_("ann", None, false)), "bob").is_empty(),
+        "not another's"
+    );
+    assert!(ListQuery::parse(&[("owner".into(), String::new())]).is_err());
     // The API token's query (no caller) sees every one.
     let all = inbox(&d1, &[]);
     assert_eq!(

@@ -17,18 +17,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use worker::{Env, Request};
 
-/// The variables [`JwtConfig::from_vars`] reads.
-const VARS: &[&str] = &[
-    "JWT_ISSUER",
-    "JWT_AUDIENCE",
-    "JWT_ALGORITHMS",
-    "JWT_JWKS_URL",
-    "JWT_SECRET",
-    "JWT_TENANT_CLAIM",
-    "JWT_ROLES_CLAIM",
-    "JWT_LEEWAY_SECS",
-];
-
 thread_local! {
     /// This isolate's configuration, read on first use.
     static CONFIG: RefCell<Option<Result<Option<Rc<JwtConfig>>, String>>> =
@@ -41,8 +29,10 @@ fn config(env: &Env) -> Result<Option<Rc<JwtConfig>>, String> {
     if let Some(read) = CONFIG.with_borrow(Clone::clone) {
         return read;
     }
-    let vars: Vec<(&str, Option<String>)> =
-        VARS.iter().map(|n| (*n, config_value(env, n))).collect();
+    let vars: Vec<(&str, Option<String>)> = JwtConfig::VARS
+        .iter()
+        .map(|n| (*n, config_value(env, n)))
+        .collect();
     let get = |name: &str| {
         let found = vars.iter().find(|(n, _)| *n == name);
         found.and_then(|(_, v)| v.clone())
@@ -88,7 +78,7 @@ pub(crate) async fn caller(
                 subject: user.subject,
                 tenant: user.tenant,
             },
-            tenant_wide: config.tenant_claim.is_some(),
+            tenant_wide: config.tenant_claim.is_some() && config.tenant_sharing,
         }),
         Err(e) => {
             let status = if e.code() == "unauthorized" { 401 } else { 503 };

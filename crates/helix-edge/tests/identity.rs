@@ -113,6 +113,7 @@ fn config(algorithms: &[Alg]) -> JwtConfig {
         secret: None,
         tenant_claim: Some("org_id".into()),
         roles_claim: None,
+        tenant_sharing: true,
         leeway_secs: 60,
     }
 }

@@ -7,7 +7,7 @@ use super::ApiError;
 use crate::auth::Caller;
 use crate::sqlite::{Row, int, text};
 use crate::store::rows::Arg;
-use crate::store::{SessionStatus, StoreError};
+use crate::store::{Owner, SessionStatus, StoreError};
 use serde::Serialize;
 
 /// Default page size.
@@ -68,6 +68,8 @@ pub struct ListQuery {
     pub cursor: Option<Cursor>,
     /// Page size.
     pub limit: u32,
+    /// Only sessions this user owns (their `sub`), among those the caller reaches.
+    pub owner: Option<String>,
     /// Only the sessions this user reaches (set by the worker, never from the query).
     pub caller: Option<Caller>,
 }
@@ -109,6 +111,12 @@ impl ListQuery {
                     query.cursor = Some(cursor);
                 }
                 "limit" => query.limit = page_size(value)?,
+                "owner" if (1..=256).contains(&value.len()) => query.owner = Some(value.clone()),
+                "owner" => {
+                    return Err(ApiError::validation(
+                        "owner is a user's subject: 1 to 256 bytes.",
+                    ));
+                }
                 // The credential of `EventSource` clients may come as a query parameter.
                 "token" => {}
                 other => {
@@ -123,8 +131,10 @@ impl ListQuery {
 }
 
 /// One page of sessions: optional filters are `NULL` parameters.
-const SELECT_PAGE: &str = "SELECT id, agent, status, version, created_at, updated_at FROM sessions \
+const SELECT_PAGE: &str = "SELECT id, agent, status, version, created_at, updated_at, \
+     head ->> '$.owner.subject', head ->> '$.owner.tenant' FROM sessions \
      WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR status = ?2) AND updated_at >= ?3 \
+     AND (?10 IS NULL OR head ->> '$.owner.subject' = ?10) \
      AND (?4 IS NULL OR updated_at < ?4 OR (updated_at = ?4 AND id < ?5)) \
      AND (?7 = 0 OR ((?8 IS NULL OR head ->> '$.owner.subject' = ?8) \
      AND head ->> '$.owner.tenant' IS ?9)) \
@@ -159,6 +169,7 @@ impl ListQuery {
             Arg::Int(u64::from(self.limit) + 1),
         ];
         args.extend(owner_args(self.caller.as_ref()));
+        args.push(Arg::text_or_null(self.owner.as_deref()));
         (SELECT_PAGE, args)
     }
 }
@@ -179,6 +190,9 @@ pub struct SessionSummary {
     pub created_at: u64,
     /// Last commit time (ms).
     pub updated_at: u64,
+    /// The user who owns it, when a user created it (feature `users`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
 }
 
 impl SessionSummary {
@@ -201,6 +215,10 @@ impl SessionSummary {
             version: count(3, "version")?,
             created_at: count(4, "creation time")?,
             updated_at: count(5, "update time")?,
+            owner: crate::sqlite::text(row, 6).map(|subject| Owner {
+                subject,
+                tenant: crate::sqlite::text(row, 7),
+            }),
         })
     }
 }
@@ -305,6 +323,7 @@ mod tests {
             version: 1,
             created_at: n,
             updated_at: 100 - n,
+            owner: None,
         };
         let page = SessionList::page((1..=3).map(summary).collect(), 2);
         assert_eq!(page.sessions.len(), 2);
@@ -344,6 +363,7 @@ mod tests {
             version: 1,
             created_at: 0,
             updated_at,
+            owner: None,
         };
         // Four shards of uneven sizes, their timestamps interleaved, with ties inside a
         // shard and across shards (and one shard empty).

@@ -7,8 +7,8 @@ use crate::message::Message;
 use crate::model::StopReason;
 use crate::model::Usage;
 use crate::store::{
-    CallWait, CheckpointRecord, CheckpointStatus, ForkOrigin, Loaded, PendingCall, PendingKind,
-    PendingView, RunRecord, SessionStatus,
+    CallWait, CheckpointRecord, CheckpointStatus, ForkOrigin, Loaded, Owner, PendingCall,
+    PendingKind, PendingView, RunRecord, SessionStatus,
 };
 use crate::tool::{Approval, Tool};
 use serde::Serialize;
@@ -75,6 +75,9 @@ pub struct SessionView {
     suspended_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     forked_from: Option<ForkOrigin>,
+    /// The user who owns it, when a user created it (feature `users`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<Owner>,
     /// Whether `POST …/resume` would continue the session now.
     can_resume: bool,
     /// Why it can (`interrupted`) or cannot.
@@ -149,6 +152,7 @@ impl From<Loaded> for SessionView {
             error: h.error,
             suspended_reason,
             forked_from: h.forked_from,
+            owner: h.owner,
             stream_sequence: 0,
         }
     }

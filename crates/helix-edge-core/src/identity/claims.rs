@@ -86,6 +86,7 @@ mod tests {
             secret: None,
             tenant_claim: Some("org_id".into()),
             roles_claim: Some("roles".into()),
+            tenant_sharing: true,
             leeway_secs: 60,
         }
     }
@@ -122,6 +123,7 @@ mod tests {
         let untenanted = JwtConfig {
             tenant_claim: None,
             roles_claim: None,
+            tenant_sharing: true,
             ..config()
         };
         let user = check(&untenanted, &claims(json!({"org_id": null})), 1_500).unwrap();

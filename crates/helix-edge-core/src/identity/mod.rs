@@ -86,6 +86,9 @@ pub struct JwtConfig {
     pub tenant_claim: Option<String>,
     /// The claim listing the user's roles (an array, or a space-separated string).
     pub roles_claim: Option<String>,
+    /// Whether a tenant's users share its sessions (`JWT_TENANT_SHARING`, default
+    /// yes); when not, each reaches only their own, still within their tenant.
+    pub tenant_sharing: bool,
     /// How far clocks may disagree (seconds).
     pub leeway_secs: u64,
 }
@@ -103,9 +106,22 @@ impl std::fmt::Debug for JwtConfig {
 }
 
 impl JwtConfig {
+    /// The variables [`from_vars`](Self::from_vars) reads.
+    pub const VARS: &[&str] = &[
+        "JWT_ISSUER",
+        "JWT_AUDIENCE",
+        "JWT_ALGORITHMS",
+        "JWT_JWKS_URL",
+        "JWT_SECRET",
+        "JWT_TENANT_CLAIM",
+        "JWT_TENANT_SHARING",
+        "JWT_ROLES_CLAIM",
+        "JWT_LEEWAY_SECS",
+    ];
+
     /// From the deployment's vars (`JWT_ISSUER`, `JWT_AUDIENCE`, `JWT_ALGORITHMS`,
-    /// `JWT_JWKS_URL`, `JWT_SECRET`, `JWT_TENANT_CLAIM`, `JWT_ROLES_CLAIM`,
-    /// `JWT_LEEWAY_SECS`): `None` without `JWT_ISSUER`; an error naming what is missing
+    /// `JWT_JWKS_URL`, `JWT_SECRET`, `JWT_TENANT_CLAIM`, `JWT_TENANT_SHARING`,
+    /// `JWT_ROLES_CLAIM`, `JWT_LEEWAY_SECS`): `None` without `JWT_ISSUER`; an error naming what is missing
     /// or wrong when the configuration is partial.
     pub fn from_vars(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
         let var = |name: &str| get(name).filter(|v| !v.trim().is_empty());
@@ -152,6 +168,11 @@ impl JwtConfig {
                 .filter(|s| *s <= MAX_LEEWAY_SECS)
                 .ok_or(format!("JWT_LEEWAY_SECS must be 0 to {MAX_LEEWAY_SECS}"))?,
         };
+        let tenant_sharing = match var("JWT_TENANT_SHARING").as_deref().map(str::trim) {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(_) => return Err("JWT_TENANT_SHARING must be true or false".into()),
+        };
         Ok(Some(Self {
             issuer,
             audience,
@@ -160,6 +181,7 @@ impl JwtConfig {
             secret,
             tenant_claim: var("JWT_TENANT_CLAIM"),
             roles_claim: var("JWT_ROLES_CLAIM"),
+            tenant_sharing,
             leeway_secs,
         }))
     }

@@ -16,6 +16,7 @@ fn config(algorithms: &[Alg]) -> JwtConfig {
         secret: Some(SECRET.into()),
         tenant_claim: None,
         roles_claim: None,
+        tenant_sharing: true,
         leeway_secs: 60,
     }
 }
@@ -212,6 +213,10 @@ fn the_configuration_is_whole_or_refused_with_what_is_missing() {
         (whole.leeway_secs, whole.tenant_claim.as_deref()),
         (60, Some("org_id"))
     );
+    assert!(
+        whole.tenant_sharing,
+        "a tenant's users share its sessions by default"
+    );
     let with = |k: &'static str, v: &'static str| {
         let mut all: Vec<(&str, &str)> = base.iter().filter(|(n, _)| *n != k).copied().collect();
         all.push((k, v));
@@ -224,6 +229,11 @@ fn the_configuration_is_whole_or_refused_with_what_is_missing() {
         ("JWT_JWKS_URL", "http://id.example/jwks", "must be https://"),
         ("JWT_JWKS_URL", "", "need JWT_JWKS_URL"),
         ("JWT_LEEWAY_SECS", "3600", "JWT_LEEWAY_SECS must be"),
+        (
+            "JWT_TENANT_SHARING",
+            "yes",
+            "JWT_TENANT_SHARING must be true or false",
+        ),
     ] {
         let error = with(k, v).unwrap_err();
         assert!(error.contains(says), "{k}={v}: {error}");
@@ -232,6 +242,22 @@ fn the_configuration_is_whole_or_refused_with_what_is_missing() {
         with("JWT_JWKS_URL", "http://127.0.0.1:9000/jwks").is_ok(),
         "loopback for local runs"
     );
+    // Every variable read is one the platform reads for it.
+    let read = std::cell::RefCell::new(Vec::new());
+    let _ = JwtConfig::from_vars(&|name| {
+        read.borrow_mut().push(name.to_string());
+        base.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    });
+    for name in read.borrow().iter() {
+        assert!(
+            JwtConfig::VARS.contains(&name.as_str()),
+            "{name} is not in VARS"
+        );
+    }
+    let apart = with("JWT_TENANT_SHARING", "false").unwrap().unwrap();
+    assert!(!apart.tenant_sharing);
     let short = vars(&[
         ("JWT_ISSUER", "i"),
         ("JWT_AUDIENCE", "a"),
