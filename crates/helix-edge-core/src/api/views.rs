@@ -396,11 +396,14 @@ impl From<&Agents> for AgentsView {
             tools: a.tools().iter().map(tool).collect(),
             state_schema: a.state_schema().cloned(),
             output_schema: a.output_schema().cloned(),
-            extras: AGENT_EXTRAS
-                .iter()
-                .filter_map(|extra| extra(a))
-                .map(|(key, value)| (key.to_string(), value))
-                .collect(),
+            extras: {
+                // Inserted one by one: collecting would sort first.
+                let mut extras = serde_json::Map::new();
+                for (key, value) in AGENT_EXTRAS.iter().filter_map(|extra| extra(a)) {
+                    extras.insert(key.into(), value);
+                }
+                extras
+            },
         };
         Self {
             agents: agents.iter().map(agent).collect(),

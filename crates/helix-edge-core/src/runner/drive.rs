@@ -6,7 +6,7 @@ use super::machine::{self, Budget, Next, Seen};
 use super::ops::head_only;
 use super::{Live, Progress, RunError, Runner};
 use crate::abort::AbortSignal;
-use crate::agent::Agent;
+use crate::agent::{Agent, RUN_TOOLS};
 use crate::chunk::{ChunkBody, RunStatus};
 use crate::error::ErrorInfo;
 use crate::host::{Level, LogValue};
@@ -37,7 +37,11 @@ impl<S: Store> Runner<S> {
         // process may have died mid-step (the stream is told with `stream_resync`).
         let mut live = self.load_with(id, true, true).await?;
         let agent = self.agent(&live.head.agent)?;
-        let agent = self.with_run_tools(agent, &live).await;
+        // A build whose capabilities add no tools at a drive's start awaits nothing here.
+        let agent = match RUN_TOOLS.is_empty() {
+            true => agent,
+            false => self.with_run_tools(agent, &live).await,
+        };
         let mut budget = Budget {
             taken: 0,
             max: max_steps,
