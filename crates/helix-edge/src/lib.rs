@@ -41,8 +41,8 @@
 //!   APIs, without `worker::RequestInit`'s bundle cost.
 //! - [`objects`] (features `skill-store`, `attachment-store`): R2 buckets and KV
 //!   namespaces as the core's object stores.
-//! - [`mcp`] (feature `mcp`, wasm): MCP servers reached through `fetch`, for the core's
-//!   `mcp` tools.
+//! - [`mcp`] (feature `mcp`, on every target): MCP servers reached through `fetch`, for
+//!   the core's `mcp` tools.
 //! - `identity_keys` (feature `users`): users' tokens' public keys over `fetch` and
 //!   WebCrypto, for the core's [`identity`] checks.
 //! - `users` (feature `users`): users' tokens on the routes — the request a user's, the
@@ -89,13 +89,13 @@ pub mod identity_keys;
 mod list;
 #[cfg(target_arch = "wasm32")]
 mod llm;
-#[cfg(all(target_arch = "wasm32", feature = "mcp"))]
-pub mod mcp;
 pub mod migrations;
 #[cfg(target_arch = "wasm32")]
 mod object;
 // On every target (like `request`): a worker's agents name these in the function that
 // builds them, which its native tests compile too.
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "objects")]
 pub mod objects;
 mod outgoing;
