@@ -34,6 +34,8 @@ struct Server {
     forgotten: RefCell<Vec<String>>,
     /// Answers every request with this status instead.
     down: Cell<Option<u16>>,
+    /// Answers the request of this number (counted from 1) with 503.
+    fail_at: Cell<Option<usize>>,
     /// Answers tool calls with an event stream.
     streams: Cell<bool>,
     now: Cell<u64>,
@@ -187,8 +189,10 @@ impl Transport for Wire {
             .received
             .borrow_mut()
             .push((session.clone(), message.clone()));
+        let hiccup = server.fail_at.get() == Some(server.received.borrow().len());
         let (status, headers, body) = match server.down.get() {
             Some(status) => (status, vec![], "down".to_string()),
+            None if hiccup => (503, vec![], "busy".to_string()),
             None => server.answer(session.as_deref(), &message),
         };
         if message["params"]["arguments"]["text"] == "hang" {
@@ -484,6 +488,45 @@ fn a_server_that_fails_gives_no_tools_and_a_logged_reason_and_the_run_goes_on() 
             "{status}: {problems:?}"
         );
     }
+}
+
+#[test]
+fn a_listing_that_fails_once_is_tried_again_and_a_call_is_not() {
+    // The first request (initialize) meets a 503: the listing is tried again.
+    let server = Rc::new(Server::default());
+    server.fail_at.set(Some(1));
+    let w = world(files(&server));
+    let r = w.runner("p1");
+    let call = w.model.call("files__echo", json!({ "text": "once" }));
+    w.model.calls(vec![call.clone()]).text("Done.");
+    w.create(&r, "ops", "echo");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(w.model.seen()[0].tools.len(), 4, "listed on the second try");
+    let problems = w.host.logs_at(Level::Warn);
+    let unavailable = |(_, f): &(String, Value)| {
+        f["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("unavailable"))
+    };
+    assert!(!problems.iter().any(unavailable), "{problems:?}");
+    assert_eq!(
+        tool_result(&result_of(&w, &call.id)),
+        Ok(json!({ "text": "echo: once" }))
+    );
+
+    // The call (the fifth request, after initialize, initialized and two pages) meets
+    // it: a call changes things at the server, so its failure is the model's to see.
+    let server = Rc::new(Server::default());
+    server.fail_at.set(Some(5));
+    let w = world(files(&server));
+    let r = w.runner("p1");
+    let call = w.model.call("files__echo", json!({ "text": "busy" }));
+    w.model.calls(vec![call.clone()]).text("Done.");
+    w.create(&r, "ops", "echo");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(server.calls("echo"), 1, "the call was sent once");
+    let error = tool_result(&result_of(&w, &call.id)).unwrap_err();
+    assert!(error.contains("unavailable"), "{error}");
 }
 
 #[test]

@@ -7,12 +7,16 @@
 use super::McpServer;
 use super::rpc::{Answer, McpError, PROTOCOL_VERSIONS, Sending, Session, millis};
 use crate::abort::AbortSignal;
+use crate::error::Coded;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
 
 /// The most pages of a tool list read (a server that pages forever is cut off).
 const MAX_PAGES: usize = 20;
+
+/// How long a failed listing waits before its one more try.
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A tool as the server lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,7 +164,9 @@ impl Connection {
         }
     }
 
-    /// The server's tools: the list kept, or read again when it is too old.
+    /// The server's tools: the list kept, or read again when it is too old. Reading
+    /// changes nothing at the server, so a failure that may pass is tried once more
+    /// after [`RETRY_AFTER`].
     pub async fn tools(&self) -> Result<Rc<[Listed]>, McpError> {
         let now = self.server.transport.now_ms();
         let max_age = millis(self.server.tools_max_age);
@@ -169,6 +175,20 @@ impl Connection {
         {
             return Ok(tools.clone());
         }
+        let tools = match self.list().await {
+            Err(e) if e.retryable() => {
+                self.server.transport.sleep(RETRY_AFTER).await;
+                self.list().await?
+            }
+            listed => listed?,
+        };
+        let tools: Rc<[Listed]> = tools.into();
+        self.known.borrow_mut().tools = Some((tools.clone(), now));
+        Ok(tools)
+    }
+
+    /// Reads the tool list, page by page.
+    async fn list(&self) -> Result<Vec<Listed>, McpError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -196,8 +216,6 @@ impl Connection {
                 break;
             }
         }
-        let tools: Rc<[Listed]> = tools.into();
-        self.known.borrow_mut().tools = Some((tools.clone(), now));
         Ok(tools)
     }
 
