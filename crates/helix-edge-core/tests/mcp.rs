@@ -12,7 +12,7 @@ use helix_edge_core::chunk::ChunkBody;
 use helix_edge_core::error::{DefinitionError, ToolError};
 use helix_edge_core::host::Level;
 use helix_edge_core::mcp::McpServer;
-use helix_edge_core::message::Message;
+use helix_edge_core::message::{Message, ToolCall};
 use helix_edge_core::provider::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
 use helix_edge_core::runner::Progress;
 use helix_edge_core::store::{PendingKind, SessionStatus};
@@ -254,6 +254,18 @@ fn world(server: McpServer) -> Scenario {
     Scenario::new(Agents::new().with(agent).unwrap())
 }
 
+/// A session of `ops` whose model calls `files__echo` with `text` once, driven to its
+/// end, and the call.
+fn echoed(server: &Rc<Server>, text: &str) -> (Scenario, ToolCall) {
+    let w = world(files(server));
+    let r = w.runner("p1");
+    let call = w.model.call("files__echo", json!({ "text": text }));
+    w.model.calls(vec![call.clone()]).text("Done.");
+    w.create(&r, "ops", "echo");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    (w, call)
+}
+
 /// The result the model saw for call `id`.
 fn result_of(w: &Scenario, id: &str) -> Message {
     let messages = w.messages();
@@ -280,12 +292,7 @@ fn tool_result(message: &Message) -> Result<Value, String> {
 #[test]
 fn the_servers_tools_reach_the_model_prefixed_and_a_call_runs_on_the_server() {
     let server = Rc::new(Server::default());
-    let w = world(files(&server));
-    let r = w.runner("p1");
-    let call = w.model.call("files__echo", json!({ "text": "hi" }));
-    w.model.calls(vec![call.clone()]).text("Done.");
-    w.create(&r, "ops", "echo hi");
-    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let (w, call) = echoed(&server, "hi");
 
     let offered = &w.model.seen()[0].tools;
     for tool in [
@@ -495,12 +502,7 @@ fn a_listing_that_fails_once_is_tried_again_and_a_call_is_not() {
     // The first request (initialize) meets a 503: the listing is tried again.
     let server = Rc::new(Server::default());
     server.fail_at.set(Some(1));
-    let w = world(files(&server));
-    let r = w.runner("p1");
-    let call = w.model.call("files__echo", json!({ "text": "once" }));
-    w.model.calls(vec![call.clone()]).text("Done.");
-    w.create(&r, "ops", "echo");
-    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let (w, call) = echoed(&server, "once");
     assert_eq!(w.model.seen()[0].tools.len(), 4, "listed on the second try");
     let problems = w.host.logs_at(Level::Warn);
     let unavailable = |(_, f): &(String, Value)| {
@@ -518,12 +520,7 @@ fn a_listing_that_fails_once_is_tried_again_and_a_call_is_not() {
     // it: a call changes things at the server, so its failure is the model's to see.
     let server = Rc::new(Server::default());
     server.fail_at.set(Some(5));
-    let w = world(files(&server));
-    let r = w.runner("p1");
-    let call = w.model.call("files__echo", json!({ "text": "busy" }));
-    w.model.calls(vec![call.clone()]).text("Done.");
-    w.create(&r, "ops", "echo");
-    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let (w, call) = echoed(&server, "busy");
     assert_eq!(server.calls("echo"), 1, "the call was sent once");
     let error = tool_result(&result_of(&w, &call.id)).unwrap_err();
     assert!(error.contains("unavailable"), "{error}");

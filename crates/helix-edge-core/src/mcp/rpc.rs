@@ -170,7 +170,7 @@ impl McpServer {
         let request = self.post(session, message);
         let response = self.transport.send(&request, self.timeout).await;
         let response = response.map_err(|e| self.unavailable(transport_reason(&e)))?;
-        let session_id = header(&response, "mcp-session-id").map(str::to_string);
+        let session_id = response.header("mcp-session-id").map(str::to_string);
         match response.status {
             200..=299 => {}
             404 if session.id.is_some() => {
@@ -195,7 +195,8 @@ impl McpServer {
                 ..Answer::default()
             });
         };
-        let streamed = header(&response, "content-type")
+        let streamed = response
+            .header("content-type")
             .is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
         let mut reader = Reader {
             server: self,
@@ -357,14 +358,6 @@ impl Reader<'_> {
         let reason = "the event stream ended without an answer";
         Err(Stop::Failed(self.server.unavailable(reason)))
     }
-}
-
-fn header<'a>(response: &'a HttpResponse, name: &str) -> Option<&'a str> {
-    response
-        .headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
 }
 
 fn transport_reason(e: &TransportError) -> String {

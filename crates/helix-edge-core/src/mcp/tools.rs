@@ -6,7 +6,7 @@
 
 use super::McpServer;
 use super::connection::{Connection, Listed};
-use crate::attachment::{Attachment, AttachmentKind};
+use crate::attachment::Attachment;
 use crate::error::ToolError;
 use crate::tool::{Approval, Tool, ToolContext, valid_name};
 use serde_json::{Value, json};
@@ -131,7 +131,7 @@ fn read(result: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
             "text" => texts.extend(text(block, "text")),
             "image" | "audio" => match (text(block, "data"), text(block, "mimeType")) {
                 (Some(data), Some(media_type)) if !failed => {
-                    ctx.attach(attachment(media_type, data, None))?;
+                    ctx.attach(attachment(media_type, data))?;
                 }
                 _ => {}
             },
@@ -139,7 +139,7 @@ fn read(result: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
                 (Some(content), _) => texts.push(format!("[{uri}]\n{content}")),
                 (None, Some(blob)) if !failed => {
                     let media_type = text(resource, "mimeType").unwrap_or_default();
-                    ctx.attach(attachment(media_type, blob, Some(uri)))?;
+                    ctx.attach(attachment(media_type, blob).named(uri))?;
                 }
                 _ => texts.push(format!("[{uri}]")),
             },
@@ -165,17 +165,11 @@ fn read(result: Value, ctx: &ToolContext) -> Result<Value, ToolError> {
     })
 }
 
-fn attachment(media_type: String, data: String, name: Option<String>) -> Attachment {
-    let kind = if media_type.starts_with("image/") {
-        AttachmentKind::Image
+/// An inline attachment: an image when its media type says so, else a file.
+fn attachment(media_type: String, data: String) -> Attachment {
+    if media_type.starts_with("image/") {
+        Attachment::image(media_type, data)
     } else {
-        AttachmentKind::File
-    };
-    Attachment {
-        kind,
-        media_type,
-        data: Some(data),
-        url: None,
-        name,
+        Attachment::file(media_type, data)
     }
 }

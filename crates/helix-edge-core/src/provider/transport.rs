@@ -58,7 +58,7 @@ pub struct HttpResponse {
 
 impl HttpResponse {
     /// A header's value (names compare case-insensitively).
-    pub(super) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
