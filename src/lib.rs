@@ -50,7 +50,8 @@ mod hosted {
             let agents = agents
                 .with(reference_agents::team()?)?
                 .with(reference_agents::dispatcher()?)?
-                .with(reference_agents::secretary()?)?;
+                .with(reference_agents::secretary()?)?
+                .with(reference_agents::treasurer()?)?;
             // Its skills are the `skills/` folder of the FILES bucket, when it is bound.
             let Ok(files) = env.bucket("FILES") else {
                 return Ok(agents);

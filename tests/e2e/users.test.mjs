@@ -8,6 +8,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { readFileSync } from 'node:fs';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { api, startWithMock, waitFor } from './client.mjs';
 import { openStream } from './sse.mjs';
@@ -207,4 +208,69 @@ test('with JWT_TENANT_SHARING=false a tenant\'s users keep to their own sessions
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, cy)).status, 404, 'not shared in the tenant');
   const annElsewhere = hs256(claims('ann', { org: 'other' }));
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, annElsewhere)).status, 404, 'nor across tenants');
+});
+
+test('a payment needs a finance approver other than its requester: the owner is refused, a holder approves from the inbox, once', async () => {
+  const { worker, llm } = await start({
+    JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_ALGORITHMS: 'HS256', JWT_SECRET: SECRET,
+    // Tenant members keep to their own sessions: an approver reaches only what waits on them.
+    JWT_TENANT_CLAIM: 'org', JWT_TENANT_SHARING: 'false', JWT_ROLES_CLAIM: 'roles',
+  });
+  const token = (sub, org, roles = []) => hs256(claims(sub, { org, roles }));
+  const ann = token('ann', 'acme', ['finance']);
+  const bob = token('bob', 'acme', ['finance']);
+  const cy = token('cy', 'acme', ['ops']);
+  const eve = token('eve', 'globex', ['finance']);
+  const id = `treasury-${process.pid}`;
+  llm.push({ calls: [{ name: 'pay_invoice', args: { invoice: 'INV-7', amount_cents: 12_000 } }] });
+  const created = await api(worker, 'POST', '/v1/sessions', { agent: 'treasurer', sessionId: id, input: 'pay INV-7' }, ann);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const waiting = await waitFor(worker, id, (s) => s.pendingToolCalls.length === 1, 15_000, ann);
+  const [pending] = waiting.pendingToolCalls;
+  assert.deepEqual(pending.approvers, { role: 'finance', notOwner: true });
+  const answer = (who, approved = true) => api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
+    { kind: 'approval-response', toolCallId: pending.toolCallId, approved }, who);
+
+  // Refused, with nothing changed: the owner (though in finance) and her session token
+  // 403; a member without the role and another tenant's holder do not know it is there.
+  for (const [who, credential, status, code] of [
+    ['the owner', ann, 403, 'forbidden'],
+    ['the session token', created.body.sessionToken, 403, 'forbidden'],
+    ['a member without the role', cy, 404, 'session_not_found'],
+    ['another tenant\'s holder', eve, 404, 'session_not_found'],
+  ]) {
+    const res = await answer(credential);
+    assert.deepEqual([res.status, res.body.error?.code], [status, code], `${who}: ${JSON.stringify(res.body)}`);
+  }
+  const still = (await api(worker, 'GET', `/v1/sessions/${id}`, undefined, ann)).body;
+  assert.deepEqual([still.status, still.pendingToolCalls.length], ['active', 1], 'still waiting');
+  assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, bob)).status, 404, 'an approver answers, and reads nothing');
+
+  // The inbox of every finance holder of the tenant has it (and its owner's).
+  const replica = (await api(worker, 'POST', `/__test/replica/${id}`, {})).body;
+  assert.ok(replica.caughtUp, JSON.stringify(replica));
+  const inbox = async (who) => (await api(worker, 'GET', '/v1/inbox?tool=pay_invoice', undefined, who)).body.items;
+  const [item] = await inbox(bob);
+  assert.deepEqual([item?.sessionId, item?.toolCallId, item?.approvers?.role], [id, pending.toolCallId, 'finance']);
+  assert.equal((await inbox(ann)).length, 1, 'the owner sees what waits in her session');
+  assert.deepEqual([(await inbox(cy)).length, (await inbox(eve)).length], [0, 0]);
+
+  llm.push({ text: 'Paid INV-7.' });
+  const approved = await answer(bob);
+  assert.equal(approved.status, 202, JSON.stringify(approved.body));
+  assert.equal((await answer(bob, false)).status, 409, 'the first answer stands');
+  await waitFor(worker, id, (s) => s.status === 'completed', 15_000, ann);
+
+  const messages = (await api(worker, 'GET', `/v1/sessions/${id}/messages?limit=100`, undefined, ann)).body.messages;
+  const results = messages.filter((m) => m.role === 'tool' && m.toolName === 'pay_invoice');
+  assert.equal(results.length, 1, 'it ran once');
+  assert.deepEqual(results[0].content, { paid: 'INV-7', amountCents: 12_000 });
+  assert.deepEqual(results[0].metadata?.decidedBy, { subject: 'bob', tenant: 'acme' }, 'the transcript names the approver');
+  const sse = await openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, { headers: { authorization: `Bearer ${ann}` } });
+  const events = await sse.until((e) => e.type === 'end');
+  sse.close();
+  const ended = events.find((e) => e.type === 'tool_end' && e.json.toolName === 'pay_invoice');
+  assert.deepEqual(ended?.json.decidedBy, { subject: 'bob', tenant: 'acme' }, 'and so does its tool_end');
+  const logged = readFileSync(worker.logPath, 'utf8').split('\n').filter((l) => l.includes('"tool_call_submitted"'));
+  assert.ok(logged.some((l) => l.includes('"decidedBy":"bob"')), `and the log line: ${logged.join('\n')}`);
 });

@@ -138,6 +138,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** @description Answers a pending call: approve or deny an approval, or give a client tool's result. The first answer stands (409 after). An approval that needs a role (its `approvers`) is decided only by a user holding the role in the session owner's tenant (never the owner where `notOwner`) or by the API token; such a holder may post here for that call though the session is not theirs. Anyone else's answer is 403 `forbidden` with nothing changed. A user's decision is recorded as `decidedBy` on the call's `tool_end` and result. */
         post: operations["submitToolResult"];
         delete?: never;
         options?: never;
@@ -629,6 +630,7 @@ export interface components {
             /** @enum {unknown} */
             kind: "approval" | "client";
             deadline?: number;
+            approvers?: components["schemas"]["Approvers"];
         };
         MessagePage: {
             messages: {
@@ -961,6 +963,8 @@ export interface components {
             /** @description The result. A call stored in the state with `_outputPath` reads {"result": …, "storedAt": "/path"} (or {"result": …, "storeError": "…"} when the path's parent is missing and nothing was stored). */
             result?: unknown;
             error?: string;
+            /** @description For an approved or denied call: the user who decided (absent when the API token or a session token did). Also on the call's result message, as `metadata.decidedBy`. */
+            decidedBy?: components["schemas"]["Owner"];
         } & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1270,6 +1274,7 @@ export interface components {
             waitingSince: number;
             /** @description When the answer is due (ms since the epoch), for the calls that have a deadline (client tools). */
             deadline?: number;
+            approvers?: components["schemas"]["Approvers"];
         };
         InboxPage: {
             /** @description Newest first. */
@@ -1318,6 +1323,12 @@ export interface components {
         Owner: {
             subject: string;
             tenant?: string;
+        };
+        /** @description Who may decide an approval that needs a role (a tool's `approval_by_role`): a user holding `role` in the session owner's tenant — never the owner when `notOwner` — or the API token. Anyone else's answer is 403 `forbidden` and changes nothing. */
+        Approvers: {
+            role: string;
+            /** @description The session's owner is refused even holding the role (separation of duties). */
+            notOwner?: boolean;
         };
     };
     responses: {

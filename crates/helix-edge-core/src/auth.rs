@@ -6,7 +6,7 @@
 //! Token form: `<session id>:<expiry, seconds since epoch>:<hex HMAC>`. Session ids
 //! never contain `:`, so the form is unambiguous.
 
-use crate::store::Owner;
+use crate::store::{Approvers, Owner};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
@@ -58,6 +58,16 @@ pub enum Principal {
     User(Caller),
 }
 
+impl Principal {
+    /// The user, for a user's request.
+    pub fn user(&self) -> Option<&Caller> {
+        match self {
+            Self::User(caller) => Some(caller),
+            _ => None,
+        }
+    }
+}
+
 /// A user whose token the deployment checked, as the routes see them: they own the
 /// sessions they create, and reach only those — or, where the deployment groups users
 /// in tenants, every session of their tenant.
@@ -69,6 +79,9 @@ pub struct Caller {
     /// Whether they reach their tenant's sessions, not only their own.
     #[serde(default)]
     pub tenant_wide: bool,
+    /// Their roles (from the claim the deployment names), for approvals that need one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
 }
 
 impl Caller {
@@ -107,6 +120,20 @@ impl Caller {
         };
         let (subject, tenant) = self.scope();
         subject.is_none_or(|s| s == owner.subject) && tenant == owner.tenant.as_deref()
+    }
+}
+
+impl Caller {
+    /// Whether they may decide an approval that needs `approvers`, in a session of
+    /// `owner`: they hold the role, in the owner's tenant, and are not the owner where
+    /// the owner is refused. A session no user owns is the API token's alone.
+    pub fn approves(&self, approvers: &Approvers, owner: Option<&Owner>) -> bool {
+        let Some(owner) = owner else {
+            return false;
+        };
+        owner.tenant == self.user.tenant
+            && self.roles.contains(&approvers.role)
+            && !(approvers.not_owner && *owner == self.user)
     }
 }
 
@@ -207,6 +234,7 @@ mod tests {
         Caller {
             user: owner(subject, tenant),
             tenant_wide,
+            roles: Vec::new(),
         }
     }
 
@@ -222,11 +250,40 @@ mod tests {
         let caller = Caller {
             user: owner("jürgen 😀", Some("Zürich")),
             tenant_wide: true,
+            roles: vec!["finance".into(), "comptabilité".into()],
         };
         let header = caller.to_header();
         assert!(header.is_ascii(), "{header}");
         assert!(header.contains("\\ud83d\\ude00"), "{header}");
         assert_eq!(serde_json::from_str::<Caller>(&header).unwrap(), caller);
+    }
+
+    #[test]
+    fn an_approval_that_needs_a_role_is_a_holders_in_the_owners_tenant() {
+        let holder = |subject: &str, tenant: Option<&str>| Caller {
+            roles: vec!["ops".into(), "finance".into()],
+            ..caller(subject, tenant, false)
+        };
+        let finance = Approvers {
+            role: "finance".into(),
+            not_owner: false,
+        };
+        let others = Approvers {
+            not_owner: true,
+            ..finance.clone()
+        };
+        let ann = owner("ann", Some("acme"));
+        let ann_session = Some(&ann);
+        assert!(holder("bob", Some("acme")).approves(&finance, ann_session));
+        assert!(holder("bob", Some("acme")).approves(&others, ann_session));
+        assert!(holder("ann", Some("acme")).approves(&finance, ann_session));
+        assert!(!holder("ann", Some("acme")).approves(&others, ann_session));
+        // Another tenant's holder, a holder of no tenant, a user without the role.
+        assert!(!holder("bob", Some("globex")).approves(&finance, ann_session));
+        assert!(!holder("bob", None).approves(&finance, ann_session));
+        assert!(!caller("bob", Some("acme"), true).approves(&finance, ann_session));
+        // A session no user owns is the API token's alone.
+        assert!(!holder("bob", None).approves(&finance, None));
     }
 
     #[test]

@@ -90,6 +90,10 @@ pub enum ChunkBody {
         /// Its error message, on failure.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// For an approved or denied call: the user who decided (absent when the API
+        /// token or a session token did).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_by: Option<crate::store::Owner>,
     },
     /// State changes (RFC 6902), in order: a tool's write as it makes it (live, with
     /// its call), or what its step's commit changes beyond what was shown.

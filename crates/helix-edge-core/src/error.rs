@@ -457,6 +457,10 @@ pub enum DefinitionError {
         /// What is wrong.
         reason: String,
     },
+    /// An approval role that cannot be a role claim's (`not_by_owner` without
+    /// `approval_by_role` leaves it empty).
+    #[error("Tool '{0}': an approval role is 1-256 bytes without whitespace")]
+    InvalidApprovalRole(String),
     /// A sub-agent tool in a worker built without helix-edge's `subagents` feature.
     #[error(
         "Sub-agent tool '{0}' needs helix-edge's `subagents` feature, which this worker was built without"

@@ -142,6 +142,7 @@ mod tests {
             deadline,
             since: 0,
             output_path: None,
+            approvers: None,
         }
     }
 

@@ -469,6 +469,10 @@ fn one_of_each_chunk() -> Vec<ChunkBody> {
             success: false,
             result: Some(json!(1)),
             error: Some("no".into()),
+            decided_by: Some(helix_edge_core::store::Owner {
+                subject: "ann".into(),
+                tenant: Some("acme".into()),
+            }),
         },
         ChunkBody::StatePatch {
             patches: vec![

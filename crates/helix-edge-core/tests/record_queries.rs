@@ -19,8 +19,8 @@ use helix_edge_core::message::Message;
 use helix_edge_core::model::Usage;
 use helix_edge_core::sqlite::{Db, Replica, SqliteStore, text};
 use helix_edge_core::store::{
-    CheckpointRecord, CheckpointStatus, Commit, NewSession, Owner, PendingCall, PendingKind,
-    RunRecord, SessionHead, SessionStatus, StateChange, Store,
+    Approvers, CheckpointRecord, CheckpointStatus, Commit, NewSession, Owner, PendingCall,
+    PendingKind, RunRecord, SessionHead, SessionStatus, StateChange, Store,
 };
 use lite::Lite;
 use record::LiteRecord;
@@ -73,6 +73,7 @@ fn call(id: &str, tool: &str, kind: PendingKind, since: u64) -> PendingCall {
         deadline: (kind == PendingKind::Client).then_some(since + 300_000),
         since,
         output_path: None,
+        approvers: None,
     }
 }
 
@@ -327,6 +328,7 @@ fn a_user_lists_and_sees_in_the_inbox_only_what_they_reach() {
     let as_ = |subject: &str, tenant: Option<&str>, tenant_wide: bool| Caller {
         user: owner(subject, tenant),
         tenant_wide,
+        roles: Vec::new(),
     };
     let inboxed = |caller: Caller| {
         let query = InboxQuery {
@@ -387,12 +389,64 @@ fn a_user_lists_and_sees_in_the_inbox_only_what_they_reach() {
         "not another's"
     );
     assert!(ListQuery::parse(&[("owner".into(), String::new())]).is_err());
+    // An approval that needs a role is in the inbox of its holders across the owner's
+    // tenant, beside what they reach.
+    let mut pay = call("pay-c", "pay_invoice", Approval, 60);
+    pay.approvers = Some(Approvers {
+        role: "finance".into(),
+        not_owner: true,
+    });
+    owned_session(
+        &d1,
+        "t_pay",
+        "treasurer",
+        vec![pay],
+        Some(owner("ann", acme)),
+    );
+    let holding = |subject: &str, tenant: Option<&str>, role: &str| Caller {
+        roles: vec!["ops".into(), role.into()],
+        ..as_(subject, tenant, false)
+    };
+    assert_eq!(inboxed(holding("cy", acme, "finance")), ["t_cy", "t_pay"]);
+    assert_eq!(inboxed(holding("cy", acme, "legal")), ["t_cy"]);
+    assert!(inboxed(holding("eve", Some("globex"), "finance")).is_empty());
+    assert_eq!(
+        inboxed(holding("bo", None, "finance")),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        inboxed(as_("ann", acme, false)),
+        ["t_ann", "t_pay"],
+        "and its owner's"
+    );
+    let item = |caller: Caller| {
+        let query = InboxQuery {
+            caller: Some(caller),
+            ..InboxQuery::parse(&[("tool".into(), "pay_invoice".into())]).unwrap()
+        };
+        let (sql, args) = query.statement();
+        let page = InboxPage::from_rows(&d1.query(sql, &args).unwrap(), query.limit).unwrap();
+        page.items.into_iter().next()
+    };
+    let listed_pay = item(holding("cy", acme, "finance")).unwrap();
+    assert_eq!(listed_pay.approvers.unwrap().role, "finance");
+    // A session no user owns is the API token's alone, whatever the roles.
+    let mut unowned = call("pay-d", "pay_invoice", Approval, 61);
+    unowned.approvers = Some(Approvers {
+        role: "finance".into(),
+        not_owner: false,
+    });
+    owned_session(&d1, "x_pay", "treasurer", vec![unowned], None);
+    assert_eq!(
+        inboxed(holding("bo", None, "finance")),
+        Vec::<String>::new()
+    );
     // The API token's query (no caller) sees every one.
     let all = inbox(&d1, &[]);
     assert_eq!(
         all.items.len(),
-        4 + 4,
-        "the world's four calls and these four"
+        4 + 6,
+        "the world's four calls and these six"
     );
 }
 
@@ -495,6 +549,7 @@ fn usage_sums_the_runs_of_a_window_by_agent_day_or_session_and_keeps_a_user_to_t
             tenant: None,
         },
         tenant_wide: false,
+        roles: Vec::new(),
     };
     let theirs = report(&[("groupBy", "session")], Some(anns));
     assert_eq!(

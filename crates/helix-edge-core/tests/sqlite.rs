@@ -180,6 +180,7 @@ fn an_answer_stored_by_an_earlier_process_stands_against_a_second_one() {
         approved,
         reason: None,
         answered_at: 7,
+        decided_by: None,
     };
     let before = SqliteSuspension::new(local.clone());
     assert_eq!(

@@ -137,11 +137,16 @@ fn every_stored_answer_reads_back_as_written() {
             approved: true,
             reason: None,
             answered_at: 7,
+            decided_by: None,
         },
         Answer::Approval {
             approved: false,
             reason: Some("not now".into()),
             answered_at: 7,
+            decided_by: Some(helix_edge_core::store::Owner {
+                subject: "ann".into(),
+                tenant: None,
+            }),
         },
         Answer::ClientResult {
             result: json!([1, "two"]),

@@ -9,7 +9,7 @@ use crate::api::{
     AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, Plan, Target, parse_body,
 };
 use crate::app::App;
-use crate::auth::{AuthConfig, Caller, authorize};
+use crate::auth::{AuthConfig, Caller, Principal, authorize};
 use crate::http::{
     ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
 };
@@ -147,10 +147,11 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         _ => None,
     };
     // A user reaches every route; which sessions, their objects decide (and the lists).
+    // Whether a session token was the credential: its holder decides no role's approval.
     let authorize = |session: Option<&str>| match caller {
-        Some(_) => Ok(()),
+        Some(_) => Ok(false),
         None => authorize(&setup.auth, credential.as_deref(), session, now_secs)
-            .map(drop)
+            .map(|p| matches!(p, Principal::Session(_)))
             .map_err(ApiError::from),
     };
     let (operation, session, reads_body, target) = match crate::api::plan(&method, path)? {
@@ -178,7 +179,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         _ => None,
     };
     let named_id = named.as_ref().and_then(|n| n.as_ref().ok());
-    authorize(named_id.map(String::as_str).or(session))?;
+    let session_token = authorize(named_id.map(String::as_str).or(session))?;
     if !served {
         return Err(ApiError::not_served(operation));
     }
@@ -214,6 +215,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
                 last_event_id: header(&req, "last-event-id"),
                 body,
                 user: caller.as_ref().map(Caller::to_header),
+                session_token,
             };
             call_object(env, app.sessions(), &id, request).await
         }

@@ -17,6 +17,9 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const SESSION_HEADER: &str = "x-helix-session-id";
 /// The user who asks, set by the worker only (feature `users`, [`crate::auth::Caller`]).
 pub const USER_HEADER: &str = "x-helix-user";
+/// Set by the worker only, on a request it took with a session token (not the API
+/// token): such a holder does not decide approvals that need a role.
+pub const SESSION_TOKEN_HEADER: &str = "x-helix-session-token";
 
 /// The platform's request as it comes, without `worker::Request`'s conversion: that
 /// reads the request's `cf` object, which the runtime builds on first access, and
@@ -103,6 +106,8 @@ pub struct ObjectRequest<'a> {
     pub body: Option<Vec<u8>>,
     /// The user who asks (a [`crate::auth::Caller`] as JSON), for a user's request.
     pub user: Option<String>,
+    /// Whether a session token's holder asks.
+    pub session_token: bool,
 }
 
 impl<'a> ObjectRequest<'a> {
@@ -114,6 +119,7 @@ impl<'a> ObjectRequest<'a> {
             last_event_id: None,
             body: Some(body),
             user: None,
+            session_token: false,
         }
     }
 }
@@ -142,6 +148,9 @@ pub async fn call_object(
     }
     if let Some(v) = &request.user {
         set(USER_HEADER, v)?;
+    }
+    if request.session_token {
+        set(SESSION_TOKEN_HEADER, "1")?;
     }
     let body = request
         .body

@@ -96,6 +96,7 @@ async fn crossings(env: &Env, app: &App, method: &str, rest: &str) -> Answer {
         path,
         last_event_id: None,
         user: None,
+        session_token: false,
         body: None,
     };
     call_object(env, app.sessions(), id, request).await

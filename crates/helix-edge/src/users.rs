@@ -79,6 +79,7 @@ pub(crate) async fn caller(
                 tenant: user.tenant,
             },
             tenant_wide: config.tenant_claim.is_some() && config.tenant_sharing,
+            roles: user.roles,
         }),
         Err(e) => {
             let status = if e.code() == "unauthorized" { 401 } else { 503 };

@@ -11,6 +11,8 @@
 //! `assistant` of another deployment. `librarian` ([`librarian`], feature `skill-store`)
 //! writes with skills kept in a store, read as each run starts. `secretary`
 //! ([`secretary`], feature `schedules`) schedules runs of its own conversation.
+//! `treasurer` ([`treasurer`]) pays invoices that a `finance` approver other than the
+//! requester approves.
 
 #[cfg(feature = "remote-subagents")]
 mod dispatcher;
@@ -22,6 +24,7 @@ mod orders;
 mod secretary;
 #[cfg(feature = "persistent-children")]
 mod team;
+mod treasurer;
 
 #[cfg(feature = "orders")]
 pub use orders::{
@@ -36,6 +39,7 @@ pub use librarian::{Note, Publish, librarian};
 pub use secretary::secretary;
 #[cfg(feature = "persistent-children")]
 pub use team::team;
+pub use treasurer::{PAYMENT_APPROVER_ROLE, PayInvoice, treasurer};
 
 use helix_edge::agent::{Agent, Agents};
 use helix_edge::error::{DefinitionError, ToolError};

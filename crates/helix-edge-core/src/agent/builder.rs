@@ -254,6 +254,10 @@ fn validate_tool(agent: &Agent, tool: &Tool) -> Result<(), DefinitionError> {
     if !tool.input_schema.is_object() {
         return Err(DefinitionError::InvalidSchema(name.clone()));
     }
+    let role = |r: &str| !r.is_empty() && r.len() <= 256 && !r.contains(char::is_whitespace);
+    if tool.approvers.as_ref().is_some_and(|a| !role(&a.role)) {
+        return Err(DefinitionError::InvalidApprovalRole(name.clone()));
+    }
     let child = tool.subagent_of().map(|(child, _)| child);
     let child = child.and_then(|name| agent.subagents.iter().find(|a| a.name == name));
     match child {
@@ -302,6 +306,36 @@ mod tests {
             twice.err(),
             Some(DefinitionError::DuplicateAgent("a".into()))
         );
+    }
+
+    #[test]
+    fn an_approval_role_is_kept_in_either_order_and_must_be_one() {
+        let gated = server("pay").approval_always().approval_by_role("finance");
+        let tool = Tool::from(gated.not_by_owner());
+        let both = crate::store::Approvers {
+            role: "finance".into(),
+            not_owner: true,
+        };
+        assert_eq!(tool.approvers(), Some(&both));
+        let reversed = server("pay").approval_always().not_by_owner();
+        let tool = Tool::from(reversed.approval_by_role("finance"));
+        assert_eq!(tool.approvers(), Some(&both));
+        let plain = Tool::from(
+            server("pay")
+                .approval_always()
+                .approval_by_role("org:admin"),
+        );
+        assert!(!plain.approvers().unwrap().not_owner);
+        for unnamed in [
+            server("pay").approval_always().not_by_owner(),
+            server("pay")
+                .approval_always()
+                .approval_by_role("two words"),
+        ] {
+            let refused = DefinitionError::InvalidApprovalRole("pay".into());
+            assert_eq!(build_with(unnamed).unwrap_err(), refused);
+        }
+        assert!(build_with(server("pay").approval_always().approval_by_role("ops")).is_ok());
     }
 
     #[test]

@@ -138,6 +138,7 @@ impl From<RunError> for ApiError {
             RunError::KindMismatch { .. } | RunError::Invalid(_) | RunError::ResultInvalid(_) => {
                 400
             }
+            RunError::NotAnswerer { .. } => 403,
             RunError::Provider(_) => 502,
             RunError::RemoteUnavailable(_) => 503,
         };

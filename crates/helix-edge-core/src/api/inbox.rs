@@ -8,7 +8,7 @@ use super::{ApiError, DEFAULT_LIMIT, page_size};
 use crate::auth::Caller;
 use crate::sqlite::{Row, text};
 use crate::store::rows::Arg;
-use crate::store::{PendingCall, PendingKind, StoreError};
+use crate::store::{Approvers, PendingCall, PendingKind, StoreError};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -118,12 +118,28 @@ impl InboxQuery {
             Arg::Int(u64::from(self.limit) + 1),
         ];
         args.extend(super::list::owner_args(self.caller.as_ref()));
+        args.extend(roles_arg(self.caller.as_ref()));
         (SELECT_PAGE, args)
     }
 }
 
+/// The roles of `caller` (`?11`, a JSON array; `NULL` for none) and their own tenant
+/// (`?12`): the approvals that need a role they hold, across their tenant, are in their
+/// inbox too.
+fn roles_arg(caller: Option<&Caller>) -> [Arg; 2] {
+    match caller.filter(|c| !c.roles.is_empty()) {
+        None => [Arg::Null, Arg::Null],
+        Some(c) => [
+            Arg::Text(serde_json::to_string(&c.roles).unwrap_or_default()),
+            Arg::text_or_null(c.user.tenant.as_deref()),
+        ],
+    }
+}
+
 /// One page of waiting calls: each pending call of each waiting head is a row (SQLite's
-/// `json_each`); optional filters are `NULL` parameters.
+/// `json_each`); optional filters are `NULL` parameters. A user sees the calls of the
+/// sessions they reach and the approvals their roles decide (a session no user owns is
+/// the API token's alone).
 const SELECT_PAGE: &str = "SELECT s.id, s.agent, p.value FROM sessions AS s, \
      json_each(s.head, '$.pending') AS p \
      WHERE json_array_length(s.head, '$.pending') > 0 \
@@ -131,7 +147,10 @@ const SELECT_PAGE: &str = "SELECT s.id, s.agent, p.value FROM sessions AS s, \
      AND (?1 IS NULL OR s.agent = ?1) AND (?2 IS NULL OR p.value ->> 'toolName' = ?2) \
      AND (?3 IS NULL OR p.value ->> 'kind' = ?3) \
      AND (?8 = 0 OR ((?9 IS NULL OR s.head ->> '$.owner.subject' = ?9) \
-     AND s.head ->> '$.owner.tenant' IS ?10)) \
+     AND s.head ->> '$.owner.tenant' IS ?10) \
+     OR (?11 IS NOT NULL AND s.head ->> '$.owner.subject' IS NOT NULL \
+     AND s.head ->> '$.owner.tenant' IS ?12 \
+     AND p.value ->> '$.approvers.role' IN (SELECT value FROM json_each(?11)))) \
      AND (?4 IS NULL OR (p.value ->> 'since', s.id, p.value ->> 'toolCallId') < (?4, ?5, ?6)) \
      ORDER BY p.value ->> 'since' DESC, s.id DESC, p.value ->> 'toolCallId' DESC LIMIT ?7";
 
@@ -156,6 +175,9 @@ pub struct InboxItem {
     /// When the answer is due (ms), for the calls that have a deadline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<u64>,
+    /// For an approval that needs a role: who may decide it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<Approvers>,
 }
 
 impl InboxItem {
@@ -173,6 +195,7 @@ impl InboxItem {
             kind: call.kind,
             waiting_since: call.since,
             deadline: call.deadline,
+            approvers: call.approvers,
         })
     }
 }
@@ -280,7 +303,10 @@ mod tests {
         );
         assert_eq!(args[6], Arg::Int(u64::from(DEFAULT_LIMIT) + 1));
         // No caller: every session's calls (`?8 = 0`).
-        assert_eq!(args[7..], [Arg::Int(0), Arg::Null, Arg::Null]);
+        assert_eq!(
+            args[7..],
+            [Arg::Int(0), Arg::Null, Arg::Null, Arg::Null, Arg::Null]
+        );
         let (_, args) = q(&[("kind", "client"), ("cursor", "7:s_b:c"), ("limit", "2")])
             .unwrap()
             .statement();
@@ -301,6 +327,7 @@ mod tests {
                 tenant: Some("acme".into()),
             },
             tenant_wide: false,
+            roles: Vec::new(),
         };
         let query = InboxQuery {
             caller: Some(caller),
@@ -312,6 +339,18 @@ mod tests {
             Arg::Text("ann".into()),
             Arg::Text("acme".into()),
         ];
-        assert_eq!(args[7..], owned);
+        assert_eq!(args[7..10], owned);
+        assert_eq!(args[10..], [Arg::Null, Arg::Null], "no roles");
+        let holder = Caller {
+            roles: vec!["finance".into()],
+            ..query.caller.clone().unwrap()
+        };
+        let query = InboxQuery {
+            caller: Some(holder),
+            ..query
+        };
+        let (_, args) = query.statement();
+        let roles = [Arg::Text(r#"["finance"]"#.into()), Arg::Text("acme".into())];
+        assert_eq!(args[10..], roles);
     }
 }

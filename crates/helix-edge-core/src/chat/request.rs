@@ -482,6 +482,7 @@ mod tests {
             deadline: None,
             since: 0,
             output_path: None,
+            approvers: None,
         };
         let request = |answers: Vec<ChatAnswer>, user_text: Option<&str>| ChatRequest {
             id: "c".into(),

@@ -242,11 +242,16 @@ fn the_first_answer_stands_and_sessions_are_apart(s: &dyn Suspension) -> Result<
         approved: true,
         reason: None,
         answered_at: 7,
+        decided_by: None,
     };
     let no = Answer::Approval {
         approved: false,
         reason: Some("no \"way\" é".into()),
         answered_at: 7,
+        decided_by: Some(crate::store::Owner {
+            subject: "jürgen".into(),
+            tenant: Some("acme".into()),
+        }),
     };
     ensure!(
         s.find_answer("s1", "c1").map_err(e)?.is_none(),

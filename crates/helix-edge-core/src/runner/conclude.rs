@@ -264,6 +264,7 @@ mod tests {
             deadline: None,
             since: 0,
             output_path: None,
+            approvers: None,
         }
     }
 

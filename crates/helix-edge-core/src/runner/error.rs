@@ -35,6 +35,14 @@ pub enum RunError {
         /// What it expects.
         expected: &'static str,
     },
+    /// The call's answer is not the asker's to give (an approval that needs a role).
+    #[error("Tool call '{call}' is answered only by {who}")]
+    NotAnswerer {
+        /// The call.
+        call: String,
+        /// Who may answer it.
+        who: String,
+    },
     /// No checkpoint with that id.
     #[error("Checkpoint '{0}' does not exist")]
     CheckpointNotFound(String),
@@ -75,6 +83,7 @@ impl Coded for RunError {
             Self::ToolCallNotFound(_) => "tool_call_not_found",
             Self::AlreadyResolved(_) => "tool_call_already_resolved",
             Self::KindMismatch { .. } => "kind_mismatch",
+            Self::NotAnswerer { .. } => "forbidden",
             Self::CheckpointNotFound(_) => "checkpoint_not_found",
             Self::CheckpointNotRestorable(_) => "checkpoint_not_restorable",
             Self::RunEnded(_) => "checkpoint_run_ended",

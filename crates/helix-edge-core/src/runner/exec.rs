@@ -4,7 +4,7 @@
 //! [`super::results`]'.
 
 use super::emit::Emitter;
-use super::results::{result_message, tool_end};
+use super::results::{decided, result_message, tool_end};
 use crate::abort::AbortSignal;
 use crate::agent::Agent;
 use crate::chunk::{ChunkBody, Executor};
@@ -12,6 +12,7 @@ use crate::error::{Coded, ToolError};
 use crate::host::{Host, Level, LogValue};
 use crate::message::{Message, ToolCall};
 use crate::state::{PatchOp, merge};
+use crate::store::Owner;
 use crate::tool::{Tool, ToolContext};
 use futures::future::{Either, join_all, select};
 use serde_json::Value;
@@ -28,8 +29,9 @@ pub(crate) struct CallOutcome {
 }
 
 /// A server call about to run: its index (in the step or the resumption), the call
-/// with the arguments it runs with, and where its result is stored, if anywhere.
-pub(crate) type Run<'a> = (usize, &'a ToolCall, Option<&'a str>);
+/// with the arguments it runs with, where its result is stored, if anywhere, and the
+/// user who approved it, when one did.
+pub(crate) type Run<'a> = (usize, &'a ToolCall, Option<&'a str>, Option<&'a Owner>);
 
 /// Runs an agent's server calls for one drive: its clock and timers, and the drive's
 /// abort signal (each call gets a child of it).
@@ -50,13 +52,12 @@ impl ToolRunner<'_> {
         emitter: &Emitter,
     ) -> Vec<(usize, CallOutcome)> {
         let base = share(state);
-        let outcomes = join_all(runs.iter().filter_map(|&(i, call, output)| {
+        let outcomes = join_all(runs.iter().filter_map(|&(i, call, output, decided_by)| {
             let tool = agent.tool(&call.name)?;
             let base = base.clone();
             Some(async move {
-                let outcome = self
-                    .run_tool(agent, tool, call, output, base, emitter)
-                    .await;
+                let ran = (call, output, decided_by);
+                let outcome = self.run_tool(agent, tool, ran, base, emitter).await;
                 (i, outcome)
             })
         }))
@@ -68,14 +69,14 @@ impl ToolRunner<'_> {
     /// Runs one server call against `base` (the committed state its step started from),
     /// firing `before_tool` and streaming `tool_start`/`tool_end`; `call` has the
     /// arguments it runs with (references resolved) and `output` is where its result is
-    /// stored, if anywhere. The hooks on its result fire later, in call order
+    /// stored, if anywhere; who approved it is on its result (`metadata.decidedBy`) and
+    /// its `tool_end`. The hooks on its result fire later, in call order
     /// ([`result_hooks`](super::results::result_hooks)).
     async fn run_tool(
         &self,
         agent: &Agent,
         tool: &Tool,
-        call: &ToolCall,
-        output: Option<&str>,
+        (call, output, decided_by): (&ToolCall, Option<&str>, Option<&Owner>),
         base: Rc<Value>,
         emitter: &Emitter,
     ) -> CallOutcome {
@@ -142,7 +143,7 @@ impl ToolRunner<'_> {
         } else {
             Vec::new()
         };
-        let outcome = match result {
+        let mut outcome = match result {
             Ok(value) => {
                 let (mut message, stored) = result_message(call, value.clone(), output, &base);
                 if let Message::Tool { attachments, .. } = &mut message {
@@ -164,6 +165,7 @@ impl ToolRunner<'_> {
                 value: None,
             },
         };
+        decided(&mut outcome.message, decided_by);
         tool_end(call, &outcome.message, emitter);
         outcome
     }

@@ -88,7 +88,7 @@ impl<S: Store> Runner<S> {
                 out.results[i] = Some(end_without_running(call, &err, emitter));
                 continue;
             }
-            let run = [(i, &ready.call, ready.output.as_deref())];
+            let run = [(i, &ready.call, ready.output.as_deref(), None)];
             let outcomes = self
                 .tools()
                 .run_parallel(agent, &run, &mut live.state, emitter)

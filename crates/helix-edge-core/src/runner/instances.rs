@@ -20,7 +20,7 @@ use crate::error::{Coded, ToolError};
 use crate::memory::each::instance_id;
 use crate::message::{Message, ToolCall, bounded_result};
 use crate::state::PatchOp;
-use crate::store::PendingCall;
+use crate::store::{PendingCall, PendingKind};
 use serde_json::Value;
 
 /// Running a call once per item, as the feature `plans` registers it.
@@ -70,7 +70,9 @@ fn start(
         };
         match plan(agent, &instance, state) {
             Plan::Gated(kind) => {
-                let deadline = agent.tool(&call.name).and_then(|t| t.client_deadline());
+                let tool = agent.tool(&call.name);
+                let deadline = tool.and_then(|t| t.client_deadline());
+                let approvers = tool.and_then(|t| t.approvers.clone());
                 ran.pending.push(PendingCall {
                     tool_call_id: instance.id,
                     tool_name: instance.name,
@@ -79,6 +81,7 @@ fn start(
                     deadline: deadline.map(|d| *now + d.as_millis() as u64),
                     since: *now,
                     output_path: None,
+                    approvers: approvers.filter(|_| kind == PendingKind::Approval),
                 });
             }
             Plan::Child => {

@@ -149,6 +149,7 @@ mod tests {
                 deadline: None,
                 since: 0,
                 output_path: None,
+                approvers: None,
             })
             .collect();
         serde_json::from_value(json!({

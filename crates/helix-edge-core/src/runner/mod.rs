@@ -240,6 +240,11 @@ impl<S: Store> Runner<S> {
         &self.store
     }
 
+    /// The agents it runs.
+    pub fn agents(&self) -> &Agents {
+        &self.agents
+    }
+
     /// Whether call `call_id` of session `session_id` has a stored answer.
     pub fn has_answer(&self, session_id: &str, call_id: &str) -> bool {
         let found = self.journal.suspension.find_answer(session_id, call_id);

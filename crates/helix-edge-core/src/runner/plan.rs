@@ -48,7 +48,7 @@ impl<S: Store> Runner<S> {
             let runs = self.prepare_round(live, agent, step, &ready, ran, emitter)?;
             let runs: Vec<Run> = runs
                 .iter()
-                .map(|(i, call, output)| (*i, call, output.as_deref()))
+                .map(|(i, call, output)| (*i, call, output.as_deref(), None))
                 .collect();
             let outcomes = self
                 .tools()
@@ -217,6 +217,10 @@ impl<S: Store> Runner<S> {
                 deadline: deadline.map(|d| now + d.as_millis() as u64),
                 since: now,
                 output_path: output,
+                approvers: tool
+                    .approvers
+                    .clone()
+                    .filter(|_| kind == PendingKind::Approval),
             });
         }
         Ok(runs)

@@ -8,6 +8,8 @@ use crate::chunk::ChunkBody;
 use crate::error::{Coded, ToolError};
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
+use crate::store::Owner;
+use serde::Deserialize;
 use serde_json::Value;
 
 /// Resolves a call that does not run (denied, unknown, expired, skipped…) as `error`.
@@ -23,8 +25,16 @@ pub(crate) fn end_without_running(
 /// their reason (`{"error": "Tool call was not approved by the user", "code":
 /// "tool_denied", "reason": "not today"}`); the stream's `tool_end`, sent before the
 /// reason is added, carries the denial's text as for any error.
-pub(crate) fn end_denied(call: &ToolCall, reason: Option<&str>, emitter: &Emitter) -> Message {
-    let mut message = end_without_running(call, &ToolError::Denied, emitter);
+pub(crate) fn end_denied(
+    call: &ToolCall,
+    reason: Option<&str>,
+    decided_by: Option<&Owner>,
+    emitter: &Emitter,
+) -> Message {
+    let denied = ToolError::Denied;
+    let mut message = Message::tool_error(call, denied.code(), &denied.to_string());
+    decided(&mut message, decided_by);
+    tool_end(call, &message, emitter);
     if let (Some(reason), Message::Tool { content, .. }) = (
         reason.map(str::trim).filter(|r| !r.is_empty()),
         &mut message,
@@ -33,6 +43,20 @@ pub(crate) fn end_denied(call: &ToolCall, reason: Option<&str>, emitter: &Emitte
     }
     message
 }
+
+/// Records on a call's result who approved or denied it (`metadata.decidedBy`), when
+/// a user did.
+pub(crate) fn decided(message: &mut Message, by: Option<&Owner>) {
+    let by = by.and_then(|by| serde_json::to_value(by).ok());
+    if let (Some(by), Message::Tool { metadata, .. }) = (by, message) {
+        metadata
+            .get_or_insert_default()
+            .insert(DECIDED_BY.into(), by);
+    }
+}
+
+/// The metadata key of who decided a call's approval.
+const DECIDED_BY: &str = "decidedBy";
 
 /// Resolves a call whose `_when` does not hold: it did not run, and the model reads
 /// why (`{"skipped": "skipped: its condition _when '…' does not hold"}`), as a result
@@ -154,11 +178,18 @@ pub(crate) fn tool_end(call: &ToolCall, message: &Message, emitter: &Emitter) {
         }
         _ => (false, None, None),
     };
+    let decided_by = match message {
+        Message::Tool {
+            metadata: Some(m), ..
+        } => m.get(DECIDED_BY).and_then(|by| Owner::deserialize(by).ok()),
+        _ => None,
+    };
     emitter.chunk(ChunkBody::ToolEnd {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         success,
         result,
         error,
+        decided_by,
     });
 }

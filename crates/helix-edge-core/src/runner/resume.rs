@@ -80,9 +80,20 @@ impl<S: Store> Runner<S> {
             .collect();
         let runnable: Vec<usize> = (0..pending.len()).filter(|&i| mine[i]).collect();
 
+        // Who approved each call, for its result and its `tool_end`.
+        let decided_by: Vec<_> = calls
+            .iter()
+            .map(|call| match live.answer(&call.id) {
+                Some(Answer::Approval { decided_by, .. }) => decided_by.clone(),
+                _ => None,
+            })
+            .collect();
         let runs: Vec<Run> = runnable
             .iter()
-            .map(|&i| (i, &calls[i], pending[i].output_path.as_deref()))
+            .map(|&i| {
+                let output = pending[i].output_path.as_deref();
+                (i, &calls[i], output, decided_by[i].as_ref())
+            })
             .collect();
         let outcomes = self
             .tools()
@@ -118,9 +129,10 @@ impl<S: Store> Runner<S> {
                     Some(Answer::Approval {
                         approved: false,
                         reason,
+                        decided_by,
                         ..
                     }),
-                ) => end_denied(call, reason.as_deref(), &emitter),
+                ) => end_denied(call, reason.as_deref(), decided_by.as_ref(), &emitter),
                 (None, Some(Answer::ClientResult { result, .. })) => {
                     let (message, stored) =
                         end_with_result(call, result.clone(), output, &live.state, &emitter);

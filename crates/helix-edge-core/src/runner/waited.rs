@@ -81,12 +81,21 @@ impl<S: Store> Runner<S> {
             WaitOutcome::Error => "error",
             WaitOutcome::Expired => "expired",
         };
+        // Who decided an approval, when a user did (their subject): the audit trail.
+        let decided_by = match answer {
+            Answer::Approval {
+                decided_by: Some(user),
+                ..
+            } => Str(&user.subject),
+            _ => crate::host::LogValue::Null,
+        };
         let fields = [
             ("toolCallId", Str(&p.tool_call_id)),
             ("tool", Str(&p.tool_name)),
             ("kind", Str(kind_name(p.kind))),
             ("outcome", Str(outcome)),
             ("waitedMs", Num(wait.waited_ms)),
+            ("decidedBy", decided_by),
         ];
         self.log(live, Level::Info, event, &fields);
     }

@@ -1,6 +1,7 @@
 //! What a suspended run waits on and what answers it: pending calls, the answers stored
 //! for them (read through a flat record, see `wire`), and how long each call waited.
 
+use super::Owner;
 use crate::wire::{present, required, wire_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -73,6 +74,22 @@ pub struct PendingCall {
     /// arguments are then the ones the call runs with (references resolved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_path: Option<String>,
+    /// For an approval only a holder of a role may give: who may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<Approvers>,
+}
+
+/// Who may decide an approval, when not the session's owner by default (separation of
+/// duties): users holding `role`, in the owner's tenant, and never the owner when
+/// `not_owner` says so. The API token may always decide.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approvers {
+    /// The role an approver holds (from the claim the deployment names).
+    pub role: String,
+    /// Whether the session's owner is refused even when they hold the role.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_owner: bool,
 }
 
 /// A pending call as it is listed: in `GET /v1/sessions/{id}` (its `pendingToolCalls`),
@@ -86,6 +103,8 @@ pub struct PendingView {
     kind: PendingKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     deadline: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approvers: Option<Approvers>,
 }
 
 impl From<&PendingCall> for PendingView {
@@ -96,6 +115,7 @@ impl From<&PendingCall> for PendingView {
             arguments: p.arguments.clone(),
             kind: p.kind,
             deadline: p.deadline,
+            approvers: p.approvers.clone(),
         }
     }
 }
@@ -112,6 +132,7 @@ pub fn pending_calls(listed: &Value) -> Result<Vec<PendingCall>, &'static str> {
             deadline: c["deadline"].as_u64(),
             since: 0,
             output_path: None,
+            approvers: serde_json::from_value(c["approvers"].clone()).ok(),
         })
     };
     match listed {
@@ -152,6 +173,10 @@ pub enum Answer {
         /// When it was submitted (ms).
         #[serde(rename = "answeredAt")]
         answered_at: u64,
+        /// The user who decided, when a user's token did (not the API token's or a
+        /// session token's holder).
+        #[serde(rename = "decidedBy", skip_serializing_if = "Option::is_none")]
+        decided_by: Option<Owner>,
     },
     /// A client tool's result.
     ClientResult {
@@ -208,6 +233,8 @@ struct AnswerWire {
     /// Absent in answers stored before it was recorded: 0.
     #[serde(default, rename = "answeredAt")]
     answered_at: u64,
+    #[serde(default, rename = "decidedBy")]
+    decided_by: Option<Owner>,
 }
 
 wire_enum! {
@@ -233,6 +260,7 @@ impl TryFrom<AnswerWire> for Answer {
                 approved: required(w.approved, "approved")?,
                 reason: w.reason,
                 answered_at: w.answered_at,
+                decided_by: w.decided_by,
             },
             AnswerKind::ClientResult => Self::ClientResult {
                 result: required(w.result, "result")?,

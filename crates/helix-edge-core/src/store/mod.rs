@@ -23,7 +23,7 @@ pub mod shards;
 mod sql_failure;
 
 pub use answers::{
-    Answer, CallWait, PendingCall, PendingKind, PendingView, WaitOutcome, pending_calls,
+    Answer, Approvers, CallWait, PendingCall, PendingKind, PendingView, WaitOutcome, pending_calls,
 };
 pub use memory::MemoryStore;
 

@@ -255,6 +255,35 @@ impl ServerTool {
     }
 }
 
+impl ApprovalTool {
+    /// Only a user holding `role` (from the deployment's roles claim, in the session
+    /// owner's tenant) or the API token may approve or deny its calls; the session's
+    /// owner only if they hold it too, and not at all after [`not_by_owner`]. Such calls
+    /// are in the inbox of every holder of the role.
+    ///
+    /// [`not_by_owner`]: ApprovalTool::not_by_owner
+    pub fn approval_by_role(mut self, role: impl Into<String>) -> Self {
+        let not_owner = self.0.approvers.take().is_some_and(|a| a.not_owner);
+        self.0.approvers = Some(crate::store::Approvers {
+            role: role.into(),
+            not_owner,
+        });
+        self
+    }
+
+    /// With [`approval_by_role`](ApprovalTool::approval_by_role): the session's owner
+    /// never decides its calls, even holding the role (separation of duties). Without a
+    /// role the agent refuses to build.
+    pub fn not_by_owner(mut self) -> Self {
+        let role = self.0.approvers.take().map(|a| a.role).unwrap_or_default();
+        self.0.approvers = Some(crate::store::Approvers {
+            role,
+            not_owner: true,
+        });
+        self
+    }
+}
+
 impl ClientTool {
     /// The client must answer within `deadline`, or the call resolves as a "timed out"
     /// tool error and the run continues.

@@ -109,6 +109,8 @@ pub struct Tool {
     /// Constrained decoding of the arguments, where the provider supports it.
     pub(crate) strict: bool,
     pub(crate) approval: Approval,
+    /// Who may approve, when a role is required (default: whoever reaches the session).
+    pub(crate) approvers: Option<crate::store::Approvers>,
     pub(crate) execution: Execution,
     pub(crate) finish_with: bool,
     /// How long a server call may run (default: the agent's `tool_timeout`).
@@ -152,6 +154,7 @@ impl Tool {
             output_schema: None,
             strict: false,
             approval: Approval::Never,
+            approvers: None,
             execution,
             finish_with: false,
             timeout: None,
@@ -276,6 +279,11 @@ impl Tool {
     /// The approval policy.
     pub fn approval(&self) -> &Approval {
         &self.approval
+    }
+
+    /// Who may approve its calls, when a role is required.
+    pub fn approvers(&self) -> Option<&crate::store::Approvers> {
+        self.approvers.as_ref()
     }
 
     /// Whether a call with `args` needs approval in `state`. Fails closed.

@@ -273,7 +273,8 @@ function onEvent(e: SessionEvent): void {
     }
     case 'tool_end': {
       const card = toolCards.get(e.toolCallId);
-      const outcome = e.success ? `done: ${JSON.stringify(e.result)}` : `failed: ${e.error ?? ''}`;
+      const by = e.decidedBy ? ` (decided by ${e.decidedBy.subject})` : '';
+      const outcome = e.success ? `done${by}: ${JSON.stringify(e.result)}` : `failed${by}: ${e.error ?? ''}`;
       if (card) card.firstChild!.textContent = `Tool ${e.toolName}${child}: ${outcome}`;
       return;
     }
@@ -337,6 +338,7 @@ function approvalCard(call: PendingCall): HTMLElement {
     'section',
     { class: 'card', id: `pending-${call.toolCallId}`, 'aria-label': `Approval for ${call.toolName}` },
     h('h3', {}, `Approve ${call.toolName}?`),
+    call.approvers ? h('p', { class: 'approvers' }, approversText(call.approvers)) : text(''),
     h('pre', {}, JSON.stringify(call.arguments, null, 2)),
     h('form', { onsubmit: (ev: Event) => { ev.preventDefault(); void answer(true)(); } },
       h('label', { for: reasonId }, 'Reason (optional)'),
@@ -345,6 +347,11 @@ function approvalCard(call: PendingCall): HTMLElement {
       h('button', { type: 'button', onclick: answer(false) }, 'Deny'),
     ),
   );
+}
+
+/** Who may decide an approval that needs a role. */
+function approversText(a: NonNullable<PendingCall['approvers']>): string {
+  return `Only someone with the role “${a.role}”${a.notOwner ? ', other than the requester,' : ''} can decide this.`;
 }
 
 function clientToolCard(call: PendingCall): HTMLElement {

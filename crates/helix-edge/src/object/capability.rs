@@ -26,8 +26,8 @@ pub(super) struct Call<'a> {
     pub item: Option<&'a str>,
     /// The request itself (its query).
     pub req: &'a Request,
-    /// Who owns what it creates: the user who asks, if a user does.
-    pub owner: Option<crate::store::Owner>,
+    /// Who asks (internal routes: the API token); a user owns what they create.
+    pub by: crate::auth::Principal,
 }
 
 /// Serves a request of the object.
@@ -63,8 +63,9 @@ pub(super) type Door =
         &'a super::Parts,
         &'a str,
         &'a Request,
+        Operation,
     )
-        -> LocalBoxFuture<'a, Result<Option<crate::store::Owner>, crate::api::ApiError>>;
+        -> LocalBoxFuture<'a, Result<Option<crate::auth::Caller>, crate::api::ApiError>>;
 
 /// Adds fields to a session's view (`GET /v1/sessions/{id}`), given the object's parts.
 pub(super) type AddToView = fn(&super::Parts, &mut serde_json::Map<String, serde_json::Value>);

@@ -23,7 +23,7 @@ use worker::Response;
 pub(super) const CHAT: Capability = Capability {
     operations: &[
         (Operation::Chat, |inner, call| {
-            Box::pin(inner.chat(call.id, call.body, call.owner.clone()))
+            Box::pin(inner.chat(call.id, call.body, &call.by))
         }),
         (Operation::ChatStream, |inner, call| {
             Box::pin(inner.chat_stream(call.id))
@@ -75,12 +75,7 @@ fn follow(log: &SqliteStreamLog, from: u64) -> LocalBoxStream<'static, Vec<u8>> 
 
 impl Inner {
     /// `POST /v1/chat` for this session.
-    async fn chat(
-        self: &Rc<Self>,
-        id: &str,
-        body: &[u8],
-        owner: Option<crate::store::Owner>,
-    ) -> Reply {
+    async fn chat(self: &Rc<Self>, id: &str, body: &[u8], by: &crate::auth::Principal) -> Reply {
         let parts = self.attach(id)?;
         let request = ChatRequest::parse(body)?;
         let runner = &parts.runner;
@@ -106,7 +101,7 @@ impl Inner {
                 let create = CreateSession {
                     input: vec![message],
                     options: request.provider_options,
-                    owner,
+                    owner: by.user().map(|c| c.user.clone()),
                     ..CreateSession::new(id, agent, "")
                 };
                 let created = runner.create(create).await?;
@@ -122,7 +117,7 @@ impl Inner {
                     ChatTurn::Answers(answers) => {
                         for answer in answers {
                             let body = answer.tool_result_body().to_string().into_bytes();
-                            self.submit(runner, id, body).await?;
+                            self.submit(runner, id, body, by).await?;
                             known.push(answer.call_id().to_string());
                         }
                         (true, head.run.run_id.clone())

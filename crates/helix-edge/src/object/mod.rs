@@ -43,9 +43,10 @@ mod users;
 
 use crate::api::{ApiError, Operation};
 use crate::app::App;
+use crate::auth::Principal;
 use crate::d1::D1;
 use crate::host::Level;
-use crate::http::{SESSION_HEADER, error, internal, json_response};
+use crate::http::{SESSION_HEADER, SESSION_TOKEN_HEADER, error, internal, json_response};
 use crate::journal::Journal;
 use crate::runner::waits::{CREATE_PATH, DELETE_PATH};
 use crate::runner::{Runner, RunnerConfig};
@@ -316,23 +317,30 @@ impl Inner {
             body: &body,
             item: None,
             req: &req,
-            owner: None,
+            by: Principal::Admin,
         };
         if let Some(handler) = internal_route(&path) {
             return handler(&self, &call).await;
         }
         let parts = self.attach(&id)?;
         let route = crate::api::route(method.as_ref(), &path)?;
-        let owner = match DOOR {
-            Some(door) => door(&parts, &id, &req).await?,
+        let caller = match DOOR {
+            Some(door) => door(&parts, &id, &req, route.operation).await?,
             None => None,
+        };
+        let by = match caller {
+            Some(caller) => Principal::User(caller),
+            None if req.headers().has(SESSION_TOKEN_HEADER).unwrap_or(false) => {
+                Principal::Session(id.clone())
+            }
+            None => Principal::Admin,
         };
         // A capability's handler comes first: it may take over a base operation (the
         // schedules' follow-up, with its `whenBusy`).
         if let Some(handler) = served_operation(route.operation) {
             let call = Call {
                 item: route.item,
-                owner,
+                by,
                 ..call
             };
             return handler(&self, &call).await;
@@ -343,7 +351,7 @@ impl Inner {
             Operation::DeleteSession => self.delete(&parts, &id, false).await,
             Operation::ListMessages => self.messages(runner, &id, &req).await,
             Operation::Stream => self.stream(&parts, &id, &req).await,
-            Operation::SubmitToolResult => self.submit(runner, &id, body).await,
+            Operation::SubmitToolResult => self.submit(runner, &id, body, &by).await,
             Operation::SendMessage => self.send_message(runner, &id, &body).await,
             Operation::Interrupt => self.interrupt(runner, &id, &body).await,
             Operation::Resume => self.resume(runner, &id, &body).await,

@@ -6,6 +6,7 @@ use crate::api::{
     ApiError, CreatedView, MessageBody, MessagePage, ReasonBody, SessionView, ToolResultBody, page,
     parse_body,
 };
+use crate::auth::Principal;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object, internal, json_response};
 use crate::lifecycle::needs_drive;
@@ -106,10 +107,16 @@ impl Inner {
 
     /// `POST …/tool-results`: stored here, or passed on to the child sessions this one
     /// waits on until one takes it (their answer is the client's).
-    pub(super) async fn submit(self: &Rc<Self>, runner: &R, id: &str, body: Vec<u8>) -> Reply {
+    pub(super) async fn submit(
+        self: &Rc<Self>,
+        runner: &R,
+        id: &str,
+        body: Vec<u8>,
+        by: &Principal,
+    ) -> Reply {
         let submission = parse_body::<ToolResultBody>(&body)?.into_submission()?;
         let call_id = submission.call_id().to_string();
-        let (children, otherwise) = match runner.submit(id, submission).await? {
+        let (children, otherwise) = match runner.submit_as(id, submission, by).await? {
             Routed::Here => {
                 self.schedule(id);
                 return accepted();
@@ -121,7 +128,12 @@ impl Inner {
         };
         for child in children {
             let path = format!("/v1/sessions/{child}/tool-results");
-            let request = ObjectRequest::post(&path, body.clone());
+            // Passed on as the one who asks: the child decides whether they may.
+            let request = ObjectRequest {
+                user: by.user().map(crate::auth::Caller::to_header),
+                session_token: matches!(by, Principal::Session(_)),
+                ..ObjectRequest::post(&path, body.clone())
+            };
             let resp = call_object(&self.env, self.app.sessions(), &child, request).await?;
             match resp.status_code() {
                 404 => continue,

@@ -106,6 +106,7 @@ impl Children for DoChildren {
                 path: &path,
                 last_event_id: None,
                 user: None,
+                session_token: false,
                 body: None,
             };
             let mut resp = call_object(&self.env, self.binding, child_id, request)

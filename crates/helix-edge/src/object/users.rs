@@ -6,9 +6,11 @@
 
 use super::Parts;
 use super::capability::{Capability, NOTHING};
-use crate::api::ApiError;
+use crate::api::{ApiError, Operation};
+use crate::auth::Caller;
 use crate::runner::RunError;
-use crate::store::{Owner, Store, StoreError};
+use crate::store::{Store, StoreError};
+use crate::tool::Tool;
 use futures::future::LocalBoxFuture;
 use worker::Request;
 
@@ -22,7 +24,8 @@ fn door<'a>(
     parts: &'a Parts,
     id: &'a str,
     req: &'a Request,
-) -> LocalBoxFuture<'a, Result<Option<Owner>, ApiError>> {
+    operation: Operation,
+) -> LocalBoxFuture<'a, Result<Option<Caller>, ApiError>> {
     Box::pin(async move {
         let Some(caller) = crate::users::asking(req)? else {
             return Ok(None);
@@ -33,11 +36,21 @@ fn door<'a>(
             .load(id)
             .await
             .map_err(RunError::from)?;
-        match loaded {
-            Some(l) if !caller.reaches(l.head.owner.as_ref()) => {
-                Err(RunError::Store(StoreError::NotFound(id.into())).into())
-            }
-            _ => Ok(Some(caller.user)),
+        let Some(loaded) = loaded else {
+            return Ok(Some(caller));
+        };
+        let owner = loaded.head.owner.as_ref();
+        // An approver answers the approvals their role decides (of a tool of the
+        // session's agent), and nothing else here: the runner checks each answer.
+        let agent = parts.runner.agents().get(&loaded.head.agent);
+        let tools = agent.iter().flat_map(|a| a.tools());
+        let approver = operation == Operation::SubmitToolResult
+            && tools
+                .filter_map(Tool::approvers)
+                .any(|a| caller.approves(a, owner));
+        match caller.reaches(owner) || approver {
+            true => Ok(Some(caller)),
+            false => Err(RunError::Store(StoreError::NotFound(id.into())).into()),
         }
     })
 }

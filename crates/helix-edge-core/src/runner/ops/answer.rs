@@ -3,18 +3,34 @@
 //! child that has it ([`Routed::Descendants`]), or beyond this deployment.
 
 use super::{Routed, Submission};
+use crate::auth::Principal;
 use crate::runner::{Live, RunError, Runner};
-use crate::store::{Answer, AnswerOutcome, PendingKind, Store, StoreError};
+use crate::store::{Answer, AnswerOutcome, Owner, PendingCall, PendingKind, Store, StoreError};
 
 impl<S: Store> Runner<S> {
-    /// Stores an answer to a pending call (the first answer wins). The run resumes on
-    /// the next `drive` once every pending call of the step is answered or expired.
-    /// Answers are submitted to the root session: a call pending in a descendant (a
-    /// sub-agent's child session) is [`Routed::Descendants`], to be passed on.
+    /// Stores an answer to a pending call (the first answer wins), as the API token
+    /// would ([`submit_as`](Runner::submit_as)).
     pub async fn submit(
         &self,
         session_id: &str,
         submission: Submission,
+    ) -> Result<Routed, RunError> {
+        self.submit_as(session_id, submission, &Principal::Admin)
+            .await
+    }
+
+    /// Stores an answer to a pending call from `by` (the first answer wins). The run
+    /// resumes on the next `drive` once every pending call of the step is answered or
+    /// expired. Answers are submitted to the root session: a call pending in a
+    /// descendant (a sub-agent's child session) is [`Routed::Descendants`], to be
+    /// passed on. A call whose approval needs a role ([`crate::store::Approvers`]) takes
+    /// it only from a holder (or the API token): anyone else is refused (403) and
+    /// nothing changes. A user's approval records who decided.
+    pub async fn submit_as(
+        &self,
+        session_id: &str,
+        submission: Submission,
+        by: &Principal,
     ) -> Result<Routed, RunError> {
         let live = self.load(session_id).await?;
         let call_id = submission.call_id().to_string();
@@ -38,6 +54,7 @@ impl<S: Store> Runner<S> {
             };
             return self.route(&live, &submission, not_found).await;
         };
+        let decided_by = answerer(by, pending, live.head.owner.as_ref())?;
         let answered_at = self.host.now_ms();
         let answer = match (pending.kind, submission) {
             (
@@ -49,6 +66,7 @@ impl<S: Store> Runner<S> {
                 approved,
                 reason,
                 answered_at,
+                decided_by,
             },
             (PendingKind::Client, Submission::ClientResult { outcome, .. }) => match outcome {
                 Ok(result) => {
@@ -143,5 +161,42 @@ impl<S: Store> Runner<S> {
     pub fn record_route(&self, call_id: &str, owner: &str) -> Result<(), RunError> {
         self.journal.suspension.route(call_id, owner)?;
         Ok(())
+    }
+}
+
+/// The user an answer from `by` to `pending` records (none for the API token and session
+/// tokens), or why `by` may not give it: a call whose approval needs a role takes it
+/// from a holder of the role in the owner's tenant (never the owner, where the tool says
+/// so) or the API token; any other call, from whoever reaches the session.
+fn answerer(
+    by: &Principal,
+    pending: &PendingCall,
+    owner: Option<&Owner>,
+) -> Result<Option<Owner>, RunError> {
+    let approvers = pending
+        .approvers
+        .as_ref()
+        .filter(|_| pending.kind == PendingKind::Approval);
+    let refused = || {
+        let who = match approvers {
+            Some(a) if a.not_owner => format!(
+                "a holder of role '{}' other than the session's owner",
+                a.role
+            ),
+            Some(a) => format!("a holder of role '{}'", a.role),
+            None => "whoever reaches the session".into(),
+        };
+        RunError::NotAnswerer {
+            call: pending.tool_call_id.clone(),
+            who,
+        }
+    };
+    match (by, approvers) {
+        (Principal::Admin, _) | (Principal::Session(_), None) => Ok(None),
+        (Principal::User(caller), None) if caller.reaches(owner) => Ok(Some(caller.user.clone())),
+        (Principal::User(caller), Some(a)) if caller.approves(a, owner) => {
+            Ok(Some(caller.user.clone()))
+        }
+        _ => Err(refused()),
     }
 }

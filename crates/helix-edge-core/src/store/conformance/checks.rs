@@ -202,6 +202,7 @@ pub(super) async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> R
         deadline: Some(42),
         since: 7,
         output_path: Some("/check".into()),
+        approvers: None,
     }];
     let commit = Commit {
         head: h.clone(),
