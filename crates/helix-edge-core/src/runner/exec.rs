@@ -166,7 +166,7 @@ impl ToolRunner<'_> {
             },
         };
         decided(&mut outcome.message, decided_by);
-        tool_end(call, &outcome.message, emitter);
+        tool_end(call, &outcome.message, decided_by, emitter);
         outcome
     }
 }

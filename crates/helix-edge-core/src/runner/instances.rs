@@ -167,7 +167,7 @@ fn gather(
             None,
         ),
     };
-    tool_end(call, &message, emitter);
+    tool_end(call, &message, None, emitter);
     step.ended[i] = Some(!matches!(message, Message::Tool { is_error: true, .. }));
     ran.results[i] = Some(message);
     stored

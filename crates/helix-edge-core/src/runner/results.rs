@@ -9,7 +9,6 @@ use crate::error::{Coded, ToolError};
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::Owner;
-use serde::Deserialize;
 use serde_json::Value;
 
 /// Resolves a call that does not run (denied, unknown, expired, skipped…) as `error`.
@@ -34,7 +33,7 @@ pub(crate) fn end_denied(
     let denied = ToolError::Denied;
     let mut message = Message::tool_error(call, denied.code(), &denied.to_string());
     decided(&mut message, decided_by);
-    tool_end(call, &message, emitter);
+    tool_end(call, &message, decided_by, emitter);
     if let (Some(reason), Message::Tool { content, .. }) = (
         reason.map(str::trim).filter(|r| !r.is_empty()),
         &mut message,
@@ -47,8 +46,8 @@ pub(crate) fn end_denied(
 /// Records on a call's result who approved or denied it (`metadata.decidedBy`), when
 /// a user did.
 pub(crate) fn decided(message: &mut Message, by: Option<&Owner>) {
-    let by = by.and_then(|by| serde_json::to_value(by).ok());
     if let (Some(by), Message::Tool { metadata, .. }) = (by, message) {
+        let by = by.to_json();
         metadata
             .get_or_insert_default()
             .insert(DECIDED_BY.into(), by);
@@ -63,7 +62,7 @@ const DECIDED_BY: &str = "decidedBy";
 /// rather than an error — a conditional step not taken is the plan working.
 pub(crate) fn end_skipped(call: &ToolCall, why: &str, emitter: &Emitter) -> Message {
     let message = Message::tool_result(call, serde_json::json!({ "skipped": why }));
-    tool_end(call, &message, emitter);
+    tool_end(call, &message, None, emitter);
     message
 }
 
@@ -75,7 +74,7 @@ pub(crate) fn end_with_error(
     emitter: &Emitter,
 ) -> Message {
     let message = Message::tool_error(call, code, text);
-    tool_end(call, &message, emitter);
+    tool_end(call, &message, None, emitter);
     message
 }
 
@@ -93,7 +92,7 @@ pub(crate) fn end_with_result(
         Err(e) => return (end_without_running(call, &e, emitter), None),
     };
     let (message, stored) = result_message(call, result, output, state);
-    tool_end(call, &message, emitter);
+    tool_end(call, &message, None, emitter);
     (message, stored)
 }
 
@@ -161,8 +160,14 @@ pub(crate) fn result_hooks(
     }
 }
 
-/// Streams `tool_end` for a call's result message.
-pub(crate) fn tool_end(call: &ToolCall, message: &Message, emitter: &Emitter) {
+/// Streams `tool_end` for a call's result message (approved or denied by `decided_by`,
+/// when a user decided).
+pub(crate) fn tool_end(
+    call: &ToolCall,
+    message: &Message,
+    decided_by: Option<&Owner>,
+    emitter: &Emitter,
+) {
     let (success, result, error) = match message {
         Message::Tool {
             content,
@@ -178,18 +183,12 @@ pub(crate) fn tool_end(call: &ToolCall, message: &Message, emitter: &Emitter) {
         }
         _ => (false, None, None),
     };
-    let decided_by = match message {
-        Message::Tool {
-            metadata: Some(m), ..
-        } => m.get(DECIDED_BY).and_then(|by| Owner::deserialize(by).ok()),
-        _ => None,
-    };
     emitter.chunk(ChunkBody::ToolEnd {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         success,
         result,
         error,
-        decided_by,
+        decided_by: decided_by.cloned(),
     });
 }

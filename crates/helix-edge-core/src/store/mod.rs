@@ -119,6 +119,26 @@ pub struct Owner {
     pub tenant: Option<String>,
 }
 
+impl Owner {
+    /// As JSON (`{subject, tenant?}`), written without a derived writer.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::Map::new();
+        v.insert("subject".into(), self.subject.as_str().into());
+        if let Some(tenant) = &self.tenant {
+            v.insert("tenant".into(), tenant.as_str().into());
+        }
+        v.into()
+    }
+
+    /// The owner `v` names (`{subject, tenant?}`), read without a derived reader.
+    pub fn from_json(v: &serde_json::Value) -> Option<Self> {
+        Some(Self {
+            subject: v["subject"].as_str()?.into(),
+            tenant: v["tenant"].as_str().map(Into::into),
+        })
+    }
+}
+
 /// Where a forked session branched from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -128,9 +128,11 @@ impl Inner {
         };
         for child in children {
             let path = format!("/v1/sessions/{child}/tool-results");
-            // Passed on as the one who asks: the child decides whether they may.
+            // Passed on as the one who asks: the child decides whether they may. (Only a
+            // build with a door has users: without one this is known to be `None`.)
+            let user = super::DOOR.and(by.user());
             let request = ObjectRequest {
-                user: by.user().map(crate::auth::Caller::to_header),
+                user: user.map(crate::auth::Caller::to_header),
                 session_token: matches!(by, Principal::Session(_)),
                 ..ObjectRequest::post(&path, body.clone())
             };
