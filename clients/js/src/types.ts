@@ -12,6 +12,7 @@ export type Created = Schemas['Created'];
 export type Session = Schemas['Session'];
 export type SessionStatus = Schemas['Status'];
 export type SessionList = Schemas['SessionList'];
+export type SessionSummary = Schemas['SessionSummary'];
 export type PendingCall = Schemas['PendingCall'];
 export type HistoryMessage = MessagePage["messages"][number];
 export type MessagePage = Schemas['MessagePage'];

@@ -1,8 +1,9 @@
-// The browser console: pick an agent, chat, approve or deny, answer client tools, and
-// watch the session's state, runs and checkpoints — and, where the worker has
-// schedules, the session's schedules and the messages waiting their turn — on
-// @helix-edge/client, with the DOM and nothing else. Served by the worker's `console`
-// feature at `/`.
+// The browser console, a workspace: the caller's sessions (`sessions.ts`), the open
+// session's conversation — chat, approve or deny, answer client tools — and an inspector
+// of its state, runs and checkpoints (and, where the worker has schedules, its
+// schedules and the messages waiting their turn); and the Inbox (`inbox.ts`), the calls
+// waiting on the caller across sessions. On @helix-edge/client, with the DOM and
+// nothing else. Served by the worker's `console` feature at `/`.
 
 import {
   HelixClient,
@@ -18,6 +19,8 @@ import {
 } from '@helix-edge/client';
 import { createPatch } from 'rfc6902';
 import { h, jsonTree, text } from './dom.js';
+import { InboxView } from './inbox.js';
+import { SessionList } from './sessions.js';
 
 const TOKEN = 'helix-edge.token';
 const SESSION_TOKENS = 'helix-edge.session-tokens';
@@ -48,6 +51,10 @@ const ui = {
   queue: byId<HTMLOListElement>('queue'),
   scheduleEvery: byId<HTMLInputElement>('schedule-every'),
   scheduleMessage: byId<HTMLInputElement>('schedule-message'),
+  workspace: byId('workspace'),
+  noSession: byId('no-session'),
+  navSessions: byId<HTMLButtonElement>('nav-sessions'),
+  navInbox: byId<HTMLButtonElement>('nav-inbox'),
 };
 
 const client = new HelixClient({
@@ -61,6 +68,31 @@ let liveText: HTMLElement | undefined;
 const toolCards = new Map<string, HTMLElement>();
 /** Refreshes can overlap (a commit, then the run's end): only the newest one is shown. */
 let refreshes = 0;
+
+const sessionList = new SessionList(
+  byId('session-list'),
+  byId<HTMLSelectElement>('list-agent'),
+  byId<HTMLSelectElement>('list-status'),
+  client,
+  (id) => void attempt(() => open(id)),
+);
+const inbox = new InboxView(byId('inbox'), byId('inbox-list'), byId('inbox-count'), {
+  client,
+  attempt,
+  open: (id) => {
+    showView('sessions');
+    void attempt(() => open(id));
+  },
+});
+
+/** Shows the Sessions workspace or the Inbox. */
+function showView(view: 'sessions' | 'inbox'): void {
+  ui.workspace.hidden = view !== 'sessions';
+  ui.navSessions.setAttribute('aria-pressed', String(view === 'sessions'));
+  ui.navInbox.setAttribute('aria-pressed', String(view === 'inbox'));
+  if (view === 'inbox') inbox.show();
+  else inbox.hide();
+}
 
 function sessionTokens(): Record<string, string> {
   try {
@@ -101,6 +133,10 @@ function takeLinkToken(): void {
 async function loadAgents(): Promise<void> {
   const agents = await client.agents();
   ui.agent.replaceChildren(...agents.map((a) => h('option', { value: a.name }, `${a.name} — ${a.description}`)));
+  sessionList.agents(agents.map((a) => a.name));
+  void sessionList.refresh();
+  await inbox.poll();
+  ui.navInbox.hidden = !inbox.served;
 }
 
 async function attach(handle: SessionHandle): Promise<void> {
@@ -112,6 +148,8 @@ async function attach(handle: SessionHandle): Promise<void> {
   ui.sessionLabel.textContent = handle.id;
   ui.chat.hidden = false;
   ui.inspect.hidden = false;
+  ui.noSession.hidden = true;
+  sessionList.select(handle.id);
   await refresh();
   mirror = await handle.mirror({ onConnection: showConnection });
   mirror.subscribe((m, event) => {
@@ -343,7 +381,7 @@ function approvalCard(call: PendingCall): HTMLElement {
     h('form', { onsubmit: (ev: Event) => { ev.preventDefault(); void answer(true)(); } },
       h('label', { for: reasonId }, 'Reason (optional)'),
       reason,
-      h('button', { type: 'submit' }, 'Approve'),
+      h('button', { type: 'submit', class: 'primary' }, 'Approve'),
       h('button', { type: 'button', onclick: answer(false) }, 'Deny'),
     ),
   );
@@ -407,6 +445,7 @@ on('new-session', 'submit', (ev) => {
     }
     ui.firstMessage.value = '';
     await attach(created);
+    void sessionList.refresh();
   });
 });
 on('open-session', 'submit', (ev) => {
@@ -433,6 +472,8 @@ on('new-schedule', 'submit', (ev) => {
     await refreshSchedules();
   });
 });
+on('nav-sessions', 'click', () => showView('sessions'));
+on('nav-inbox', 'click', () => showView('inbox'));
 on('interrupt', 'click', () => void attempt(() => session!.interrupt('from the console')));
 on('resume', 'click', () => void attempt(() => session!.resume()));
 on('abort', 'click', () => void attempt(() => session!.abort('from the console')));

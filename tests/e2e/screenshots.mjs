@@ -1,0 +1,36 @@
+// The console's screenshots in docs/ (the Sessions workspace and the Inbox, 1280 and
+// 400 px wide), taken in headless Chromium against the reference worker with the mock
+// model: a finished session and one waiting on an approval. After a change to the
+// console: `HELIX_BUILD_FEATURES=test-routes bash scripts/build.sh && node tests/e2e/screenshots.mjs`.
+
+import { launchBrowser } from './browser.mjs';
+import { api, startWithMock, waitFor } from './client.mjs';
+const { worker, llm } = await startWithMock();
+const browser = await launchBrowser();
+try {
+  llm.push({ text: 'Noted: buy milk.' });
+  await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: 'demo-notes', input: 'note buy milk' });
+  await waitFor(worker, 'demo-notes', (s) => s.status === 'completed');
+  llm.push({ calls: [{ name: 'add_note', args: { text: 'quarterly report' } }, { name: 'delete_file', args: { path: '/tmp/report-draft.txt' } }] });
+  await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: 'demo-cleanup', input: 'note the report, then delete the draft' });
+  await waitFor(worker, 'demo-cleanup', (s) => s.pendingToolCalls.length === 1);
+  for (const id of ['demo-notes', 'demo-cleanup']) await api(worker, 'POST', `/__test/replica/${id}`, {});
+  for (const [w, hgt] of [[1280, 860], [400, 900]]) {
+    const page = await browser.newPage();
+    await page.setViewport({ width: w, height: hgt });
+    await page.goto(`${worker.baseUrl}/?token=e2e-api-token&session=demo-cleanup`);
+    await page.waitForSelector('#pending .card');
+    await page.waitForSelector('#session-list li button');
+    await page.waitForFunction(() => document.querySelector('#connection')?.textContent === 'Live');
+    await page.evaluate(() => { document.activeElement?.blur(); window.scrollTo(0, 0); });
+    await new Promise((r) => setTimeout(r, 500));
+    await page.screenshot({ path: `docs/console-${w}.png` });
+    await page.click('#nav-inbox');
+    await page.waitForSelector('.inbox-item');
+    await page.evaluate(() => { document.activeElement?.blur(); window.scrollTo(0, 0); });
+    await page.screenshot({ path: `docs/inbox-${w}.png` });
+    await page.close();
+  }
+} finally {
+  await browser.close(); await worker.stop(); await llm.close(); worker.cleanup();
+}
