@@ -450,6 +450,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/oidc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Where a page (the console) sends a user to sign in through the deployment's OpenID Connect provider: the authorization code flow with PKCE (S256), `redirect_uri` a page of this worker. Needs no token. Set by `OIDC_CLIENT_ID` (with `OIDC_ISSUER`, by default `JWT_ISSUER`; `OIDC_CLIENT_SECRET` for a confidential client; `OIDC_SCOPE`, default `openid profile`); the endpoints come from the provider's discovery document. Without `OIDC_CLIENT_ID` the answer is `{}`. Served with helix-edge's `users` feature. */
+        get: operations["oidcProvider"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/oidc/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Exchanges the code the provider sent the page back with (and the page's PKCE verifier) at the provider's token endpoint, for the ID token the page then uses as its bearer token (its audience is the client id: set `JWT_AUDIENCE` to it). Needs no token. The provider's refusal (a used or unknown code, a verifier that does not match) is 401; a `redirectUri` that is not a page of this worker, 400; no provider configured, 404. */
+        post: operations["oidcToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1330,6 +1364,13 @@ export interface components {
             /** @description The session's owner is refused even holding the role (separation of duties). */
             notOwner?: boolean;
         };
+        /** @description The deployment's OpenID Connect provider for pages, all four fields or none. */
+        OidcProvider: {
+            issuer?: string;
+            clientId?: string;
+            authorizationEndpoint?: string;
+            scope?: string;
+        };
     };
     responses: {
         /** @description An error. */
@@ -2184,6 +2225,62 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    oidcProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider, or `{}` when the deployment has none. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcProvider"];
+                };
+            };
+            503: components["responses"]["Error"];
+        };
+    };
+    oidcToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                    codeVerifier: string;
+                    redirectUri: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The ID token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
             503: components["responses"]["Error"];
         };
     };

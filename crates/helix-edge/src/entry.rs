@@ -27,10 +27,13 @@ type Reply = std::result::Result<Response, ApiError>;
 type Page =
     for<'a> fn(&'a RawRequest, &'a str, &'a Env, &'a App) -> LocalBoxFuture<'a, Option<Reply>>;
 
-/// The features' pages, tried in order: the test build's routes, the console.
+/// The features' pages, tried in order: the test build's routes, a page's sign-in
+/// through the identity provider, the console.
 const PAGES: &[Page] = &[
     #[cfg(feature = "test-routes")]
     |req, path, env, app| Box::pin(crate::test_routes::route(req, path, env, app)),
+    #[cfg(feature = "users")]
+    |req, path, env, _| Box::pin(crate::oidc::route(req, path, env)),
     #[cfg(feature = "console")]
     |req, path, _, _| {
         let page = crate::console::serve(&req.method(), path);

@@ -47,6 +47,8 @@
 //!   WebCrypto, for the core's [`identity`] checks.
 //! - `users` (feature `users`): users' tokens on the routes — the request a user's, the
 //!   user told to the session's object, the object's door.
+//! - `oidc` (feature `users`): a page's sign-in through the identity provider — the
+//!   authorization code with PKCE, exchanged by the worker for the ID token.
 //! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -92,6 +94,8 @@ mod llm;
 pub mod migrations;
 #[cfg(target_arch = "wasm32")]
 mod object;
+#[cfg(all(target_arch = "wasm32", feature = "users"))]
+mod oidc;
 // On every target (like `request`): a worker's agents name these in the function that
 // builds them, which its native tests compile too.
 #[cfg(feature = "mcp")]

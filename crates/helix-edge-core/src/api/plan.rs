@@ -85,6 +85,7 @@ impl Operation {
             | Self::ListAllSchedules => "schedules",
             Self::Inbox => "inbox",
             Self::Usage => "usage",
+            Self::OidcProvider | Self::OidcToken => "users",
             _ => return None,
         })
     }
@@ -98,7 +99,9 @@ impl Operation {
             | Self::ListSessions
             | Self::ListAllSchedules
             | Self::Inbox
-            | Self::Usage => Target::Worker,
+            | Self::Usage
+            | Self::OidcProvider
+            | Self::OidcToken => Target::Worker,
             Self::CreateSession => Target::Create,
             _ => Target::Object,
         }
@@ -214,6 +217,8 @@ mod tests {
             ("POST", "/v1/sessions/s1/schedules", "`schedules`"),
             ("GET", "/v1/sessions/s1/schedules", "`schedules`"),
             ("DELETE", "/v1/sessions/s1/schedules/sc1", "`schedules`"),
+            ("GET", "/v1/auth/oidc", "`users`"),
+            ("POST", "/v1/auth/oidc/token", "`users`"),
         ];
         for (method, path, feature) in optional {
             let operation = served(method, path).0;

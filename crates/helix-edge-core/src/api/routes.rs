@@ -61,6 +61,12 @@ pub enum Operation {
     Inbox,
     /// `GET /v1/usage`: the runs' tokens, summed, from D1.
     Usage,
+    /// `GET /v1/auth/oidc`: the deployment's OpenID Connect provider, for a page's
+    /// sign-in (public).
+    OidcProvider,
+    /// `POST /v1/auth/oidc/token`: a page's sign-in code exchanged for the ID token
+    /// (public).
+    OidcToken,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -143,6 +149,8 @@ pub const ROUTES: &[RouteSpec] = &[
     r("GET", "/v1/schedules", Operation::ListAllSchedules),
     r("GET", "/v1/inbox", Operation::Inbox),
     r("GET", "/v1/usage", Operation::Usage),
+    r("GET", "/v1/auth/oidc", Operation::OidcProvider),
+    r("POST", "/v1/auth/oidc/token", Operation::OidcToken),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];
@@ -159,9 +167,13 @@ pub struct Route<'a> {
 }
 
 impl Operation {
-    /// Whether it needs credentials (everything but `GET /healthz`, SPEC §2).
+    /// Whether it needs credentials (everything but `GET /healthz`, SPEC §2, and a
+    /// page's sign-in, which comes before the caller has any).
     pub fn authenticated(self) -> bool {
-        self != Operation::Healthz
+        !matches!(
+            self,
+            Operation::Healthz | Operation::OidcProvider | Operation::OidcToken
+        )
     }
 }
 
@@ -278,12 +290,12 @@ mod tests {
     }
 
     #[test]
-    fn only_healthz_is_open() {
+    fn only_healthz_and_a_pages_sign_in_are_open() {
         let open: Vec<_> = ROUTES
             .iter()
             .filter(|s| !s.operation.authenticated())
             .map(|s| s.path)
             .collect();
-        assert_eq!(open, ["/healthz"]);
+        assert_eq!(open, ["/healthz", "/v1/auth/oidc", "/v1/auth/oidc/token"]);
     }
 }

@@ -9,6 +9,7 @@
 //! - `jws`: the compact form split and decoded, nothing trusted yet.
 //! - `keys`: the provider's keys as the isolate keeps them, and when to fetch them again.
 //! - `claims`: who the token names, for whom and when.
+//! - [`oidc`]: a page's sign-in through the provider (authorization code with PKCE).
 //!
 //! Public-key signatures are the platform's to check (WebCrypto on Workers, through
 //! [`Keys`]); the HS256 MAC is RustCrypto's `hmac`. No signature code is written here.
@@ -16,6 +17,7 @@
 mod claims;
 mod jws;
 mod keys;
+pub mod oidc;
 
 pub use jws::{Jws, MAX_TOKEN_BYTES, looks_like_jwt, parse};
 pub use keys::{Jwk, KEYS_MAX_AGE_SECS, KeyCache, Lookup, REFETCH_MIN_SECS, parse_set};

@@ -21,6 +21,7 @@ import { createPatch } from 'rfc6902';
 import { h, jsonTree, text } from './dom.js';
 import { InboxView } from './inbox.js';
 import { SessionList } from './sessions.js';
+import { completeSignIn, provider, signIn } from './signin.js';
 
 const TOKEN = 'helix-edge.token';
 const SESSION_TOKENS = 'helix-edge.session-tokens';
@@ -484,6 +485,16 @@ async function open(id: string): Promise<void> {
 }
 
 takeLinkToken();
+/** Offers the deployment's identity provider, if it has one; completes a sign-in with it. */
+async function oidc(): Promise<void> {
+  const token = await completeSignIn();
+  if (token) sessionStorage.setItem(TOKEN, token);
+  const p = await provider();
+  if (!p) return;
+  byId('oidc').hidden = false;
+  on('oidc-sign-in', 'click', () => void attempt(() => signIn(p)));
+}
+await attempt(oidc);
 void attempt(async () => {
   const id = new URL(location.href).searchParams.get('session');
   await Promise.all([loadAgents().catch((e) => (id ? undefined : Promise.reject(e))), id ? open(id) : undefined]);
