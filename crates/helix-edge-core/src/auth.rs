@@ -121,9 +121,7 @@ impl Caller {
         let (subject, tenant) = self.scope();
         subject.is_none_or(|s| s == owner.subject) && tenant == owner.tenant.as_deref()
     }
-}
 
-impl Caller {
     /// Whether they may decide an approval that needs `approvers`, in a session of
     /// `owner`: they hold the role, in the owner's tenant, and are not the owner where
     /// the owner is refused. A session no user owns is the API token's alone.

@@ -9,7 +9,7 @@
 use crate::api::ApiError;
 use crate::http::{RawRequest, internal, json_response, read_body};
 use crate::identity::oidc::{Endpoints, Exchange, OidcConfig, id_token};
-use crate::worker_host::config_value;
+use crate::users::config_values;
 use serde_json::json;
 use std::cell::RefCell;
 use worker::{Env, Headers, Response};
@@ -26,24 +26,20 @@ thread_local! {
 
 /// The answer for `path`, if it is one of sign-in's.
 pub(crate) async fn route(req: &RawRequest, path: &str, env: &Env) -> Option<Reply> {
-    let get = match (req.method().as_str(), path) {
-        ("GET", "/v1/auth/oidc") => true,
-        ("POST", "/v1/auth/oidc/token") => false,
+    // Every request passes here: the path first, the request's method only for these.
+    let get = match path {
+        "/v1/auth/oidc" => "GET",
+        "/v1/auth/oidc/token" => "POST",
         _ => return None,
     };
-    Some(answer(req, path, env, get).await)
+    if req.method() != get {
+        return None;
+    }
+    Some(answer(req, path, env, get == "GET").await)
 }
 
 async fn answer(req: &RawRequest, path: &str, env: &Env, get: bool) -> Reply {
-    let vars: Vec<(&str, Option<String>)> = OidcConfig::VARS
-        .iter()
-        .map(|n| (*n, config_value(env, n)))
-        .collect();
-    let var = |name: &str| {
-        vars.iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, v)| v.clone())
-    };
+    let var = config_values(env, &OidcConfig::VARS);
     let config = OidcConfig::from_vars(&var).map_err(|why| {
         let message = format!("Sign-in is misconfigured: {why}.");
         ApiError::new(503, "auth_not_configured", message, false)

@@ -25,18 +25,25 @@ thread_local! {
     static KEYS: Rc<RefCell<KeyCache>> = Rc::new(RefCell::new(KeyCache::default()));
 }
 
+/// The identity provider's settings `names` (vars or secrets, each read once, as
+/// [`config_value`]), as the lookup a configuration's `from_vars` takes; a name not
+/// among them reads as unset. For the users' tokens and a page's sign-in (`oidc`).
+pub(crate) fn config_values(env: &Env, names: &[&str]) -> impl Fn(&str) -> Option<String> {
+    let read: Vec<(String, Option<String>)> = names
+        .iter()
+        .map(|n| (n.to_string(), config_value(env, n)))
+        .collect();
+    move |name| {
+        let found = read.iter().find(|(n, _)| n == name);
+        found.and_then(|(_, v)| v.clone())
+    }
+}
+
 fn config(env: &Env) -> Result<Option<Rc<JwtConfig>>, String> {
     if let Some(read) = CONFIG.with_borrow(Clone::clone) {
         return read;
     }
-    let vars: Vec<(&str, Option<String>)> = JwtConfig::VARS
-        .iter()
-        .map(|n| (*n, config_value(env, n)))
-        .collect();
-    let get = |name: &str| {
-        let found = vars.iter().find(|(n, _)| *n == name);
-        found.and_then(|(_, v)| v.clone())
-    };
+    let get = config_values(env, JwtConfig::VARS);
     let read = JwtConfig::from_vars(&get).map(|c| c.map(Rc::new));
     CONFIG.set(Some(read.clone()));
     read

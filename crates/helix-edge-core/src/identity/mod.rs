@@ -71,6 +71,12 @@ impl Alg {
     }
 }
 
+/// Whether the deployment may fetch from `url`: `https://`, or `http://` on loopback.
+pub(crate) fn secure_url(url: &str) -> bool {
+    let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
+    url.starts_with("https://") || loopback.iter().any(|l| url.starts_with(l))
+}
+
 /// How the deployment checks its users' tokens.
 #[derive(Clone, PartialEq, Eq)]
 pub struct JwtConfig {
@@ -157,8 +163,7 @@ impl JwtConfig {
             let url = jwks_url
                 .as_deref()
                 .ok_or("RS256, ES256 and EdDSA need JWT_JWKS_URL")?;
-            let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
-            if !url.starts_with("https://") && !loopback.iter().any(|l| url.starts_with(l)) {
+            if !secure_url(url) {
                 return Err("JWT_JWKS_URL must be https:// (or http:// on loopback)".into());
             }
         }

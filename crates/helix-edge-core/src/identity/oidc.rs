@@ -9,6 +9,7 @@
 //! Nothing here does IO: the worker fetches the discovery document and posts the form
 //! this module writes.
 
+use super::secure_url;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -57,7 +58,7 @@ impl OidcConfig {
         let issuer = var("OIDC_ISSUER")
             .or_else(|| var("JWT_ISSUER"))
             .ok_or("OIDC_CLIENT_ID needs OIDC_ISSUER (or JWT_ISSUER)")?;
-        if !secure(&issuer) {
+        if !secure_url(&issuer) {
             return Err("OIDC_ISSUER must be https:// (or http:// on loopback)".into());
         }
         Ok(Some(Self {
@@ -72,12 +73,6 @@ impl OidcConfig {
     pub fn discovery_url(&self) -> String {
         format!("{}/.well-known/openid-configuration", self.issuer)
     }
-}
-
-/// `https://`, or `http://` on loopback.
-fn secure(url: &str) -> bool {
-    let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
-    url.starts_with("https://") || loopback.iter().any(|l| url.starts_with(l))
 }
 
 /// The provider's endpoints, from its discovery document.
@@ -101,7 +96,7 @@ impl Endpoints {
         let endpoint = |name: &str| {
             doc[name]
                 .as_str()
-                .filter(|u| secure(u))
+                .filter(|u| secure_url(u))
                 .map(str::to_string)
                 .ok_or(format!("no secure {name}"))
         };

@@ -99,9 +99,7 @@ export class InboxView {
       });
     const since = new Date(item.waitingSince).toLocaleString();
     const due = item.deadline ? ` · answer by ${new Date(item.deadline).toLocaleTimeString()}` : '';
-    const who = item.approvers
-      ? h('p', { class: 'approvers' }, `For the role “${item.approvers.role}”${item.approvers.notOwner ? ', not the requester' : ''}`)
-      : text('');
+    const who = item.approvers ? approversNote(item.approvers) : text('');
     return h(
       'article',
       { class: `card inbox-item ${item.kind}`, id, 'aria-label': `${approval ? 'Approval' : 'Question'}: ${item.toolName}` },
@@ -119,6 +117,12 @@ export class InboxView {
         approval ? h('button', { type: 'button', onclick: answer(false) }, 'Deny') : text('')),
     );
   }
+}
+
+/** Who may decide an approval that needs a role (the inbox's and the session's cards). */
+export function approversNote(a: NonNullable<InboxItem['approvers']>): HTMLElement {
+  const others = a.notOwner ? ', other than the requester,' : '';
+  return h('p', { class: 'approvers' }, `Only someone with the role “${a.role}”${others} can decide this.`);
 }
 
 function cardId(item: InboxItem): string {

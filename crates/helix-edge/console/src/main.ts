@@ -19,7 +19,7 @@ import {
 } from '@helix-edge/client';
 import { createPatch } from 'rfc6902';
 import { h, jsonTree, text } from './dom.js';
-import { InboxView } from './inbox.js';
+import { InboxView, approversNote } from './inbox.js';
 import { SessionList } from './sessions.js';
 import { completeSignIn, provider, signIn } from './signin.js';
 
@@ -377,7 +377,7 @@ function approvalCard(call: PendingCall): HTMLElement {
     'section',
     { class: 'card', id: `pending-${call.toolCallId}`, 'aria-label': `Approval for ${call.toolName}` },
     h('h3', {}, `Approve ${call.toolName}?`),
-    call.approvers ? h('p', { class: 'approvers' }, approversText(call.approvers)) : text(''),
+    call.approvers ? approversNote(call.approvers) : text(''),
     h('pre', {}, JSON.stringify(call.arguments, null, 2)),
     h('form', { onsubmit: (ev: Event) => { ev.preventDefault(); void answer(true)(); } },
       h('label', { for: reasonId }, 'Reason (optional)'),
@@ -386,11 +386,6 @@ function approvalCard(call: PendingCall): HTMLElement {
       h('button', { type: 'button', onclick: answer(false) }, 'Deny'),
     ),
   );
-}
-
-/** Who may decide an approval that needs a role. */
-function approversText(a: NonNullable<PendingCall['approvers']>): string {
-  return `Only someone with the role “${a.role}”${a.notOwner ? ', other than the requester,' : ''} can decide this.`;
 }
 
 function clientToolCard(call: PendingCall): HTMLElement {
