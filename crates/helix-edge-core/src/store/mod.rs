@@ -17,6 +17,7 @@ mod answers;
 pub mod conformance;
 mod memory;
 pub mod migrations;
+mod owner;
 mod planned;
 pub mod rows;
 pub mod shards;
@@ -26,6 +27,7 @@ pub use answers::{
     Answer, Approvers, CallWait, PendingCall, PendingKind, PendingView, WaitOutcome, pending_calls,
 };
 pub use memory::MemoryStore;
+pub use owner::Owner;
 
 use crate::chunk::{RunStatus, SuspendReason};
 use crate::error::{Category, Coded, ErrorInfo};
@@ -104,39 +106,6 @@ pub struct ParentRef {
     pub tool_call_id: String,
     /// The root of the session tree (where clients submit answers).
     pub root_id: String,
-}
-
-/// Who owns a session: the user whose token created it (SPEC §2c), kept in its head.
-/// A child session belongs to its root's owner; a session created with the API token
-/// (or a session token) has none and is reached by the API token only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Owner {
-    /// The user (the token's `sub`).
-    pub subject: String,
-    /// Their tenant, when the deployment groups users in tenants.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
-}
-
-impl Owner {
-    /// As JSON (`{subject, tenant?}`), written without a derived writer.
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut v = serde_json::Map::new();
-        v.insert("subject".into(), self.subject.as_str().into());
-        if let Some(tenant) = &self.tenant {
-            v.insert("tenant".into(), tenant.as_str().into());
-        }
-        v.into()
-    }
-
-    /// The owner `v` names (`{subject, tenant?}`), read without a derived reader.
-    pub fn from_json(v: &serde_json::Value) -> Option<Self> {
-        Some(Self {
-            subject: v["subject"].as_str()?.into(),
-            tenant: v["tenant"].as_str().map(Into::into),
-        })
-    }
 }
 
 /// Where a forked session branched from.
