@@ -1,6 +1,9 @@
 //! `connector` (with MCP_SERVER_URL set): an assistant with the tools of that MCP
 //! server, named `{MCP_SERVER_NAME}__…` (`remote` unless set), with MCP_SERVER_TOKEN
-//! sent as its bearer token. The tools the server marks destructive ask for approval.
+//! sent as its bearer token — or, with MCP_SERVER_OAUTH=true, connected through the
+//! server's OAuth, the user coming back to `{PUBLIC_URL}/v1/mcp/callback` (PUBLIC_URL
+//! defaults to `http://127.0.0.1:8787`; MCP_SERVER_CLIENT_ID names a registered client
+//! instead of registering one). The tools the server marks destructive ask for approval.
 
 use helix_edge::agent::{Agent, Agents};
 use helix_edge::error::DefinitionError;
@@ -22,6 +25,13 @@ pub fn add(agents: Agents, env: &Env) -> Result<Agents, DefinitionError> {
     let mut server = helix_edge::mcp::server(name, url);
     if let Some(token) = secret(env, "MCP_SERVER_TOKEN") {
         server = server.bearer(token);
+    }
+    if secret(env, "MCP_SERVER_OAUTH").is_some_and(|v| v == "true") {
+        let public = secret(env, "PUBLIC_URL").unwrap_or_else(|| "http://127.0.0.1:8787".into());
+        server = server.oauth(format!("{}/v1/mcp/callback", public.trim_end_matches('/')));
+        if let Some(client) = secret(env, "MCP_SERVER_CLIENT_ID") {
+            server = server.oauth_client(client, secret(env, "MCP_SERVER_CLIENT_SECRET"));
+        }
     }
     let agent = Agent::builder("connector")
         .description("An assistant with the tools of the MCP server at MCP_SERVER_URL.")

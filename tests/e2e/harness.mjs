@@ -125,7 +125,8 @@ async function launch(dir, persistDir, allVars, devtools, timeoutMs) {
   const args = [
     'dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspectorPort),
     '--persist-to', persistDir, '--show-interactive-dev-session=false',
-    ...Object.entries(allVars).flatMap(([k, v]) => ['--var', `${k}:${v}`]),
+    // `{port}` in a var is the worker's own port (its public URL, say).
+    ...Object.entries(allVars).flatMap(([k, v]) => ['--var', `${k}:${String(v).replaceAll('{port}', port)}`]),
   ];
   const logPath = join(persistDir, `wrangler-${port}.log`);
   const log = openSync(logPath, 'a');

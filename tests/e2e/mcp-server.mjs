@@ -1,16 +1,25 @@
 // A real MCP server for the end-to-end suite, built on the official TypeScript SDK
 // (`@modelcontextprotocol/sdk`) over its Streamable HTTP transport, on loopback.
 // Stateful: each client session gets its own transport and server, as the SDK's own
-// examples do. Its tools succeed (`echo`, read-only), fail (`fail`, `isError`),
-// stream progress (`count`), hang until cancelled (`slow`), destroy (`wipe`,
-// `destructiveHint`) and answer with structured content (`measure`). Every execution
-// and cancellation is recorded; `forget()` drops every session, as a restart would.
+// examples do, its event streams resumable (the SDK's in-memory event store). Its tools
+// succeed (`echo`, read-only), fail (`fail`, `isError`), stream progress (`count`),
+// hang until cancelled (`slow`), destroy (`wipe`, `destructiveHint`), answer with
+// structured content (`measure`) and ask the user (`ask`, an elicitation). Every
+// execution, cancellation and elicitation answer is recorded; `forget()` drops every
+// session, as a restart would. With `oauth`, the server is also its own authorization
+// server, built from the SDK's pieces (metadata, dynamic registration, PKCE, consent
+// given at once) and its MCP endpoint takes only the tokens it issued.
 
 import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
+import { DemoInMemoryAuthProvider } from '@modelcontextprotocol/sdk/examples/server/demoInMemoryOAuthProvider.js';
+import { getOAuthProtectedResourceMetadataUrl, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
+import express from 'express';
 import * as z from 'zod';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -70,6 +79,21 @@ function tools(server, record) {
     ran('wipe', { disk });
     return { content: [{ type: 'text', text: `wiped ${disk}` }] };
   });
+  server.registerTool('ask', {
+    description: 'Asks the user for their name',
+    inputSchema: {},
+  }, async (_args, extra) => {
+    ran('ask', {});
+    const requestedSchema = { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'] };
+    const answer = await extra.sendRequest(
+      { method: 'elicitation/create', params: { message: 'What is your name?', requestedSchema } },
+      ElicitResultSchema,
+      { timeout: 600_000 },
+    );
+    record.elicited.push(answer);
+    const text = answer.action === 'accept' ? `hello ${answer.content.name}` : `no name (${answer.action})`;
+    return { content: [{ type: 'text', text }] };
+  });
   server.registerTool('measure', {
     description: 'Measures a thing',
     inputSchema: { thing: z.string() },
@@ -81,24 +105,31 @@ function tools(server, record) {
   });
 }
 
-/** Starts the server; `token`, when given, is the bearer every request must carry. */
-export async function startMcpServer({ token } = {}) {
-  const record = { executions: [], cancelled: [], sessions: 0, requests: [] };
+/**
+ * Starts the server; `token`, when given, is the bearer every request must carry; with
+ * `oauth`, only tokens its own authorization server issued are taken.
+ */
+export async function startMcpServer({ token, oauth = false } = {}) {
+  const record = { executions: [], cancelled: [], sessions: 0, requests: [], elicited: [], issued: [] };
   const sessions = new Map();
-  async function serve(req, res) {
+  async function serve(req, res, parsed) {
     if (token && req.headers.authorization !== `Bearer ${token}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
     }
-    let raw = '';
-    for await (const part of req) raw += part;
-    const body = raw ? JSON.parse(raw) : undefined;
+    let body = parsed;
+    if (body === undefined) {
+      let raw = '';
+      for await (const part of req) raw += part;
+      body = raw ? JSON.parse(raw) : undefined;
+    }
     record.requests.push({ method: body?.method, session: req.headers['mcp-session-id'], at: Date.now() });
     const id = req.headers['mcp-session-id'];
     let transport = id ? sessions.get(id) : undefined;
     if (!transport && !id && req.method === 'POST' && isInitializeRequest(body)) {
       transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        eventStore: new InMemoryEventStore(),
         onsessioninitialized: (sid) => {
           record.sessions += 1;
           sessions.set(sid, transport);
@@ -115,13 +146,31 @@ export async function startMcpServer({ token } = {}) {
     }
     await transport.handleRequest(req, res, body);
   }
-  const http = createServer((req, res) => {
-    serve(req, res).catch((err) => {
-      if (!res.headersSent) res.writeHead(500).end(String(err));
-    });
-  });
+  const app = express();
+  const http = createServer(app);
   await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${http.address().port}/mcp`;
+  const base = `http://127.0.0.1:${http.address().port}`;
+  const url = `${base}/mcp`;
+  const handle = (req, res) => serve(req, res, req.body).catch((err) => {
+    if (!res.headersSent) res.writeHead(500).end(String(err));
+  });
+  if (oauth) {
+    const mcpUrl = new URL(url);
+    // Tokens only for this server (RFC 8707): the code's resource must be its URL.
+    const provider = new DemoInMemoryAuthProvider((resource) => resource?.href === mcpUrl.href);
+    const exchange = provider.exchangeAuthorizationCode.bind(provider);
+    provider.exchangeAuthorizationCode = async (...args) => {
+      const tokens = await exchange(...args);
+      record.issued.push(tokens.access_token);
+      return tokens;
+    };
+    record.provider = provider;
+    app.use(mcpAuthRouter({ provider, issuerUrl: new URL(base), resourceServerUrl: mcpUrl, scopesSupported: ['mcp:tools'] }));
+    const bearer = requireBearerAuth({ verifier: provider, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) });
+    app.all('/mcp', bearer, express.json(), handle);
+  } else {
+    app.all('/mcp', handle);
+  }
   return {
     url,
     record,

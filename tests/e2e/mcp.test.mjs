@@ -62,7 +62,7 @@ test('the agent lists its MCP server, and the server\'s tools reach the model wi
 
   const offered = llm.requests[0].body.tools.map((t) => t.function);
   assert.deepEqual(offered.map((t) => t.name).sort(),
-    ['files__count', 'files__echo', 'files__fail', 'files__measure', 'files__slow', 'files__wipe']);
+    ['files__ask', 'files__count', 'files__echo', 'files__fail', 'files__measure', 'files__slow', 'files__wipe']);
   const echo = offered.find((t) => t.name === 'files__echo');
   assert.equal(echo.description, 'Echoes the text back');
   assert.deepEqual(echo.parameters.required, ['text'], 'the schema as the server declared it');

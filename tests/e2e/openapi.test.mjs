@@ -173,6 +173,11 @@ test('a seeded fuzzer finds no 5xx and no answer outside the document', async ()
           if (text !== '') problems.push(`a body with 204 for ${where}`);
           continue;
         }
+        // A page for a browser (the MCP callback's) is HTML, as documented.
+        if (documented?.content?.['text/html']) {
+          if (!res.headers.get('content-type')?.startsWith('text/html')) problems.push(`not HTML: ${res.status} for ${where}`);
+          continue;
+        }
         let json;
         try { json = JSON.parse(text); } catch { problems.push(`non-JSON ${res.status} for ${where}`); continue; }
         let schema = documented?.$ref ? doc.components.responses[documented.$ref.split('/').pop()] : documented;

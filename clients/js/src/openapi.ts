@@ -138,7 +138,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Answers a pending call: approve or deny an approval, or give a client tool's result. The first answer stands (409 after). An approval that needs a role (its `approvers`) is decided only by a user holding the role in the session owner's tenant (never the owner where `notOwner`) or by the API token; such a holder may post here for that call though the session is not theirs. Anyone else's answer is 403 `forbidden` with nothing changed. A user's decision is recorded as `decidedBy` on the call's `tool_end` and result. */
+        /** @description Answers a pending call: approve or deny an approval, give a client tool's result, answer an MCP server's elicitation, or give up an authorization. The first answer stands (409 after). An approval that needs a role (its `approvers`) is decided only by a user holding the role in the session owner's tenant (never the owner where `notOwner`) or by the API token; such a holder may post here for that call though the session is not theirs. Anyone else's answer is 403 `forbidden` with nothing changed. A user's decision is recorded as `decidedBy` on the call's `tool_end` and result. */
         post: operations["submitToolResult"];
         delete?: never;
         options?: never;
@@ -484,6 +484,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/mcp/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Where the user's browser comes back from an MCP server's authorization (a pending `authorization` call's `authorizeUrl` redirects here). The `state` names the session and is the credential: every pending `authorization` call sent with it is answered — the code exchanged for tokens kept in the session's object, never in D1, the stream or the logs — and the run goes on. A state no pending call carries (unknown, forged, used) is 404 and nothing changes; a malformed one is 400. Answers a small HTML page for the browser. Served with helix-edge's `mcp` feature; the agent's server is declared with `.oauth("{PUBLIC_URL}/v1/mcp/callback")`. */
+        get: operations["mcpCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -661,10 +678,24 @@ export interface components {
             toolName: string;
             /** @description What the call runs with once answered: state references resolved, `_outputPath` taken out. */
             arguments: unknown;
-            /** @enum {unknown} */
-            kind: "approval" | "client";
+            /**
+             * @description Who answers: `approval` (a person decides; the server then runs it), `client` (the client runs it), `authorization` (an MCP server asks the user to connect: `authorizeUrl`), `elicitation` (an MCP server asks the user for input: `message`, `requestedSchema`).
+             * @enum {unknown}
+             */
+            kind: "approval" | "client" | "authorization" | "elicitation";
             deadline?: number;
             approvers?: components["schemas"]["Approvers"];
+            /** @description For `authorization` and `elicitation`: the MCP server that asks. */
+            server?: string;
+            /**
+             * Format: uri
+             * @description For `authorization`: where the user connects (the server's OAuth authorization request, with PKCE and a `state` naming the session). They come back to `GET /v1/mcp/callback`, which answers the call.
+             */
+            authorizeUrl?: string;
+            /** @description For `elicitation`: what the server asks the user. */
+            message?: string;
+            /** @description For `elicitation`: the JSON Schema an accepted answer's `content` matches. */
+            requestedSchema?: Record<string, unknown>;
         };
         MessagePage: {
             messages: {
@@ -704,6 +735,29 @@ export interface components {
             toolCallId: string;
             result?: unknown;
             error?: string;
+        } | {
+            /** @constant */
+            kind: "elicitation-response";
+            toolCallId: string;
+            /**
+             * @description `accept` with the `content`; `decline` (the user said no) or `cancel` (dismissed) without.
+             * @enum {unknown}
+             */
+            action: "accept" | "decline" | "cancel";
+            /** @description With `accept`: the answer, matching the call's `requestedSchema` (else 400 and the call stays open). */
+            content?: Record<string, unknown>;
+        } | {
+            /** @constant */
+            kind: "authorization-response";
+            toolCallId: string;
+            /**
+             * @description `accept` with the `code` and `state` the authorization server redirected with (a client that took the redirect itself); `decline` or `cancel` gives up (the call fails with `mcp_unauthorized`).
+             * @enum {unknown}
+             */
+            action: "accept" | "decline" | "cancel";
+            code?: string;
+            /** @description Must be the `state` of the call's `authorizeUrl`. */
+            state?: string;
         };
         Reason: {
             reason?: string;
@@ -1023,6 +1077,7 @@ export interface components {
         CustomChunk: components["schemas"]["ChunkHead"] & {
             /** @constant */
             type: "custom";
+            /** @description A tool's own events, and the runtime's: `input_request` (a call asks the user mid-call; `data` is `{toolCallId, toolName, kind, server, authorizeUrl | message, requestedSchema}`, as in the pending call) and `mcp_progress` (`{server, tool, progress}`, an MCP server's progress notification). */
             eventName: string;
             data: unknown;
         } & {
@@ -1302,13 +1357,27 @@ export interface components {
             toolName: string;
             /** @description What the call runs with once answered: state references resolved, `_outputPath` taken out. */
             arguments: unknown;
-            /** @enum {unknown} */
-            kind: "approval" | "client";
+            /**
+             * @description Who answers: `approval` (a person decides; the server then runs it), `client` (the client runs it), `authorization` (an MCP server asks the user to connect: `authorizeUrl`), `elicitation` (an MCP server asks the user for input: `message`, `requestedSchema`).
+             * @enum {unknown}
+             */
+            kind: "approval" | "client" | "authorization" | "elicitation";
             /** @description When the run began waiting on it (ms since the epoch). */
             waitingSince: number;
             /** @description When the answer is due (ms since the epoch), for the calls that have a deadline (client tools). */
             deadline?: number;
             approvers?: components["schemas"]["Approvers"];
+            /** @description For `authorization` and `elicitation`: the MCP server that asks. */
+            server?: string;
+            /**
+             * Format: uri
+             * @description For `authorization`: where the user connects (the server's OAuth authorization request, with PKCE and a `state` naming the session). They come back to `GET /v1/mcp/callback`, which answers the call.
+             */
+            authorizeUrl?: string;
+            /** @description For `elicitation`: what the server asks the user. */
+            message?: string;
+            /** @description For `elicitation`: the JSON Schema an accepted answer's `content` matches. */
+            requestedSchema?: Record<string, unknown>;
         };
         InboxPage: {
             /** @description Newest first. */
@@ -2282,6 +2351,59 @@ export interface operations {
             404: components["responses"]["Error"];
             413: components["responses"]["Error"];
             503: components["responses"]["Error"];
+        };
+    };
+    mcpCallback: {
+        parameters: {
+            query: {
+                state: string;
+                /** @description The authorization code, when the user connected. */
+                code?: string;
+                /** @description The authorization server's error, when the user did not connect: `access_denied` declines the calls, any other (or neither a code nor an error) cancels them. */
+                error?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Connected: the calls that waited go on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A malformed callback (no state, or not one this deployment sends); nothing changed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description No call waits on this state (unknown, forged, used, or its run ended); nothing changed. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The session's storage could not be reached; nothing changed. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
         };
     };
 }

@@ -150,6 +150,27 @@ export class SessionHandle {
     return this.answer({ kind: 'client-tool-result', toolCallId, error }, options);
   }
 
+  /**
+   * Answers an MCP server's elicitation (a pending `elicitation` call): `accept` with
+   * `content` matching its `requestedSchema`, or `decline` / `cancel` without.
+   */
+  answerElicitation(
+    toolCallId: string,
+    answer: { action: 'accept'; content: Record<string, unknown> } | { action: 'decline' | 'cancel' },
+    options: Signal = {},
+  ): Promise<void> {
+    return this.answer({ kind: 'elicitation-response', toolCallId, ...answer }, options);
+  }
+
+  /**
+   * Gives up a pending `authorization` call (the user will not connect); the call fails.
+   * To connect, the user follows its `authorizeUrl` instead: the worker's callback
+   * answers it.
+   */
+  declineAuthorization(toolCallId: string, options: Signal = {}): Promise<void> {
+    return this.answer({ kind: 'authorization-response', toolCallId, action: 'decline' }, options);
+  }
+
   /** The session's events (see [`EventStream`]): `for await (const e of session.events())`. */
   events(options: EventStreamOptions = {}): EventStream {
     return new EventStream(this.transport, this.id, options);

@@ -207,7 +207,7 @@ pub fn authorize(
 }
 
 /// Compares without stopping at the first difference.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let len_differs = a.len() != b.len();
     let diff = a
         .iter()

@@ -127,6 +127,10 @@ pub enum ToolError {
         /// Its tool.
         tool: String,
     },
+    /// The call asks the user something mid-call ([`crate::tool::Wait`]): the run
+    /// suspends on it and the call goes on with the answer. Never a result.
+    #[error("The call waits on the user")]
+    Waiting(Box<crate::tool::Wait>),
     /// The result is too large to keep in the transcript.
     #[error(
         "The tool's result is {bytes} bytes, over the limit of {limit} bytes; ask for less (a narrower query, or \
@@ -208,6 +212,7 @@ impl Coded for ToolError {
             Self::ResultTooLarge { .. } => "tool_result_too_large",
             Self::PlanInvalid(_) => "tool_plan_invalid",
             Self::DependencyFailed { .. } => "tool_dependency_failed",
+            Self::Waiting(_) => "tool_waiting",
         }
     }
     fn category(&self) -> Category {

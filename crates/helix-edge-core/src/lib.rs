@@ -24,14 +24,15 @@
 //!   each model call).
 //! - Durability: [`store`] (the persistence contract, an in-memory backend, the D1 row
 //!   plan and the conformance suite), [`journal`] (the stream log, step attempts and
-//!   suspension context contract), [`sqlite`] (both over a session object's SQLite,
+//!   suspension context contract, and the session's vault), [`sqlite`] (both over a session object's SQLite,
 //!   the SSE fan-out and the replication to D1, for any platform that implements its
 //!   [`Db`](sqlite::Db)).
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
 //!   sans IO; the configured models), `demo` (feature `demo`: the built-in
 //!   deterministic model), [`scripted`] (a scripted model for tests).
 //! - `mcp` (feature `mcp`): tools of remote MCP servers, listed as a drive starts and
-//!   called over the Streamable HTTP transport.
+//!   called over the Streamable HTTP transport; their OAuth and elicitations as calls
+//!   that wait on the user ([`tool::Wait`]).
 //! - The run loop: [`runner`] — **the step machine** in [`runner::machine`], the driver
 //!   that carries it out, a step's pure conclusion, the commit pipeline, tool
 //!   execution, the request operations, and [`runner::waits`] (work a run waits on

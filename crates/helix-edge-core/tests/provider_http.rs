@@ -174,7 +174,8 @@ impl Transport for SocketTransport {
                 .map(|(k, v)| format!("{k}: {v}\r\n"))
                 .collect();
             let head = format!(
-                "POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-length: {}\r\nconnection: close\r\n{headers}\r\n",
+                "{} {path} HTTP/1.1\r\nhost: {host}\r\ncontent-length: {}\r\nconnection: close\r\n{headers}\r\n",
+                req.method.as_str(),
                 req.body.len()
             );
             conn.write_all(head.as_bytes()).map_err(io_error)?;

@@ -74,6 +74,7 @@ fn call(id: &str, tool: &str, kind: PendingKind, since: u64) -> PendingCall {
         since,
         output_path: None,
         approvers: None,
+        request: None,
     }
 }
 

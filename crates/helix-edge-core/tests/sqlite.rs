@@ -102,7 +102,7 @@ fn the_journal_parts_pass_their_conformance_suites() {
     ]
     .concat();
     assert!(failures(&all).is_empty(), "{:#?}", failures(&all));
-    assert_eq!(all.len(), 11);
+    assert_eq!(all.len(), 12);
 }
 
 /// An object's storage that counts its reads of the outbox.

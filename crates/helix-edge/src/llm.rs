@@ -3,7 +3,7 @@
 //! the choice of model is the core's ([`ConfiguredModels`]), from the deployment's vars.
 
 use crate::provider::{
-    BodyStream, ConfiguredModels, HttpRequest, HttpResponse, ProviderConfig, Transport,
+    BodyStream, ConfiguredModels, HttpRequest, HttpResponse, Method, ProviderConfig, Transport,
     TransportError,
 };
 use futures::future::{Either, LocalBoxFuture, select};
@@ -78,12 +78,11 @@ fn build(request: &HttpRequest) -> worker::Result<Request> {
     for (name, value) in &request.headers {
         headers.set(name, value)?;
     }
-    crate::outgoing::request(
-        &request.url,
-        "POST",
-        &headers,
-        Some(JsValue::from_str(&request.body)),
-    )
+    let body = match request.method {
+        Method::Get => None,
+        Method::Post => Some(JsValue::from_str(&request.body)),
+    };
+    crate::outgoing::request(&request.url, request.method.as_str(), &headers, body)
 }
 
 impl Transport for FetchTransport {
@@ -114,6 +113,7 @@ impl Transport for FetchTransport {
                 "retry-after-ms",
                 "content-type",
                 "mcp-session-id",
+                "www-authenticate",
             ] {
                 if let Ok(Some(value)) = response.headers().get(name) {
                     headers.push((name.to_string(), value));

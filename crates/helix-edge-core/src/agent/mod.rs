@@ -198,8 +198,10 @@ pub(crate) const RUN_PROMPTS: &[fn(&Agent) -> Option<&RunPrompt>] = &[
     |agent| agent.run_prompt.as_ref(),
 ];
 
-/// Given a session's id, the tools a drive of it adds and the problems to log.
-pub(crate) type RunTools = Rc<dyn Fn(&str) -> LocalBoxFuture<'static, (Vec<Tool>, Vec<String>)>>;
+/// Given a session's vault (its id, and the credentials its tools keep), the tools a
+/// drive of it adds and the problems to log.
+pub(crate) type RunTools =
+    Rc<dyn Fn(crate::journal::Vault) -> LocalBoxFuture<'static, (Vec<Tool>, Vec<String>)>>;
 
 /// What drives add to their agents' tools as they start, one line per capability: with
 /// the feature `mcp`, the tools of its MCP servers (the agent's [`RunTools`]).

@@ -8,6 +8,7 @@ use crate::auth::valid_session_id;
 use crate::memory::check::{MAX_CALLS, PlannedCall};
 use crate::message::Message;
 use crate::runner::{CreateSession, Submission};
+use crate::store::PendingKind;
 use crate::wire::wire_enum;
 use crate::wire::{absent, present, required};
 use serde::Deserialize;
@@ -114,6 +115,16 @@ pub enum ToolResultBody {
         /// An error message instead of a result.
         error: Option<String>,
     },
+    /// Answers what a call asked mid-call: an `elicitation-response` (`action`,
+    /// `content`) or an `authorization-response` (`action`, `code`, `state`).
+    InputResponse {
+        /// The call.
+        tool_call_id: String,
+        /// What it answers.
+        kind: PendingKind,
+        /// The answer's fields (checked against the call when it is stored).
+        answer: Value,
+    },
 }
 
 /// Either form of [`ToolResultBody`] as one flat record (see [`crate::wire`]); a field
@@ -132,6 +143,13 @@ struct ToolResultWire {
     result: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     error: Option<String>,
+    // An answer to what a call asked, checked against the call when it is stored
+    // (`crate::tool::check_answer`).
+    action: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    content: Option<Value>,
+    code: Option<String>,
+    state: Option<String>,
 }
 
 wire_enum! {
@@ -139,6 +157,8 @@ wire_enum! {
     enum ToolResultKind {
         ApprovalResponse = "approval-response",
         ClientToolResult = "client-tool-result",
+        ElicitationResponse = "elicitation-response",
+        AuthorizationResponse = "authorization-response",
     }
 }
 
@@ -147,7 +167,42 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
 
     fn try_from(w: ToolResultWire) -> Result<Self, String> {
         let tool_call_id = w.tool_call_id;
+        let text = |t: Option<String>| t.map(Value::String);
+        let asked = [
+            ("action", text(w.action)),
+            ("content", w.content),
+            ("code", text(w.code)),
+            ("state", text(w.state)),
+        ];
+        let kind = match w.kind {
+            ToolResultKind::ElicitationResponse => PendingKind::Elicitation,
+            ToolResultKind::AuthorizationResponse => PendingKind::Authorization,
+            _ => {
+                for (name, value) in &asked {
+                    absent(value, name, w.kind.as_str())?;
+                }
+                PendingKind::Approval
+            }
+        };
         Ok(match w.kind {
+            ToolResultKind::ElicitationResponse | ToolResultKind::AuthorizationResponse => {
+                let tag = w.kind.as_str();
+                absent(&w.approved, "approved", tag)?;
+                absent(&w.result, "result", tag)?;
+                absent(&w.reason, "reason", tag)?;
+                absent(&w.error, "error", tag)?;
+                let mut answer = serde_json::Map::new();
+                for (name, value) in asked {
+                    if let Some(value) = value {
+                        answer.insert(name.into(), value);
+                    }
+                }
+                Self::InputResponse {
+                    tool_call_id,
+                    kind,
+                    answer: answer.into(),
+                }
+            }
             ToolResultKind::ApprovalResponse => {
                 let kind = "approval-response";
                 absent(&w.result, "result", kind)?;
@@ -205,6 +260,15 @@ impl ToolResultBody {
                     outcome,
                 })
             }
+            Self::InputResponse {
+                tool_call_id,
+                kind,
+                answer,
+            } => Ok(Submission::Input {
+                tool_call_id,
+                kind,
+                answer,
+            }),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! `GET /v1/inbox`: the calls waiting on a person across sessions — approvals and the
-//! calls a client answers — newest first, read from the queryable record (each
+//! `GET /v1/inbox`: the calls waiting on a person across sessions — approvals, the
+//! calls a client answers, and the connections and input calls ask for — newest first, read from the queryable record (each
 //! session's head in D1 carries its pending calls), so as fresh as replication. The
 //! filters are an agent, a tool and a kind; `cursor` and `limit` page. A sub-agent's
 //! call waits on its child, not on a person, and is never listed.
@@ -77,13 +77,13 @@ impl InboxQuery {
                 "tool" => query.tool = Some(name(value, "tool")?),
                 "kind" => {
                     let kind = serde_json::from_value(Value::String(value.clone()));
-                    query.kind = Some(
-                        kind.ok()
-                            .filter(|k| *k != PendingKind::Child)
-                            .ok_or_else(|| {
-                                ApiError::validation("kind is one of approval, client.")
-                            })?,
-                    );
+                    query.kind = Some(kind.ok().filter(|k| *k != PendingKind::Child).ok_or_else(
+                        || {
+                            ApiError::validation(
+                                "kind is one of approval, client, authorization, elicitation.",
+                            )
+                        },
+                    )?);
                 }
                 "cursor" => {
                     let cursor = InboxCursor::decode(value)
@@ -178,6 +178,10 @@ pub struct InboxItem {
     /// For an approval that needs a role: who may decide it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Approvers>,
+    /// For a call that asked mid-call: what the user is shown (`authorizeUrl`, or
+    /// `message` and `requestedSchema`, with the `server`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
 }
 
 impl InboxItem {
@@ -196,6 +200,7 @@ impl InboxItem {
             waiting_since: call.since,
             deadline: call.deadline,
             approvers: call.approvers,
+            request: call.request,
         })
     }
 }

@@ -86,6 +86,7 @@ impl Operation {
             Self::Inbox => "inbox",
             Self::Usage => "usage",
             Self::OidcProvider | Self::OidcToken => "users",
+            Self::McpCallback => "mcp",
             _ => return None,
         })
     }
@@ -101,7 +102,8 @@ impl Operation {
             | Self::Inbox
             | Self::Usage
             | Self::OidcProvider
-            | Self::OidcToken => Target::Worker,
+            | Self::OidcToken
+            | Self::McpCallback => Target::Worker,
             Self::CreateSession => Target::Create,
             _ => Target::Object,
         }

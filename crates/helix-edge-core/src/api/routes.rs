@@ -67,6 +67,9 @@ pub enum Operation {
     /// `POST /v1/auth/oidc/token`: a page's sign-in code exchanged for the ID token
     /// (public).
     OidcToken,
+    /// `GET /v1/mcp/callback`: where the user comes back from an MCP server's
+    /// authorization (public: its `state` is the credential).
+    McpCallback,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -151,6 +154,7 @@ pub const ROUTES: &[RouteSpec] = &[
     r("GET", "/v1/usage", Operation::Usage),
     r("GET", "/v1/auth/oidc", Operation::OidcProvider),
     r("POST", "/v1/auth/oidc/token", Operation::OidcToken),
+    r("GET", "/v1/mcp/callback", Operation::McpCallback),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];
@@ -167,12 +171,16 @@ pub struct Route<'a> {
 }
 
 impl Operation {
-    /// Whether it needs credentials (everything but `GET /healthz`, SPEC §2, and a
-    /// page's sign-in, which comes before the caller has any).
+    /// Whether it needs credentials (everything but `GET /healthz`, SPEC §2, a page's
+    /// sign-in, which comes before the caller has any, and an MCP server's callback,
+    /// whose state is its credential).
     pub fn authenticated(self) -> bool {
         !matches!(
             self,
-            Operation::Healthz | Operation::OidcProvider | Operation::OidcToken
+            Operation::Healthz
+                | Operation::OidcProvider
+                | Operation::OidcToken
+                | Operation::McpCallback
         )
     }
 }
@@ -290,12 +298,20 @@ mod tests {
     }
 
     #[test]
-    fn only_healthz_and_a_pages_sign_in_are_open() {
+    fn only_healthz_a_pages_sign_in_and_the_mcp_callback_are_open() {
         let open: Vec<_> = ROUTES
             .iter()
             .filter(|s| !s.operation.authenticated())
             .map(|s| s.path)
             .collect();
-        assert_eq!(open, ["/healthz", "/v1/auth/oidc", "/v1/auth/oidc/token"]);
+        assert_eq!(
+            open,
+            [
+                "/healthz",
+                "/v1/auth/oidc",
+                "/v1/auth/oidc/token",
+                "/v1/mcp/callback"
+            ]
+        );
     }
 }

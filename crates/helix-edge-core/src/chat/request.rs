@@ -483,6 +483,7 @@ mod tests {
             since: 0,
             output_path: None,
             approvers: None,
+            request: None,
         };
         let request = |answers: Vec<ChatAnswer>, user_text: Option<&str>| ChatRequest {
             id: "c".into(),

@@ -71,11 +71,7 @@ impl Alg {
     }
 }
 
-/// Whether the deployment may fetch from `url`: `https://`, or `http://` on loopback.
-pub(crate) fn secure_url(url: &str) -> bool {
-    let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
-    url.starts_with("https://") || loopback.iter().any(|l| url.starts_with(l))
-}
+pub(crate) use crate::provider::secure_url;
 
 /// How the deployment checks its users' tokens.
 #[derive(Clone, PartialEq, Eq)]

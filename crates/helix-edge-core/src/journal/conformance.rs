@@ -343,9 +343,33 @@ fn the_first_route_of_an_answer_stands(s: &dyn Suspension) -> Result<(), String>
     Ok(())
 }
 
+/// What a session keeps is its own, replaced by a later value and gone once removed.
+fn a_vault_keeps_per_session(s: &dyn Suspension) -> Result<(), String> {
+    let kept = |session: &str| s.kept(session, "token").map_err(e);
+    ensure!(kept("vault-a")?.is_none(), "nothing is kept at first");
+    s.keep("vault-a", "token", Some("one")).map_err(e)?;
+    s.keep("vault-a", "token", Some("two")).map_err(e)?;
+    s.keep("vault-b", "token", Some("other")).map_err(e)?;
+    ensure!(
+        kept("vault-a")?.as_deref() == Some("two"),
+        "the later value stands"
+    );
+    ensure!(
+        kept("vault-b")?.as_deref() == Some("other"),
+        "sessions keep apart"
+    );
+    s.keep("vault-a", "token", None).map_err(e)?;
+    ensure!(kept("vault-a")?.is_none(), "a removed value is gone");
+    ensure!(
+        kept("vault-b")?.is_some(),
+        "removing one session's leaves the other's"
+    );
+    Ok(())
+}
+
 /// The [`Suspension`] contract, on one fresh store.
 pub fn suspension(s: &dyn Suspension) -> Vec<CheckResult> {
-    let checks: [Check<'_>; 4] = [
+    let checks: [Check<'_>; 5] = [
         ("the_first_answer_stands_and_sessions_are_apart", &|| {
             the_first_answer_stands_and_sessions_are_apart(s)
         }),
@@ -357,6 +381,9 @@ pub fn suspension(s: &dyn Suspension) -> Vec<CheckResult> {
         }),
         ("the_first_route_of_an_answer_stands", &|| {
             the_first_route_of_an_answer_stands(s)
+        }),
+        ("a_vault_keeps_per_session", &|| {
+            a_vault_keeps_per_session(s)
         }),
     ];
     run_in_order(&checks)

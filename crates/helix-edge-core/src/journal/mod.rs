@@ -3,7 +3,8 @@
 //! - [`StreamLog`]: the ordered events of the SSE stream, and the bookkeeping that
 //!   keeps the stream consistent with committed state across crashes.
 //! - [`StepAttempts`]: how often each step began (crash loops end the run).
-//! - [`Suspension`]: the answers, claims and routes a suspended run waits on.
+//! - [`Suspension`]: the answers, claims and routes a suspended run waits on, and the
+//!   session's [`Vault`] (what its tools keep privately).
 //!
 //! [`conformance`] holds the suites every backend of each passes.
 
@@ -11,10 +12,12 @@ mod attempts;
 pub mod conformance;
 mod stream;
 mod suspension;
+mod vault;
 
 pub use attempts::{MemoryAttempts, StepAttempts};
 pub use stream::{Frame, MemoryStreamLog, Recovery, StreamLog};
 pub use suspension::{MemorySuspension, Suspension};
+pub use vault::Vault;
 
 use crate::chunk::StreamEvent;
 use crate::store::{Answer, AnswerOutcome, StoreError};
@@ -129,5 +132,11 @@ impl Suspension for MemoryJournal {
     }
     fn routed(&self, call: &str) -> Result<Option<String>, StoreError> {
         self.suspension.routed(call)
+    }
+    fn keep(&self, session: &str, key: &str, value: Option<&str>) -> Result<(), StoreError> {
+        self.suspension.keep(session, key, value)
+    }
+    fn kept(&self, session: &str, key: &str) -> Result<Option<String>, StoreError> {
+        self.suspension.kept(session, key)
     }
 }

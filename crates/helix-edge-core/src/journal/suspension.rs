@@ -9,6 +9,8 @@
 //!   runs at most once.
 //! - An answer the session passed on to a descendant (a call pending in a sub-agent's
 //!   session) is [`route`](Suspension::route)d: a second answer to it is refused here.
+//! - What a session's tools keep privately ([`keep`](Suspension::keep), read through a
+//!   [`Vault`](super::Vault)): credentials stay in the object, never in the record.
 
 use crate::store::{Answer, AnswerOutcome, StoreError};
 use std::cell::RefCell;
@@ -45,6 +47,10 @@ pub trait Suspension {
     fn route(&self, tool_call_id: &str, owner: &str) -> Result<bool, StoreError>;
     /// The descendant an answer to `tool_call_id` was routed to, if any.
     fn routed(&self, tool_call_id: &str) -> Result<Option<String>, StoreError>;
+    /// Keeps `value` under `key` for session `session_id` (`None` forgets it).
+    fn keep(&self, session_id: &str, key: &str, value: Option<&str>) -> Result<(), StoreError>;
+    /// What is kept under `key` for session `session_id`.
+    fn kept(&self, session_id: &str, key: &str) -> Result<Option<String>, StoreError>;
 }
 
 /// A suspension context in memory, for tests.
@@ -53,6 +59,7 @@ pub struct MemorySuspension {
     claims: RefCell<HashMap<(String, u32, String), String>>,
     answers: RefCell<HashMap<(String, String), Answer>>,
     routes: RefCell<HashMap<String, String>>,
+    kept: RefCell<HashMap<(String, String), String>>,
 }
 
 impl MemorySuspension {
@@ -112,5 +119,20 @@ impl Suspension for MemorySuspension {
 
     fn routed(&self, tool_call_id: &str) -> Result<Option<String>, StoreError> {
         Ok(self.routes.borrow().get(tool_call_id).cloned())
+    }
+
+    fn keep(&self, session_id: &str, key: &str, value: Option<&str>) -> Result<(), StoreError> {
+        let key = (session_id.to_string(), key.to_string());
+        let mut kept = self.kept.borrow_mut();
+        match value {
+            Some(value) => kept.insert(key, value.into()),
+            None => kept.remove(&key),
+        };
+        Ok(())
+    }
+
+    fn kept(&self, session_id: &str, key: &str) -> Result<Option<String>, StoreError> {
+        let key = (session_id.to_string(), key.to_string());
+        Ok(self.kept.borrow().get(&key).cloned())
     }
 }

@@ -2,12 +2,14 @@
 //! revision negotiated, `notifications/initialized` sent), initialised again when the
 //! server forgets its session, the tool list read page by page and kept until it is
 //! older than the server's `tools_max_age` or the server says it changed, and tool
-//! calls with their progress.
+//! calls with their progress. Requests carry the session's access token where the
+//! server needs OAuth ([`super::oauth`]), refreshed once when the server refuses it.
 
 use super::McpServer;
 use super::rpc::{Answer, McpError, PROTOCOL_VERSIONS, Sending, Session, millis};
 use crate::abort::AbortSignal;
 use crate::error::Coded;
+use crate::journal::Vault;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -75,16 +77,26 @@ impl Connection {
         }
     }
 
+    /// Forgets the session and the tool list (the credentials changed).
+    pub fn forget_tools(&self) {
+        let mut known = self.known.borrow_mut();
+        known.session = None;
+        known.tools = None;
+    }
+
     fn next_id(&self) -> u64 {
         let mut known = self.known.borrow_mut();
         known.next_id += 1;
         known.next_id
     }
 
-    /// The session, initialised first if it is not.
-    async fn session(&self) -> Result<Session, McpError> {
+    /// The session, initialised first if it is not, carrying `bearer`.
+    async fn session(&self, bearer: &Option<String>) -> Result<Session, McpError> {
         if let Some(session) = self.known.borrow().session.clone() {
-            return Ok(session);
+            return Ok(Session {
+                bearer: bearer.clone(),
+                ..session
+            });
         }
         let server = &self.server;
         let id = self.next_id();
@@ -94,11 +106,15 @@ impl Connection {
             "method": "initialize",
             "params": {
                 "protocolVersion": PROTOCOL_VERSIONS[0],
-                "capabilities": {},
+                // Form elicitations wait on the user durably (see `super::tools`).
+                "capabilities": { "elicitation": { "form": {} } },
                 "clientInfo": { "name": "helix-edge", "version": env!("CARGO_PKG_VERSION") },
             },
         });
-        let unsent = Session::default();
+        let unsent = Session {
+            bearer: bearer.clone(),
+            ..Session::default()
+        };
         let answer = server
             .send(&unsent, &initialize, request(id, None, &|_| {}))
             .await?;
@@ -114,6 +130,7 @@ impl Connection {
         let session = Session {
             id: answer.session_id,
             protocol: Some(protocol),
+            bearer: bearer.clone(),
         };
         let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
         server.send(&session, &initialized, request_none()).await?;
@@ -121,18 +138,25 @@ impl Connection {
         Ok(session)
     }
 
-    /// Request `method` with `params`, in a session initialised again once if the
-    /// server forgot it.
-    async fn request(
+    /// Request `method` with `params` in the session of `vault`'s: initialised again once
+    /// if the server forgot it, its access token refreshed once if the server refuses
+    /// it. The answer may be a request of the user's instead of a result.
+    pub async fn request(
         &self,
         method: &str,
         params: Value,
+        vault: &Vault,
         abort: Option<&AbortSignal>,
         progress: &dyn Fn(Value),
-    ) -> Result<Value, McpError> {
-        let mut again = true;
+    ) -> Result<(Answer, Session), McpError> {
+        let oauth = self.server.oauth.is_some();
+        let mut bearer = match oauth {
+            true => self.server.access_token(vault).await?,
+            false => None,
+        };
+        let (mut again, mut refresh) = (true, bearer.is_some());
         loop {
-            let session = self.session().await?;
+            let session = self.session(&bearer).await?;
             let id = self.next_id();
             let mut params = params.clone();
             if let Some(params) = params.as_object_mut() {
@@ -149,16 +173,21 @@ impl Connection {
                     again = false;
                     self.known.borrow_mut().session = None;
                 }
+                Err(McpError::Unauthorized { .. }) if refresh => {
+                    refresh = false;
+                    self.known.borrow_mut().session = None;
+                    bearer = self.server.refused_token(vault).await?;
+                    if bearer.is_none() {
+                        // Asked again without a token: the challenge says where.
+                        continue;
+                    }
+                }
                 Err(e) => return Err(e),
-                Ok(Answer {
-                    result,
-                    tools_changed,
-                    ..
-                }) => {
-                    if tools_changed {
+                Ok(answer) => {
+                    if answer.tools_changed {
                         self.known.borrow_mut().tools = None;
                     }
-                    return Ok(result);
+                    return Ok((answer, session));
                 }
             }
         }
@@ -167,7 +196,7 @@ impl Connection {
     /// The server's tools: the list kept, or read again when it is too old. Reading
     /// changes nothing at the server, so a failure that may pass is tried once more
     /// after [`RETRY_AFTER`].
-    pub async fn tools(&self) -> Result<Rc<[Listed]>, McpError> {
+    pub async fn tools(&self, vault: &Vault) -> Result<Rc<[Listed]>, McpError> {
         let now = self.server.transport.now_ms();
         let max_age = millis(self.server.tools_max_age);
         if let Some((tools, at)) = &self.known.borrow().tools
@@ -175,10 +204,10 @@ impl Connection {
         {
             return Ok(tools.clone());
         }
-        let tools = match self.list().await {
+        let tools = match self.list(vault).await {
             Err(e) if e.retryable() => {
                 self.server.transport.sleep(RETRY_AFTER).await;
-                self.list().await?
+                self.list(vault).await?
             }
             listed => listed?,
         };
@@ -188,7 +217,7 @@ impl Connection {
     }
 
     /// Reads the tool list, page by page.
-    async fn list(&self) -> Result<Vec<Listed>, McpError> {
+    async fn list(&self, vault: &Vault) -> Result<Vec<Listed>, McpError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -196,7 +225,10 @@ impl Connection {
                 Some(cursor) => json!({ "cursor": cursor }),
                 None => json!({}),
             };
-            let mut page = self.request("tools/list", params, None, &|_| {}).await?;
+            let (answer, _) = self
+                .request("tools/list", params, vault, None, &|_| {})
+                .await?;
+            let mut page = answer.result;
             let Some(Value::Array(listed)) = page.get_mut("tools").map(Value::take) else {
                 return Err(self.server.protocol("its tool list has no tools"));
             };
@@ -217,20 +249,6 @@ impl Connection {
             }
         }
         Ok(tools)
-    }
-
-    /// Calls tool `name` (the server's name for it) with `arguments`; progress goes to
-    /// `progress`, and a raised `abort` cancels it at the server.
-    pub async fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-        abort: &AbortSignal,
-        progress: &dyn Fn(Value),
-    ) -> Result<Value, McpError> {
-        let params = json!({ "name": name, "arguments": arguments });
-        self.request("tools/call", params, Some(abort), progress)
-            .await
     }
 }
 

@@ -9,9 +9,13 @@
 //!
 //! Each session keeps its own connection to each server in the isolate (initialised
 //! on first use, initialised again when the server forgets it, the tool list kept for
-//! `tools_max_age`); nothing of it is durable, so a session moved to another isolate
-//! simply connects again. Credentials are headers the worker gives from its secrets
-//! ([`McpServer::bearer`]); they are sent to the server only.
+//! `tools_max_age`), so a session moved to another isolate simply connects again.
+//! Credentials are headers the worker gives from its secrets ([`McpServer::bearer`]),
+//! or the session's OAuth tokens ([`McpServer::oauth`], `oauth`); they are sent to the
+//! server only. A server that needs the user — to connect, or to answer an
+//! elicitation during a call — makes the call wait durably (`waits`), its place kept
+//! in the session's vault; the user comes back from a server's authorization to the
+//! worker's callback (`callback`).
 //!
 //! ```
 //! use helix_edge_core::agent::Agent;
@@ -26,14 +30,19 @@
 //! # Ok(()) }
 //! ```
 
+mod callback;
 mod connection;
+mod oauth;
 mod rpc;
 mod tools;
+mod waits;
 
+pub use callback::{CALLBACK_PATH, Callback};
 pub use rpc::{MAX_ANSWER_BYTES, McpError, PROTOCOL_VERSIONS};
 
 use crate::agent::{Agent, AgentBuilder, Extension, RunTools};
 use crate::error::DefinitionError;
+use crate::journal::Vault;
 use crate::provider::Transport;
 use crate::tool::{Approval, ApprovalDecision, valid_name};
 use connection::Connection;
@@ -64,6 +73,7 @@ pub struct McpServer {
     approvals: Vec<(String, Approval)>,
     timeout: Duration,
     tools_max_age: Duration,
+    oauth: Option<oauth::OAuthConfig>,
     transport: Rc<dyn Transport>,
 }
 
@@ -86,6 +96,7 @@ impl McpServer {
             approvals: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
             tools_max_age: DEFAULT_TOOLS_MAX_AGE,
+            oauth: None,
             transport,
         }
     }
@@ -166,6 +177,32 @@ impl McpServer {
         self
     }
 
+    /// Connects through OAuth 2.1 where the server asks for authorization: the user
+    /// is sent to its authorization server (a pending call of kind `authorization`)
+    /// and comes back to `redirect_uri` — the worker's `/v1/mcp/callback` — and the
+    /// session's tokens are kept in its vault (see [`crate::mcp`]). The deployment
+    /// registers itself as a client there unless [`oauth_client`](Self::oauth_client)
+    /// names one.
+    pub fn oauth(mut self, redirect_uri: impl Into<String>) -> Self {
+        self.oauth.get_or_insert_default().redirect_uri = redirect_uri.into();
+        self
+    }
+
+    /// The client this deployment is at the server's authorization server (instead of
+    /// registering one), with its secret for a confidential client.
+    pub fn oauth_client(mut self, id: impl Into<String>, secret: Option<String>) -> Self {
+        let config = self.oauth.get_or_insert_default();
+        config.client_id = Some(id.into());
+        config.client_secret = secret;
+        self
+    }
+
+    /// The scope asked for (by default the one the server's challenge names, if any).
+    pub fn oauth_scope(mut self, scope: impl Into<String>) -> Self {
+        self.oauth.get_or_insert_default().scope = Some(scope.into());
+        self
+    }
+
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -239,6 +276,12 @@ impl Extension for McpServers {
                     server.prefix
                 )));
             }
+            let redirect = server.oauth.as_ref().map(|o| o.redirect_uri.as_str());
+            if redirect.is_some_and(|r| !crate::provider::secure_url(r)) {
+                return Err(invalid(format!(
+                    "MCP server '{name}': its OAuth redirect URI is https:// (or http:// on loopback), a URL of this worker"
+                )));
+            }
             if let Some(tool) = agent
                 .tools
                 .iter()
@@ -253,9 +296,9 @@ impl Extension for McpServers {
         let servers: Rc<[Rc<McpServer>]> = self.0.into();
         agent.settings.set(AgentServers(servers.clone()));
         let sessions = Rc::new(Sessions::default());
-        let run_tools: RunTools = Rc::new(move |session: &str| {
-            let connections = sessions.connections(session, &servers);
-            Box::pin(listed(connections))
+        let run_tools: RunTools = Rc::new(move |vault: Vault| {
+            let connections = sessions.connections(vault.session_id(), &servers);
+            Box::pin(listed(connections, vault))
         });
         agent.run_tools = Some(run_tools);
         Ok(agent)
@@ -289,10 +332,11 @@ impl Sessions {
     }
 }
 
-/// The tools of every server, listed together; a server that cannot be listed gives
-/// none this drive, and a problem to log.
-async fn listed(connections: Connections) -> (Vec<crate::tool::Tool>, Vec<String>) {
-    let lists = join_all(connections.iter().map(|c| c.tools())).await;
+/// The tools of every server, listed together with the session's credentials from
+/// `vault`; a server that cannot be listed gives none this drive, and a problem to log
+/// — but for one that needs the user to connect: its stand-in `{prefix}connect`.
+async fn listed(connections: Connections, vault: Vault) -> (Vec<crate::tool::Tool>, Vec<String>) {
+    let lists = join_all(connections.iter().map(|c| c.tools(&vault))).await;
     let (mut tools, mut problems) = (Vec::new(), Vec::new());
     for (connection, list) in connections.iter().zip(lists) {
         match list {
@@ -300,6 +344,9 @@ async fn listed(connections: Connections) -> (Vec<crate::tool::Tool>, Vec<String
                 let (taken, left_out) = tools::tools_of(connection, &list);
                 tools.extend(taken);
                 problems.extend(left_out);
+            }
+            Err(McpError::Unauthorized { challenge, .. }) if connection.server.oauth.is_some() => {
+                tools.push(tools::connect_tool(connection, challenge));
             }
             Err(e) => problems.push(e.to_string()),
         }

@@ -8,7 +8,7 @@ use super::McpServer;
 use crate::abort::AbortSignal;
 use crate::error::{Category, Coded};
 use crate::provider::sse::SseFramer;
-use crate::provider::{HttpRequest, HttpResponse, TransportError};
+use crate::provider::{HttpRequest, HttpResponse, Method, TransportError};
 use futures::future::{Either, select};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -40,6 +40,8 @@ pub enum McpError {
         server: String,
         /// The status it answered.
         status: u16,
+        /// Its `WWW-Authenticate` challenge, if any (where its authorization is described).
+        challenge: Option<String>,
     },
     /// The server answered something the protocol does not allow.
     #[error("MCP server '{server}' broke the protocol: {reason}")]
@@ -58,6 +60,15 @@ pub enum McpError {
         code: i64,
         /// Its message.
         message: String,
+    },
+    /// The server's authorization could not be got or used (its metadata, the client's
+    /// registration, the token exchange), or the user did not connect.
+    #[error("MCP server '{server}' could not be authorized: {reason}")]
+    Authorization {
+        /// The server's name.
+        server: String,
+        /// What happened.
+        reason: String,
     },
     /// The server no longer knows the session (HTTP 404 for its id): initialise again.
     #[error("MCP server '{server}' no longer knows the session")]
@@ -79,7 +90,7 @@ impl Coded for McpError {
     fn code(&self) -> &'static str {
         match self {
             Self::Unavailable { .. } | Self::SessionGone { .. } => "mcp_unavailable",
-            Self::Unauthorized { .. } => "mcp_unauthorized",
+            Self::Unauthorized { .. } | Self::Authorization { .. } => "mcp_unauthorized",
             Self::Protocol { .. } | Self::Rpc { .. } => "mcp_protocol",
             Self::Cancelled { .. } => "mcp_cancelled",
         }
@@ -92,20 +103,45 @@ impl Coded for McpError {
     }
 }
 
-/// The session a request belongs to: its id and negotiated revision, once initialised.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The session a request belongs to: its id and negotiated revision, once initialised,
+/// and the access token it is sent with (a server's OAuth, in place of its own headers').
+#[derive(Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Session {
     pub id: Option<String>,
     pub protocol: Option<String>,
+    #[serde(skip)]
+    pub bearer: Option<String>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .field("protocol", &self.protocol)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An answer: its `result`, the session id the server gave with it, and whether the
-/// server said its tool list changed on the way.
+/// server said its tool list changed on the way; or, instead of the result, what the
+/// server asked the user on the way (an elicitation: `result` is then null).
 #[derive(Debug, Default)]
 pub(super) struct Answer {
     pub result: Value,
     pub session_id: Option<String>,
     pub tools_changed: bool,
+    pub asked: Option<Asked>,
+}
+
+/// A request the server made of the user during a call (`elicitation/create`), on an
+/// event stream the call goes on with after the answer: its id and params, the call's
+/// request id, and the stream's last event id (where the stream is resumed).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Asked {
+    pub id: Value,
+    pub params: Value,
+    pub call: u64,
+    pub event_id: String,
 }
 
 /// What a request is, beyond its message: its id (none for a notification), how to
@@ -144,6 +180,32 @@ impl McpServer {
                 "application/json, text/event-stream".to_string(),
             ),
         ];
+        self.session_headers(session, &mut headers);
+        HttpRequest {
+            method: Method::Post,
+            url: self.url.clone(),
+            headers,
+            body: message.to_string(),
+        }
+    }
+
+    /// The GET that resumes `session`'s event stream after event `event_id`.
+    fn resumption(&self, session: &Session, event_id: &str) -> HttpRequest {
+        let mut headers = vec![
+            ("accept".to_string(), "text/event-stream".to_string()),
+            ("last-event-id".to_string(), event_id.to_string()),
+        ];
+        self.session_headers(session, &mut headers);
+        HttpRequest {
+            method: Method::Get,
+            url: self.url.clone(),
+            headers,
+            body: String::new(),
+        }
+    }
+
+    /// The session's headers and the server's own (its credentials).
+    fn session_headers(&self, session: &Session, headers: &mut Vec<(String, String)>) {
         if let Some(id) = &session.id {
             headers.push(("mcp-session-id".into(), id.clone()));
         }
@@ -151,10 +213,9 @@ impl McpServer {
             headers.push(("mcp-protocol-version".into(), protocol.clone()));
         }
         headers.extend(self.headers.iter().cloned());
-        HttpRequest {
-            url: self.url.clone(),
-            headers,
-            body: message.to_string(),
+        if let Some(token) = &session.bearer {
+            headers.retain(|(name, _)| name != "authorization");
+            headers.push(("authorization".into(), format!("Bearer {token}")));
         }
     }
 
@@ -166,29 +227,35 @@ impl McpServer {
         message: &Value,
         sending: Sending<'_>,
     ) -> Result<Answer, McpError> {
+        self.exchange(session, self.post(session, message), sending)
+            .await
+    }
+
+    /// Resumes `session`'s event stream after event `event_id`, reading on to the
+    /// answer to request `sending.id` (a call that waited on the user's answer).
+    pub(super) async fn resume(
+        &self,
+        session: &Session,
+        event_id: &str,
+        sending: Sending<'_>,
+    ) -> Result<Answer, McpError> {
+        self.exchange(session, self.resumption(session, event_id), sending)
+            .await
+    }
+
+    /// Sends `request` and reads its answer (for a request) or its acceptance (for a
+    /// notification), within the server's timeout.
+    async fn exchange(
+        &self,
+        session: &Session,
+        request: HttpRequest,
+        sending: Sending<'_>,
+    ) -> Result<Answer, McpError> {
         let deadline = self.transport.now_ms() + millis(self.timeout);
-        let request = self.post(session, message);
         let response = self.transport.send(&request, self.timeout).await;
         let response = response.map_err(|e| self.unavailable(transport_reason(&e)))?;
         let session_id = response.header("mcp-session-id").map(str::to_string);
-        match response.status {
-            200..=299 => {}
-            404 if session.id.is_some() => {
-                return Err(McpError::SessionGone {
-                    server: self.name.clone(),
-                });
-            }
-            status @ (401 | 403) => {
-                return Err(McpError::Unauthorized {
-                    server: self.name.clone(),
-                    status,
-                });
-            }
-            status @ (408 | 429 | 500..) => {
-                return Err(self.unavailable(format!("HTTP {status}")));
-            }
-            status => return Err(self.protocol(format!("HTTP {status}"))),
-        }
+        self.accepted(session, &response)?;
         let Some(id) = sending.id else {
             return Ok(Answer {
                 session_id,
@@ -204,14 +271,37 @@ impl McpServer {
             deadline,
             abort: sending.abort,
             read: 0,
+            framer: SseFramer::new(),
+            queued: Default::default(),
+            tools_changed: false,
         };
-        let read = if streamed {
-            reader.events(id, sending.progress).await
-        } else {
-            reader.json().await.map(|body| (body, false))
+        let read = loop {
+            let read = match streamed {
+                true => reader.events(id, sending.progress).await,
+                false => reader.json().await.map(Read::Answer),
+            };
+            match read {
+                // A stream that cannot be resumed cannot wait on the user: the server
+                // hears the request was cancelled, and the call reads on.
+                Ok(Read::Unresumable(asked)) => {
+                    let cancel = json!({ "action": "cancel" });
+                    self.respond(session, &asked, cancel).await?;
+                }
+                read => break read,
+            }
         };
-        let (message, tools_changed) = match read {
-            Ok(read) => read,
+        let tools_changed = reader.tools_changed;
+        let message = match read {
+            Ok(Read::Answer(message)) => message,
+            Ok(Read::Asked(asked)) => {
+                return Ok(Answer {
+                    result: Value::Null,
+                    session_id,
+                    tools_changed,
+                    asked: Some(Asked { call: id, ..asked }),
+                });
+            }
+            Ok(Read::Unresumable(_)) => return Err(self.protocol("an unanswered request")),
             Err(Stop::Failed(e)) => return Err(e),
             Err(Stop::Cancelled(reason)) => {
                 self.cancel(session, id, &reason).await;
@@ -225,6 +315,37 @@ impl McpServer {
             result: self.result_of(message, id)?,
             session_id,
             tools_changed,
+            asked: None,
+        })
+    }
+
+    /// Answers the server's request `asked` with `result` in `session`.
+    pub(super) async fn respond(
+        &self,
+        session: &Session,
+        asked: &Value,
+        result: Value,
+    ) -> Result<(), McpError> {
+        let message = json!({ "jsonrpc": "2.0", "id": asked, "result": result });
+        let request = self.post(session, &message);
+        let response = self.transport.send(&request, self.timeout).await;
+        let response = response.map_err(|e| self.unavailable(transport_reason(&e)))?;
+        self.accepted(session, &response)
+    }
+
+    /// Whether `response` in `session` is a success; else what its status says.
+    fn accepted(&self, session: &Session, response: &HttpResponse) -> Result<(), McpError> {
+        let server = || self.name.clone();
+        Err(match response.status {
+            200..=299 => return Ok(()),
+            404 if session.id.is_some() => McpError::SessionGone { server: server() },
+            status @ (401 | 403) => McpError::Unauthorized {
+                server: server(),
+                status,
+                challenge: response.header("www-authenticate").map(str::to_string),
+            },
+            status @ (408 | 429 | 500..) => self.unavailable(format!("HTTP {status}")),
+            status => self.protocol(format!("HTTP {status}")),
         })
     }
 
@@ -262,6 +383,17 @@ impl McpServer {
     }
 }
 
+/// What a read of an answer found.
+enum Read {
+    /// The answer.
+    Answer(Value),
+    /// A request of the user's, on a stream that resumes after it.
+    Asked(Asked),
+    /// A request of the user's (its id) that cannot wait: on a stream that cannot be
+    /// resumed, or not a form this client shows.
+    Unresumable(Value),
+}
+
 /// Why a read stopped short.
 enum Stop {
     Failed(McpError),
@@ -276,6 +408,11 @@ struct Reader<'a> {
     deadline: u64,
     abort: Option<&'a AbortSignal>,
     read: usize,
+    framer: SseFramer,
+    /// Events framed and not read yet.
+    queued: std::collections::VecDeque<crate::provider::sse::SseEvent>,
+    /// Whether the server said its tool list changed.
+    tools_changed: bool,
 }
 
 impl Reader<'_> {
@@ -325,35 +462,56 @@ impl Reader<'_> {
             .map_err(|e| Stop::Failed(self.server.protocol(format!("the answer is not JSON: {e}"))))
     }
 
-    /// An event stream, up to the answer to request `id`: progress goes to `progress`,
-    /// and a changed tool list is noted.
-    async fn events(&mut self, id: u64, progress: &dyn Fn(Value)) -> Result<(Value, bool), Stop> {
-        let mut framer = SseFramer::new();
-        let mut events = Vec::new();
-        let mut tools_changed = false;
-        while let Some(chunk) = self.chunk().await? {
-            let framed = framer.feed(&chunk, &mut events);
-            framed.map_err(|e| Stop::Failed(self.server.protocol(e.to_string())))?;
-            for event in events.drain(..) {
+    /// An event stream, up to the answer to request `id` or a request of the user's
+    /// (an elicitation): progress goes to `progress`, and a changed tool list is noted.
+    /// A read of the same stream goes on where the last one stopped.
+    async fn events(&mut self, id: u64, progress: &dyn Fn(Value)) -> Result<Read, Stop> {
+        loop {
+            while let Some(event) = self.queued.pop_front() {
                 if event.data.is_empty() {
                     continue; // a priming event, or a comment's
                 }
-                let message: Value = serde_json::from_str(&event.data).map_err(|e| {
+                let mut message: Value = serde_json::from_str(&event.data).map_err(|e| {
                     Stop::Failed(self.server.protocol(format!("an event is not JSON: {e}")))
                 })?;
                 match message.get("method").and_then(Value::as_str) {
                     None if message.get("id").and_then(Value::as_u64) == Some(id) => {
-                        return Ok((message, tools_changed));
+                        return Ok(Read::Answer(message));
                     }
                     Some("notifications/progress") => {
                         progress(message.get("params").cloned().unwrap_or(Value::Null));
                     }
-                    Some("notifications/tools/list_changed") => tools_changed = true,
+                    Some("notifications/tools/list_changed") => self.tools_changed = true,
+                    Some("elicitation/create") if message.get("id").is_some() => {
+                        let asked = message["id"].take();
+                        let params = message["params"].take();
+                        // A form this client can show: a message and an object schema.
+                        let form = params["message"].is_string()
+                            && params["requestedSchema"].is_object()
+                            && params["mode"].as_str().is_none_or(|m| m == "form");
+                        // Events after it come again when the stream is resumed.
+                        return Ok(match event.id {
+                            Some(event_id) if form => Read::Asked(Asked {
+                                id: asked,
+                                params,
+                                call: id,
+                                event_id,
+                            }),
+                            _ => Read::Unresumable(asked),
+                        });
+                    }
                     // Other notifications, and requests for capabilities this client
                     // did not declare, are not for it.
                     _ => {}
                 }
             }
+            let Some(chunk) = self.chunk().await? else {
+                break;
+            };
+            let mut events = Vec::new();
+            let framed = self.framer.feed(&chunk, &mut events);
+            framed.map_err(|e| Stop::Failed(self.server.protocol(e.to_string())))?;
+            self.queued.extend(events);
         }
         let reason = "the event stream ended without an answer";
         Err(Stop::Failed(self.server.unavailable(reason)))

@@ -6,6 +6,7 @@
 
 use super::McpServer;
 use super::connection::{Connection, Listed};
+use super::waits::Called;
 use crate::attachment::Attachment;
 use crate::error::ToolError;
 use crate::tool::{Approval, Tool, ToolContext, valid_name};
@@ -89,7 +90,7 @@ fn tool(connection: &Rc<Connection>, listed: &Listed, name: String) -> Tool {
 }
 
 /// One call of the server's tool `remote`: its progress streamed as `mcp_progress`
-/// custom events, its result made what the model reads.
+/// custom events, its result made what the model reads; or what it asks the user.
 async fn call(
     connection: &Connection,
     remote: &str,
@@ -101,11 +102,37 @@ async fn call(
         let data = json!({ "server": server, "tool": remote, "progress": params });
         ctx.emit("mcp_progress", data);
     };
-    let result = connection
-        .call(remote, arguments, ctx.signal(), &progress)
-        .await
-        .map_err(ToolError::caused_by)?;
-    read(result, &ctx)
+    let called = connection.call(remote, arguments, &ctx, &progress).await;
+    match called.map_err(ToolError::caused_by)? {
+        Called::Done(result) => read(result, &ctx),
+        Called::Asks(wait) => Err(wait.into()),
+    }
+}
+
+/// The stand-in for the tools of a server the session is not connected to (it asked
+/// for authorization with `challenge`): `{prefix}connect`, which asks the user to.
+pub(super) fn connect_tool(connection: &Rc<Connection>, challenge: Option<String>) -> Tool {
+    let server = &connection.server;
+    let name = format!("{}connect", server.prefix);
+    let description = format!(
+        "Connects to the MCP server '{}': asks the user to authorize this session there. Call it \
+         when you need that server's tools; they are offered once the user connected.",
+        server.name
+    );
+    let connection = connection.clone();
+    let schema = json!({ "type": "object", "properties": {} });
+    let tool: Tool = Tool::raw(name, description, schema, move |_, ctx| {
+        let (connection, challenge) = (connection.clone(), challenge.clone());
+        async move {
+            let called = connection.connect_call(&ctx, challenge.as_deref()).await;
+            match called.map_err(ToolError::caused_by)? {
+                Called::Done(result) => Ok(result),
+                Called::Asks(wait) => Err(wait.into()),
+            }
+        }
+    })
+    .into();
+    tool
 }
 
 /// What the model reads of a `tools/call` result: its structured content when there

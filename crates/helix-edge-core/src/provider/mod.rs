@@ -31,7 +31,9 @@ use retry::error_message;
 pub use retry::{MAX_RETRY_AFTER_MS, backoff_ms, classify, retry_after_ms};
 use sse::{SseEvent, SseFramer};
 use std::time::Duration;
-pub use transport::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
+pub use transport::{
+    BodyStream, HttpRequest, HttpResponse, Method, Transport, TransportError, secure_url,
+};
 
 /// How a stream event was understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,6 +290,7 @@ impl ProviderConfig {
         ];
         let (path, body) = self.protocol().request(self, model, request, &mut headers);
         let http = HttpRequest {
+            method: Method::Post,
             url: format!("{}{path}", self.base_url),
             headers,
             body,

@@ -9,12 +9,41 @@ use std::time::Duration;
 /// An outgoing HTTP request.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
+    /// `POST` (a model's and an MCP server's requests) or `GET` (an event stream
+    /// resumed, a metadata document).
+    pub method: Method,
     /// Absolute URL.
     pub url: String,
     /// Headers (the key is among them: never log them).
     pub headers: Vec<(String, String)>,
-    /// JSON body.
+    /// The body (JSON, or a form), empty for a `GET`.
     pub body: String,
+}
+
+/// Whether the deployment may send credentials to `url`: `https://`, or `http://` on
+/// loopback (an identity provider's keys, an MCP server's authorization).
+pub fn secure_url(url: &str) -> bool {
+    let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
+    url.starts_with("https://") || loopback.iter().any(|l| url.starts_with(l))
+}
+
+/// The methods a request uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `GET`.
+    Get,
+    /// `POST`.
+    Post,
+}
+
+impl Method {
+    /// Its name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+        }
+    }
 }
 
 impl std::fmt::Debug for HttpRequest {

@@ -295,6 +295,23 @@ fn suspension_events(
             arguments: p.arguments.clone(),
         })],
         PendingKind::Client => vec![emitter.event(start(Executor::Client, p.deadline))],
+        // The call started already; what it asks goes out as `input_request`.
+        PendingKind::Authorization | PendingKind::Elicitation => {
+            let mut data = serde_json::json!({
+                "toolCallId": p.tool_call_id,
+                "toolName": p.tool_name,
+                "kind": p.kind,
+            });
+            if let (Some(data), Some(serde_json::Value::Object(asked))) =
+                (data.as_object_mut(), &p.request)
+            {
+                data.extend(asked.clone());
+            }
+            vec![emitter.event(ChunkBody::Custom {
+                event_name: "input_request".into(),
+                data,
+            })]
+        }
         PendingKind::Child => {
             let child_agent = agent.tool(&p.tool_name).and_then(|t| t.child_agent());
             // A companion call starts no session of its own.

@@ -265,6 +265,7 @@ mod tests {
             since: 0,
             output_path: None,
             approvers: None,
+            request: None,
         }
     }
 

@@ -36,11 +36,11 @@ impl<S: Store> Runner<S> {
         // Before anything else, bring the journal in line with durable state: a previous
         // process may have died mid-step (the stream is told with `stream_resync`).
         let mut live = self.load_with(id, true, true).await?;
-        let agent = self.agent(&live.head.agent)?;
+        let defined = self.agent(&live.head.agent)?;
         // A build whose capabilities add no tools at a drive's start awaits nothing here.
-        let agent = match RUN_TOOLS.is_empty() {
-            true => agent,
-            false => self.with_run_tools(agent, &live).await,
+        let mut agent = match RUN_TOOLS.is_empty() {
+            true => defined.clone(),
+            false => self.with_run_tools(defined.clone(), &live).await,
         };
         let mut budget = Budget {
             taken: 0,
@@ -48,7 +48,13 @@ impl<S: Store> Runner<S> {
         };
         let mut stale = 0;
         loop {
+            let waited = !live.head.pending.is_empty();
             match self.advance(&mut live, &agent, &mut budget).await {
+                // Listed again once a suspension is resumed: the user may have connected
+                // a server meanwhile.
+                Ok(None) if waited && live.head.pending.is_empty() && !RUN_TOOLS.is_empty() => {
+                    agent = self.with_run_tools(defined.clone(), &live).await;
+                }
                 Ok(Some(progress)) => {
                     let transcript = std::mem::take(&mut live.transcript);
                     self.store.give_back(id, live.head.version, transcript);

@@ -10,10 +10,11 @@ use crate::agent::Agent;
 use crate::chunk::{ChunkBody, Executor};
 use crate::error::{Coded, ToolError};
 use crate::host::{Host, Level, LogValue};
+use crate::journal::{Suspension, Vault};
 use crate::message::{Message, ToolCall};
 use crate::state::{PatchOp, merge};
-use crate::store::Owner;
-use crate::tool::{Tool, ToolContext};
+use crate::store::{Owner, PendingCall};
+use crate::tool::{Tool, ToolContext, Wait};
 use futures::future::{Either, join_all, select};
 use serde_json::Value;
 use std::rc::Rc;
@@ -26,21 +27,71 @@ pub(crate) struct CallOutcome {
     pub writes: Vec<PatchOp>,
     /// Its result, when it succeeded.
     pub value: Option<Value>,
+    /// What it asked the user mid-call, when it did (its message is then a
+    /// `tool_waiting` error, for a caller that cannot suspend on it; no `tool_end` went).
+    pub wait: Option<Wait>,
 }
 
-/// A server call about to run: its index (in the step or the resumption), the call
-/// with the arguments it runs with, where its result is stored, if anywhere, and the
-/// user who approved it, when one did.
-pub(crate) type Run<'a> = (usize, &'a ToolCall, Option<&'a str>, Option<&'a Owner>);
+/// A server call about to run.
+pub(crate) struct Run<'a> {
+    /// Its index (in the step or the resumption).
+    pub index: usize,
+    /// The call, with the arguments it runs with.
+    pub call: &'a ToolCall,
+    /// Where its result is stored, if anywhere.
+    pub output: Option<&'a str>,
+    /// The user who approved it, when one did.
+    pub decided_by: Option<&'a Owner>,
+    /// The user's answer to what it asked mid-call, when it runs again with it.
+    pub answer: Option<&'a Value>,
+    /// Whether it may ask the user mid-call (a step's or a resumption's own call; not
+    /// a finishing call or an instance of one, which fail with `tool_waiting`).
+    pub may_wait: bool,
+}
 
-/// Runs an agent's server calls for one drive: its clock and timers, and the drive's
-/// abort signal (each call gets a child of it).
+impl<'a> Run<'a> {
+    /// Call `call` at `index`, storing its result at `output`.
+    pub(crate) fn new(index: usize, call: &'a ToolCall, output: Option<&'a str>) -> Self {
+        Self {
+            index,
+            call,
+            output,
+            decided_by: None,
+            answer: None,
+            may_wait: false,
+        }
+    }
+
+    /// The pending call it is once it asked the user `wait` mid-call, at `since`.
+    pub(crate) fn asked(&self, wait: Wait, since: u64) -> PendingCall {
+        PendingCall {
+            tool_call_id: self.call.id.clone(),
+            tool_name: self.call.name.clone(),
+            arguments: self.call.arguments.clone(),
+            kind: wait.kind,
+            deadline: None,
+            since,
+            output_path: self.output.map(str::to_string),
+            approvers: None,
+            request: Some(wait.request),
+        }
+    }
+}
+
+/// Runs an agent's server calls for one drive: its clock and timers, the drive's abort
+/// signal (each call gets a child of it), and where the session's vault is kept.
 pub(crate) struct ToolRunner<'a> {
     pub host: &'a Rc<dyn Host>,
     pub abort: AbortSignal,
+    pub suspension: &'a Rc<dyn Suspension>,
 }
 
 impl ToolRunner<'_> {
+    /// Session `session_id`'s vault.
+    fn vault(&self, session_id: &str) -> Vault {
+        Vault::new(session_id, self.suspension.clone())
+    }
+
     /// Runs server calls in parallel, all from `state` (the state before them: taken
     /// while they run, put back after), and returns their outcomes with their indexes.
     /// Every server call runs through here.
@@ -52,13 +103,12 @@ impl ToolRunner<'_> {
         emitter: &Emitter,
     ) -> Vec<(usize, CallOutcome)> {
         let base = share(state);
-        let outcomes = join_all(runs.iter().filter_map(|&(i, call, output, decided_by)| {
-            let tool = agent.tool(&call.name)?;
+        let outcomes = join_all(runs.iter().filter_map(|run| {
+            let tool = agent.tool(&run.call.name)?;
             let base = base.clone();
             Some(async move {
-                let ran = (call, output, decided_by);
-                let outcome = self.run_tool(agent, tool, ran, base, emitter).await;
-                (i, outcome)
+                let outcome = self.run_tool(agent, tool, run, base, emitter).await;
+                (run.index, outcome)
             })
         }))
         .await;
@@ -67,29 +117,39 @@ impl ToolRunner<'_> {
     }
 
     /// Runs one server call against `base` (the committed state its step started from),
-    /// firing `before_tool` and streaming `tool_start`/`tool_end`; `call` has the
-    /// arguments it runs with (references resolved) and `output` is where its result is
-    /// stored, if anywhere; who approved it is on its result (`metadata.decidedBy`) and
-    /// its `tool_end`. The hooks on its result fire later, in call order
+    /// firing `before_tool` and streaming `tool_start`/`tool_end` (a call that runs
+    /// again with the user's answer has its `tool_start` already); `run.call` has the
+    /// arguments it runs with (references resolved) and `run.output` is where its result
+    /// is stored, if anywhere; who approved it is on its result (`metadata.decidedBy`)
+    /// and its `tool_end`. The hooks on its result fire later, in call order
     /// ([`result_hooks`](super::results::result_hooks)).
     async fn run_tool(
         &self,
         agent: &Agent,
         tool: &Tool,
-        (call, output, decided_by): (&ToolCall, Option<&str>, Option<&Owner>),
+        run: &Run<'_>,
         base: Rc<Value>,
         emitter: &Emitter,
     ) -> CallOutcome {
+        let Run {
+            call,
+            output,
+            decided_by,
+            answer,
+            ..
+        } = *run;
         if let Some(h) = agent.hooks() {
             h.before_tool(call);
         }
-        emitter.chunk(ChunkBody::ToolStart {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            executor: Executor::Server,
-            deadline: None,
-        });
+        if answer.is_none() {
+            emitter.chunk(ChunkBody::ToolStart {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                executor: Executor::Server,
+                deadline: None,
+            });
+        }
         let (custom, live) = (emitter.clone(), emitter.clone());
         let id = call.id.clone();
         let signal = self.abort.child();
@@ -106,11 +166,12 @@ impl ToolRunner<'_> {
                 Rc::new(move |base, ops| live.live_patch(&id, base, ops, true)),
             ),
             signal.clone(),
+            (answer.cloned(), self.vault(emitter.session_id())),
         );
         let started = self.host.now_ms();
         let limit = u64::try_from(agent.tool_timeout(tool).as_millis()).unwrap_or(u64::MAX);
-        let run = tool.execute(call.arguments.clone(), ctx.clone());
-        let result = match select(run, self.host.sleep(limit)).await {
+        let running = tool.execute(call.arguments.clone(), ctx.clone());
+        let result = match select(running, self.host.sleep(limit)).await {
             Either::Left((result, _)) => result,
             Either::Right(((), _)) => {
                 // The call's future is dropped here; work it started elsewhere sees the signal.
@@ -144,6 +205,18 @@ impl ToolRunner<'_> {
             Vec::new()
         };
         let mut outcome = match result {
+            Err(ToolError::Waiting(wait)) if run.may_wait => {
+                return CallOutcome {
+                    message: Message::tool_error(
+                        call,
+                        "tool_waiting",
+                        "The call waits on the user",
+                    ),
+                    writes: Vec::new(),
+                    value: None,
+                    wait: Some(*wait),
+                };
+            }
             Ok(value) => {
                 let (mut message, stored) = result_message(call, value.clone(), output, &base);
                 if let Message::Tool { attachments, .. } = &mut message {
@@ -157,12 +230,24 @@ impl ToolRunner<'_> {
                     message,
                     writes,
                     value: Some(value),
+                    wait: None,
                 }
             }
+            Err(ToolError::Waiting(_)) => CallOutcome {
+                message: Message::tool_error(
+                    call,
+                    "tool_waiting",
+                    "The call asked the user mid-call where it cannot wait (a finishing call, or an instance of _forEach)",
+                ),
+                writes,
+                value: None,
+                wait: None,
+            },
             Err(err) => CallOutcome {
                 message: Message::tool_error(call, err.code(), &err.to_string()),
                 writes,
                 value: None,
+                wait: None,
             },
         };
         decided(&mut outcome.message, decided_by);

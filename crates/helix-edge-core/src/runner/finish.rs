@@ -8,7 +8,7 @@
 use super::calls::{Plan, plan};
 use super::conclude::finish_output;
 use super::emit::Emitter;
-use super::exec::merge_into;
+use super::exec::{Run, merge_into};
 use super::plan::{prepare_call, suspended_calls};
 use super::results::{end_skipped, end_without_running};
 use super::{Live, RunError, Runner};
@@ -19,12 +19,10 @@ use crate::state::PatchOp;
 use crate::store::{PendingCall, PendingKind, Store};
 use serde_json::Value;
 
-/// Whether the step's finishing calls wait for these pending calls (any approval or
-/// client call among them).
+/// Whether the step's finishing calls wait for these pending calls (any that waits on
+/// a person or a client: all but a child's).
 pub(crate) fn finish_waits(pending: &[PendingCall]) -> bool {
-    pending
-        .iter()
-        .any(|p| matches!(p.kind, PendingKind::Approval | PendingKind::Client))
+    pending.iter().any(|p| p.kind != PendingKind::Child)
 }
 
 /// What running finishing calls adds to a step, indexed like its calls.
@@ -88,7 +86,7 @@ impl<S: Store> Runner<S> {
                 out.results[i] = Some(end_without_running(call, &err, emitter));
                 continue;
             }
-            let run = [(i, &ready.call, ready.output.as_deref(), None)];
+            let run = [Run::new(i, &ready.call, ready.output.as_deref())];
             let outcomes = self
                 .tools()
                 .run_parallel(agent, &run, &mut live.state, emitter)

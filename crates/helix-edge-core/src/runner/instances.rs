@@ -82,6 +82,7 @@ fn start(
                     since: *now,
                     output_path: None,
                     approvers: approvers.filter(|_| kind == PendingKind::Approval),
+                    request: None,
                 });
             }
             Plan::Child => {

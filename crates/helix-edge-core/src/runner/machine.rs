@@ -150,6 +150,7 @@ mod tests {
                 since: 0,
                 output_path: None,
                 approvers: None,
+                request: None,
             })
             .collect();
         serde_json::from_value(json!({

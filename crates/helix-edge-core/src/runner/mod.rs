@@ -300,6 +300,7 @@ impl<S: Store> Runner<S> {
         ToolRunner {
             host: &self.host,
             abort: self.abort.borrow().clone(),
+            suspension: &self.journal.suspension,
         }
     }
 
@@ -336,7 +337,7 @@ impl<S: Store> Runner<S> {
         };
         let mut answers = Vec::new();
         for p in &loaded.head.pending {
-            if let Some(answer) = self.journal.suspension.find_answer(id, &p.tool_call_id)? {
+            if let Some(answer) = self.journal.suspension.find_answer(id, &p.answer_id())? {
                 answers.push((p.tool_call_id.clone(), answer));
             }
         }

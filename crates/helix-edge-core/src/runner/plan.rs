@@ -46,20 +46,30 @@ impl<S: Store> Runner<S> {
                 return Ok(());
             }
             let runs = self.prepare_round(live, agent, step, &ready, ran, emitter)?;
+            let n = step.calls.len();
             let runs: Vec<Run> = runs
                 .iter()
-                .map(|(i, call, output)| (*i, call, output.as_deref(), None))
+                .map(|(i, call, output)| Run {
+                    may_wait: *i < n,
+                    ..Run::new(*i, call, output.as_deref())
+                })
                 .collect();
             let outcomes = self
                 .tools()
                 .run_parallel(agent, &runs, &mut live.state, emitter)
                 .await;
             let mut writes = Vec::with_capacity(outcomes.len());
-            let n = step.calls.len();
+            let now = self.host.now_ms();
             for (slot, outcome) in outcomes {
                 if let (Some(run), Some(instancing)) = (slot.checked_sub(n), INSTANCING.first()) {
                     (instancing.ended)(step, ran, run, outcome.message);
                     writes.push(outcome.writes);
+                    continue;
+                }
+                // It waits on the user: pending, like a gated call (not ended).
+                let run = runs.iter().find(|r| r.index == slot);
+                if let (Some(wait), Some(run)) = (outcome.wait, run) {
+                    ran.pending.push(run.asked(wait, now));
                     continue;
                 }
                 step.ended[slot] = Some(outcome.value.is_some());
@@ -221,6 +231,7 @@ impl<S: Store> Runner<S> {
                     .approvers
                     .clone()
                     .filter(|_| kind == PendingKind::Approval),
+                request: None,
             });
         }
         Ok(runs)
@@ -253,15 +264,17 @@ impl<S: Store> Runner<S> {
     }
 
     /// In a resumption, after the answers' results (`messages`): runs the calls of the
-    /// suspended step that were deferred (no result yet, not among the answered calls)
-    /// as far as they can go, appending their results to `messages`. Returns the calls
-    /// that now wait on an answer (empty when the plan is done).
+    /// suspended step that were deferred (no result yet, not among the answered calls,
+    /// not `asking` the user again) as far as they can go, appending their results to
+    /// `messages`. Returns the calls that now wait on an answer (empty when the plan is
+    /// done).
     pub(crate) async fn resume_plan(
         &self,
         live: &mut Live,
         agent: &Agent,
         messages: &mut Vec<Message>,
         state_ops: &mut Vec<PatchOp>,
+        asking: &[PendingCall],
         emitter: &Emitter,
     ) -> Result<Vec<PendingCall>, RunError> {
         if memory::memory().is_none() {
@@ -272,8 +285,9 @@ impl<S: Store> Runner<S> {
             .iter()
             .map(|c| plan(agent, c, &live.state).in_plan())
             .collect();
+        let asks = |call: &ToolCall| asking.iter().any(|p| p.tool_call_id == call.id);
         let todo: Vec<usize> = (0..calls.len())
-            .filter(|&i| planned[i] && ended[i].is_none())
+            .filter(|&i| planned[i] && ended[i].is_none() && !asks(&calls[i]))
             .collect();
         if todo.is_empty() {
             return Ok(Vec::new());

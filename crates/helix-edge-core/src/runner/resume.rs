@@ -80,19 +80,26 @@ impl<S: Store> Runner<S> {
             .collect();
         let runnable: Vec<usize> = (0..pending.len()).filter(|&i| mine[i]).collect();
 
-        // Who approved each call, for its result and its `tool_end`.
-        let decided_by: Vec<_> = calls
+        // Who approved each call, for its result and its `tool_end`; and the answer a
+        // call that asked mid-call goes on with.
+        let answers: Vec<_> = calls
             .iter()
-            .map(|call| match live.answer(&call.id) {
-                Some(Answer::Approval { decided_by, .. }) => decided_by.clone(),
-                _ => None,
+            .zip(&pending)
+            .map(|(call, p)| match live.answer(&call.id) {
+                Some(Answer::Approval { decided_by, .. }) => (decided_by.clone(), None),
+                Some(Answer::ClientResult { result, .. }) if p.kind.asked_mid_call() => {
+                    (None, Some(result.clone()))
+                }
+                _ => (None, None),
             })
             .collect();
         let runs: Vec<Run> = runnable
             .iter()
-            .map(|&i| {
-                let output = pending[i].output_path.as_deref();
-                (i, &calls[i], output, decided_by[i].as_ref())
+            .map(|&i| Run {
+                decided_by: answers[i].0.as_ref(),
+                answer: answers[i].1.as_ref(),
+                may_wait: true,
+                ..Run::new(i, &calls[i], pending[i].output_path.as_deref())
             })
             .collect();
         let outcomes = self
@@ -102,12 +109,24 @@ impl<S: Store> Runner<S> {
 
         let mut results: Vec<Option<Message>> = vec![None; calls.len()];
         let mut writes: Vec<Vec<PatchOp>> = vec![Vec::new(); calls.len()];
+        // The calls that asked the user again: pending once more.
+        let mut asked_again = Vec::new();
+        let now = self.host.now_ms();
         for (i, outcome) in outcomes {
+            let run = runs.iter().find(|r| r.index == i);
+            if let (Some(wait), Some(run)) = (outcome.wait, run) {
+                // A later instant than the wait answered: each wait keeps its own answer.
+                asked_again.push(run.asked(wait, now.max(pending[i].since + 1)));
+                continue;
+            }
             results[i] = Some(outcome.message);
             writes[i] = outcome.writes;
         }
+        drop(runs);
+        let again: Vec<String> = asked_again.iter().map(|p| p.tool_call_id.clone()).collect();
+        let waits_again = |id: &str| again.iter().any(|a| a == id);
         for (i, call) in calls.iter().enumerate() {
-            if results[i].is_some() {
+            if results[i].is_some() || waits_again(&call.id) {
                 continue;
             }
             let output = pending[i].output_path.as_deref();
@@ -122,6 +141,10 @@ impl<S: Store> Runner<S> {
                     end_without_running(call, &ToolError::NotFound(call.name.clone()), &emitter)
                 }
                 (None, Some(Answer::Approval { approved: true, .. })) => {
+                    end_without_running(call, &ToolError::Interrupted, &emitter)
+                }
+                // Another instance claimed its going on with the answer, and is gone.
+                (None, Some(Answer::ClientResult { .. })) if pending[i].kind.asked_mid_call() => {
                     end_without_running(call, &ToolError::Interrupted, &emitter)
                 }
                 (
@@ -178,9 +201,17 @@ impl<S: Store> Runner<S> {
         }
         let mut messages: Vec<Message> = results.into_iter().flatten().collect();
         // A plan goes on: the calls that waited on these run now (and may wait again).
-        let waiting_again = self
-            .resume_plan(live, agent, &mut messages, &mut state_ops, &emitter)
+        let mut waiting_again = self
+            .resume_plan(
+                live,
+                agent,
+                &mut messages,
+                &mut state_ops,
+                &asked_again,
+                &emitter,
+            )
             .await?;
+        waiting_again.splice(0..0, asked_again);
         // The step's finishing calls ran once nothing of it waits on a person or a
         // client any more.
         let finished = match finish_waits(&waiting_again) {
@@ -190,6 +221,8 @@ impl<S: Store> Runner<S> {
                     .await?
             }
         };
+        // The answers used up: a call asking again waits for a new one.
+        live.answers.retain(|(id, _)| !waits_again(id));
         let children = self.wait_records(live, agent, now).await?;
         let mut head = live.head.clone();
         head.pending.clear();
@@ -269,24 +302,27 @@ impl<S: Store> Runner<S> {
         Ok(())
     }
 
-    /// Durably claims the approved calls for this instance before any runs; returns,
-    /// per pending call, whether it is this instance's to run. A call another instance
+    /// Durably claims the approved calls, and the answered ones that asked mid-call, for
+    /// this instance before any runs; returns, per pending call, whether it is this
+    /// instance's to run. A call another instance
     /// claimed first (one that is gone) never runs again.
     fn claim_approved(&self, live: &Live) -> Result<Vec<bool>, RunError> {
         let head = &live.head;
         let instance = self.config.instance.as_str();
         let claim = |p: &crate::store::PendingCall| {
-            let approved = matches!(
-                live.answer(&p.tool_call_id),
-                Some(Answer::Approval { approved: true, .. })
-            );
-            if !approved {
+            let runs = match live.answer(&p.tool_call_id) {
+                Some(Answer::Approval { approved, .. }) => *approved,
+                // A call that asked mid-call goes on with the answer.
+                Some(Answer::ClientResult { .. }) => p.kind.asked_mid_call(),
+                _ => false,
+            };
+            if !runs {
                 return Ok(false);
             }
             let owner = self.journal.suspension.claim(
                 &head.run.run_id,
                 head.step_count,
-                &p.tool_call_id,
+                &p.answer_id(),
                 instance,
             )?;
             Ok(owner == instance)

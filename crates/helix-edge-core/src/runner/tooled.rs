@@ -32,7 +32,9 @@ impl<S: Store> Runner<S> {
             }
             let mut extended = (*agent).clone();
             for list in sources {
-                let (tools, problems) = list(&live.head.id).await;
+                let vault =
+                    crate::journal::Vault::new(&live.head.id, self.journal.suspension.clone());
+                let (tools, problems) = list(vault).await;
                 for problem in &problems {
                     self.log(
                         live,

@@ -36,14 +36,6 @@ pub(crate) fn wait_of(p: &PendingCall, answer: Option<&Answer>, now: u64) -> Cal
     }
 }
 
-fn kind_name(kind: PendingKind) -> &'static str {
-    match kind {
-        PendingKind::Approval => "approval",
-        PendingKind::Client => "client",
-        PendingKind::Child => "child",
-    }
-}
-
 impl<S: Store> Runner<S> {
     /// `tool_call_suspended` for each approval and client call the run now waits on.
     pub(crate) fn log_suspended(&self, live: &Live) {
@@ -56,7 +48,7 @@ impl<S: Store> Runner<S> {
             let fields = [
                 ("toolCallId", Str(&p.tool_call_id)),
                 ("tool", Str(&p.tool_name)),
-                ("kind", Str(kind_name(p.kind))),
+                ("kind", Str(p.kind.as_str())),
                 (
                     "deadline",
                     p.deadline.map_or(crate::host::LogValue::Null, Num),
@@ -92,7 +84,7 @@ impl<S: Store> Runner<S> {
         let fields = [
             ("toolCallId", Str(&p.tool_call_id)),
             ("tool", Str(&p.tool_name)),
-            ("kind", Str(kind_name(p.kind))),
+            ("kind", Str(p.kind.as_str())),
             ("outcome", Str(outcome)),
             ("waitedMs", Num(wait.waited_ms)),
             ("decidedBy", decided_by),

@@ -38,6 +38,11 @@ pub async fn cancel_pending<S: Store>(
                 tool_call_id,
                 outcome: Err(reason.to_string()),
             },
+            kind @ (PendingKind::Authorization | PendingKind::Elicitation) => Submission::Input {
+                tool_call_id,
+                kind,
+                answer: serde_json::json!({ "action": "cancel" }),
+            },
             PendingKind::Child => continue,
         };
         match runner.submit(id, submission).await {

@@ -1,7 +1,7 @@
 //! Two parts of the journal in the object's SQLite, as keys of `journal_meta`:
-//! - [`SqliteSuspension`]: answers, claims and routes (`answer:{session}:{call}`,
-//!   `claim:{run}:{step}:{call}`, `route:{call}`: ids before the last part never contain
-//!   `:`). Each check-then-insert is one statement, or synchronous, so no other request
+//! - [`SqliteSuspension`]: answers, claims, routes and what tools keep privately
+//!   (`answer:{session}:{call}`, `claim:{run}:{step}:{call}`, `route:{call}`,
+//!   `vault:{session}:{key}`: ids before the last part never contain `:`). Each check-then-insert is one statement, or synchronous, so no other request
 //!   of the object runs in between; the platform's output gate holds every answer until
 //!   it is durable. Answers read once are kept in memory: the object is their only
 //!   writer.
@@ -148,6 +148,16 @@ impl Suspension for SqliteSuspension {
 
     fn routed(&self, tool_call_id: &str) -> Result<Option<String>, StoreError> {
         Ok(mark(&*self.db, &format!("route:{tool_call_id}")))
+    }
+
+    fn keep(&self, session_id: &str, key: &str, value: Option<&str>) -> Result<(), StoreError> {
+        let key = format!("vault:{session_id}:{key}");
+        super::set_mark(&*self.db, &key, value).map_err(|e| backend("keeping a value", e))
+    }
+
+    // A value that cannot be read is none: the tool asks for it again.
+    fn kept(&self, session_id: &str, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(mark(&*self.db, &format!("vault:{session_id}:{key}")))
     }
 }
 

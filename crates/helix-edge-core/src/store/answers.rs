@@ -49,6 +49,19 @@ wire_enum! {
         Client = "client",
         /// A child session runs it (a sub-agent); it resolves when the child ends.
         Child = "child",
+        /// The call asks the user to connect an account (an MCP server's OAuth): they
+        /// follow `authorizeUrl`; the callback answers it, and the call goes on.
+        Authorization = "authorization",
+        /// The call asks the user for input (an MCP server's elicitation): `message`,
+        /// and the `requestedSchema` an accepted answer's `content` matches.
+        Elicitation = "elicitation",
+    }
+}
+
+impl PendingKind {
+    /// Whether a running call asked for it (it goes on with the answer).
+    pub fn asked_mid_call(self) -> bool {
+        matches!(self, Self::Authorization | Self::Elicitation)
     }
 }
 
@@ -77,6 +90,21 @@ pub struct PendingCall {
     /// For an approval only a holder of a role may give: who may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Approvers>,
+    /// For a call that asked mid-call: what the user is shown (an object:
+    /// `authorizeUrl`, or `message` and `requestedSchema`, with the `server`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+}
+
+impl PendingCall {
+    /// Where its answer is kept: the call's id, but for a call that asked mid-call the
+    /// wait's own (a call may ask more than once, each time since a later instant).
+    pub fn answer_id(&self) -> std::borrow::Cow<'_, str> {
+        match self.kind.asked_mid_call() {
+            true => format!("{}@{}", self.tool_call_id, self.since).into(),
+            false => self.tool_call_id.as_str().into(),
+        }
+    }
 }
 
 /// Who may decide an approval, when not the session's owner by default (separation of
@@ -119,6 +147,8 @@ pub struct PendingView {
     deadline: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     approvers: Option<Approvers>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    request: Option<Value>,
 }
 
 impl From<&PendingCall> for PendingView {
@@ -130,6 +160,7 @@ impl From<&PendingCall> for PendingView {
             kind: p.kind,
             deadline: p.deadline,
             approvers: p.approvers.clone(),
+            request: p.request.clone(),
         }
     }
 }
@@ -138,15 +169,26 @@ impl From<&PendingCall> for PendingView {
 /// reads a child's or a remote session's; absent is none.
 pub fn pending_calls(listed: &Value) -> Result<Vec<PendingCall>, &'static str> {
     let call = |c: &Value| -> Option<PendingCall> {
+        let kind: PendingKind = serde_json::from_value(c["kind"].clone()).ok()?;
+        let request = kind.asked_mid_call().then(|| {
+            let mut shown = serde_json::Map::new();
+            for key in ["server", "authorizeUrl", "message", "requestedSchema"] {
+                if let Some(value) = c.get(key) {
+                    shown.insert(key.into(), value.clone());
+                }
+            }
+            Value::Object(shown)
+        });
         Some(PendingCall {
             tool_call_id: c["toolCallId"].as_str()?.into(),
             tool_name: c["toolName"].as_str()?.into(),
             arguments: c["arguments"].clone(),
-            kind: serde_json::from_value(c["kind"].clone()).ok()?,
+            kind,
             deadline: c["deadline"].as_u64(),
             since: 0,
             output_path: None,
             approvers: Approvers::try_from(c["approvers"].clone()).ok(),
+            request,
         })
     };
     match listed {

@@ -1,11 +1,12 @@
 //! What a running tool sees: the session's state (read, and written as RFC 6902
 //! operations, each write streamed as it is made), its ids and the step's time, a way
-//! to emit custom stream events, files to give the model with its result, and the
-//! run's abort signal.
+//! to emit custom stream events, files to give the model with its result, the run's
+//! abort signal, the session's vault, and the user's answer to what it asked mid-call.
 
 use crate::abort::AbortSignal;
 use crate::attachment::{Attachment, MAX_ATTACHMENTS};
 use crate::error::{StateError, ToolError};
+use crate::journal::Vault;
 use crate::state::{PatchOp, StateWriter, apply_change};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -40,6 +41,9 @@ struct ContextInner {
     /// The most bytes one inline attachment holds (decoded), and the call's in all
     /// (base64): raised where large attachments are kept in a store.
     attachment_limits: std::cell::Cell<(usize, usize)>,
+    /// The user's answer to what the call asked mid-call, when it runs again with it.
+    answer: Option<Value>,
+    vault: Vault,
 }
 
 /// The base64 text a call's attachments hold at most, together: with its result (at
@@ -56,6 +60,7 @@ impl ToolContext {
         base: Rc<Value>,
         (emit, show): (EmitFn, ShowFn),
         abort: AbortSignal,
+        (answer, vault): (Option<Value>, Vault),
     ) -> Self {
         Self {
             inner: Rc::new(ContextInner {
@@ -72,6 +77,8 @@ impl ToolContext {
                     crate::attachment::MAX_ATTACHMENT_BYTES,
                     MAX_TOOL_ATTACHMENT_BYTES,
                 )),
+                answer,
+                vault,
             }),
         }
     }
@@ -84,6 +91,19 @@ impl ToolContext {
     /// The call's id.
     pub fn tool_call_id(&self) -> &str {
         &self.inner.tool_call_id
+    }
+
+    /// The user's answer to what this call asked mid-call ([`Wait`](super::Wait)), when
+    /// it runs again with it: for an elicitation `{"action", "content"?}`, for an
+    /// authorization `{"action", "code"?, "state"?}`. `None` on a call's first run.
+    pub fn answer(&self) -> Option<&Value> {
+        self.inner.answer.as_ref()
+    }
+
+    /// The session's vault: what its tools keep privately and durably (credentials, a
+    /// waiting call's place), never in the record, the stream or the transcript.
+    pub fn vault(&self) -> &Vault {
+        &self.inner.vault
     }
 
     /// The time the step started, in milliseconds since the Unix epoch.

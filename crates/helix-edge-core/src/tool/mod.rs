@@ -25,12 +25,14 @@ mod output_path;
 mod remote;
 #[cfg(feature = "plans")]
 mod stored;
+mod wait;
 
 pub use crate::abort::AbortSignal;
 pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool};
 pub use child::{ChildCall, ChildTool, DEFAULT_TOKEN_VAR, DEFAULT_URL_VAR, RemoteAgent};
 pub use context::{MAX_TOOL_ATTACHMENT_BYTES, ToolContext};
 pub use output_path::{OUTPUT_PATH, OutputPath};
+pub use wait::{Wait, check_answer, query_param};
 
 use crate::error::ToolError;
 use futures::future::LocalBoxFuture;

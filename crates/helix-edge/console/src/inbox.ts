@@ -1,10 +1,12 @@
 // The Inbox view: the calls waiting on the signed-in user across sessions (approvals
-// their sessions or their roles decide, and client tools), newest first, read from the
+// their sessions or their roles decide, client tools, and MCP servers' requests to
+// connect or for input), newest first, read from the
 // worker's `GET /v1/inbox` again every few seconds while the view is shown, so a new
 // call appears without a reload. Each is answered where it lives, with a reason for an
 // approval; a worker without the `inbox` feature has no Inbox tab.
 
 import { HelixClient, HttpError, type InboxItem } from '@helix-edge/client';
+import { askCard, asks } from './asks.js';
 import { h, text } from './dom.js';
 
 /** How often the shown inbox is read again (ms); D1's replication lag is well under it. */
@@ -79,6 +81,14 @@ export class InboxView {
 
   private card(item: InboxItem): HTMLElement {
     const id = cardId(item);
+    if (asks(item)) {
+      const card = askCard(item, id, () => this.deps.client.session(item.sessionId), this.deps.attempt, async () => {
+        document.getElementById(id)?.remove();
+        await this.poll();
+      });
+      card.classList.add('inbox-item', item.kind);
+      return card;
+    }
     const reason = h('input', { id: `${id}-reason`, autocomplete: 'off' }) as HTMLInputElement;
     const session = () => this.deps.client.session(item.sessionId);
     const done = async () => {

@@ -19,6 +19,7 @@ import {
 } from '@helix-edge/client';
 import { createPatch } from 'rfc6902';
 import { h, jsonTree, text } from './dom.js';
+import { askCard, asks } from './asks.js';
 import { InboxView, approversNote } from './inbox.js';
 import { SessionList } from './sessions.js';
 import { completeSignIn, provider, signIn } from './signin.js';
@@ -361,7 +362,11 @@ function renderPending(calls: PendingCall[]): void {
   for (const card of [...ui.pending.children]) if (!keep.has(card.id)) card.remove();
   for (const call of calls) {
     if (document.getElementById(`pending-${call.toolCallId}`)) continue;
-    ui.pending.append(call.kind === 'approval' ? approvalCard(call) : clientToolCard(call));
+    const id = `pending-${call.toolCallId}`;
+    const card = asks(call)
+      ? askCard(call, id, () => session!, attempt)
+      : call.kind === 'approval' ? approvalCard(call) : clientToolCard(call);
+    ui.pending.append(card);
   }
 }
 

@@ -19,12 +19,16 @@
 //!   follow-ups' `whenBusy`), the fires claimed after each slice.
 //! - `testing` (feature `test-routes`): the test build's routes.
 //! - `users` (feature `users`): the door a user's request passes (their sessions only).
+//! - `mcp` (feature `mcp`): an MCP server's authorization callback, answering the
+//!   calls that waited on it.
 
 mod capability;
 #[cfg(feature = "chat")]
 mod chat;
 mod delete;
 mod drive;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod ops;
 #[cfg(feature = "plans")]
 mod plans;
@@ -129,6 +133,8 @@ const CAPABILITIES: &[&Capability] = &[
     &testing::TESTING,
     #[cfg(feature = "users")]
     &users::USERS,
+    #[cfg(feature = "mcp")]
+    &mcp::MCP,
 ];
 
 /// The capability that adds to the session view, if one does (known when compiled).

@@ -94,6 +94,13 @@ impl<S: Store> Runner<S> {
                 }
                 Err(error) => Answer::ClientError { error, answered_at },
             },
+            (asked, Submission::Input { kind, answer, .. }) if kind == asked => {
+                crate::tool::check_answer(pending, &answer).map_err(RunError::Invalid)?;
+                Answer::ClientResult {
+                    result: answer,
+                    answered_at,
+                }
+            }
             // Filtered out above; kept total without a panic.
             (PendingKind::Child, _) => {
                 return Err(RunError::KindMismatch {
@@ -113,11 +120,23 @@ impl<S: Store> Runner<S> {
                     expected: "a client-tool-result",
                 });
             }
+            (PendingKind::Authorization, _) => {
+                return Err(RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "an authorization-response",
+                });
+            }
+            (PendingKind::Elicitation, _) => {
+                return Err(RunError::KindMismatch {
+                    call: call_id.into(),
+                    expected: "an elicitation-response",
+                });
+            }
         };
         match self
             .journal
             .suspension
-            .answer(session_id, call_id, &answer)?
+            .answer(session_id, &pending.answer_id(), &answer)?
         {
             AnswerOutcome::Stored => {
                 self.log_answered(&live, pending, &answer);

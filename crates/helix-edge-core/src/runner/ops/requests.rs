@@ -102,15 +102,25 @@ pub enum Submission {
         /// `Ok(result)` or `Err(error message)`.
         outcome: Result<Value, String>,
     },
+    /// `elicitation-response` or `authorization-response`: the user's answer to what a
+    /// call asked mid-call ([`crate::tool::Wait`]).
+    Input {
+        /// The call.
+        tool_call_id: String,
+        /// What it answers: an elicitation or an authorization.
+        kind: crate::store::PendingKind,
+        /// `{"action", "content"?}` or `{"action", "code"?, "state"?}`.
+        answer: Value,
+    },
 }
 
 impl Submission {
     /// The call it answers.
     pub fn call_id(&self) -> &str {
         match self {
-            Self::Approval { tool_call_id, .. } | Self::ClientResult { tool_call_id, .. } => {
-                tool_call_id
-            }
+            Self::Approval { tool_call_id, .. }
+            | Self::ClientResult { tool_call_id, .. }
+            | Self::Input { tool_call_id, .. } => tool_call_id,
         }
     }
 }

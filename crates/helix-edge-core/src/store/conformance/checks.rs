@@ -203,7 +203,18 @@ pub(super) async fn pending_calls_round_trip<S: Store>(store: &S, id: &str) -> R
         since: 7,
         output_path: Some("/check".into()),
         approvers: None,
+        request: None,
     }];
+    h.pending.push(PendingCall {
+        tool_call_id: "c2".into(),
+        kind: PendingKind::Elicitation,
+        deadline: None,
+        output_path: None,
+        request: Some(
+            json!({"server": "files", "message": "Which?", "requestedSchema": {"type": "object"}}),
+        ),
+        ..h.pending[0].clone()
+    });
     let commit = Commit {
         head: h.clone(),
         truncate_messages_to: None,

@@ -282,6 +282,16 @@ pub fn submission_body(submission: &Submission) -> Value {
             tool_call_id,
             outcome: Err(error),
         } => json!({ "kind": "client-tool-result", "toolCallId": tool_call_id, "error": error }),
+        Submission::Input {
+            tool_call_id,
+            kind,
+            answer,
+        } => {
+            let mut body = answer.clone();
+            body["kind"] = json!(format!("{}-response", kind.as_str()));
+            body["toolCallId"] = json!(tool_call_id);
+            body
+        }
     }
 }
 
