@@ -179,6 +179,17 @@ test('a server that needs OAuth: the user connects after a SIGKILL, its tools fo
   assert.deepEqual(results[1].content, { text: 'echo: hi' });
   assert.equal(mcp.ran('echo').length, 1);
 
+  // After another SIGKILL the session still holds its tokens: the next message uses the
+  // server's tools at once, with no new authorization.
+  await w.restart();
+  w.llm.push({ calls: [{ name: 'files__echo', args: { text: 'again' } }] }, { text: 'Again.' });
+  const more = await api(w.worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'echo again' });
+  assert.equal(more.status, 202, JSON.stringify(more.body));
+  const again = await waitFor(w.worker, id, (s) => s.status !== 'active' || s.pendingToolCalls.length > 0, 30_000);
+  assert.equal(again.status, 'completed', JSON.stringify(again));
+  assert.equal(mcp.ran('echo').length, 2);
+  assert.equal(mcp.record.issued.length, 1, 'no new authorization');
+
   // The token is the session's (its object's vault): never in the record, the stream,
   // the model's requests or the logs.
   assert.equal(mcp.record.issued.length, 1);
@@ -191,7 +202,7 @@ test('a server that needs OAuth: the user connects after a SIGKILL, its tools fo
   }
   const stored = files(w.worker.persistDir);
   const logs = stored.filter((f) => /wrangler-\d+\.log$/.test(f));
-  assert.equal(logs.length, 2, 'both processes logged');
+  assert.equal(logs.length, 3, 'the three processes logged');
   for (const file of logs) {
     assert.ok(!readFileSync(file, 'utf8').includes(token), `no token in ${file}`);
   }
