@@ -179,8 +179,10 @@ test('a server that needs OAuth: the user connects after a SIGKILL, its tools fo
   assert.deepEqual(results[1].content, { text: 'echo: hi' });
   assert.equal(mcp.ran('echo').length, 1);
 
-  // After another SIGKILL the session still holds its tokens: the next message uses the
-  // server's tools at once, with no new authorization.
+  // After another SIGKILL the session still holds its tokens and its MCP session: the
+  // next message uses the server's tools at once, with no new authorization and no new
+  // initialisation.
+  const sessionsBefore = mcp.record.sessions;
   await w.restart();
   w.llm.push({ calls: [{ name: 'files__echo', args: { text: 'again' } }] }, { text: 'Again.' });
   const more = await api(w.worker, 'POST', `/v1/sessions/${id}/messages`, { message: 'echo again' });
@@ -189,6 +191,7 @@ test('a server that needs OAuth: the user connects after a SIGKILL, its tools fo
   assert.equal(again.status, 'completed', JSON.stringify(again));
   assert.equal(mcp.ran('echo').length, 2);
   assert.equal(mcp.record.issued.length, 1, 'no new authorization');
+  assert.equal(mcp.record.sessions, sessionsBefore, 'the same MCP session');
 
   // The token is the session's (its object's vault): never in the record, the stream,
   // the model's requests or the logs.

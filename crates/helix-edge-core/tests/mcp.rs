@@ -354,11 +354,13 @@ fn a_destructive_tool_waits_for_approval_and_runs_once_after_it() {
     assert_eq!(w.pending()[0].kind, PendingKind::Approval);
     assert_eq!(server.calls("wipe"), 0, "nothing runs before approval");
 
-    // Another process resumes it: it connects and lists again.
+    // Another process resumes it: it lists again, in the MCP session the session's
+    // vault kept.
     let r2 = w.runner("p2");
     w.approve(&r2, &call.id, true, None);
     assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
     assert_eq!(server.calls("wipe"), 1);
+    assert_eq!(server.sessions.get(), 1, "the same MCP session");
     assert_eq!(
         tool_result(&result_of(&w, &call.id)),
         Ok(json!({ "text": "wiped" }))

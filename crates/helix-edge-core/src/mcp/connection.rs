@@ -1,6 +1,7 @@
 //! A connection to one MCP server for one session: initialised on first use (the
-//! revision negotiated, `notifications/initialized` sent), initialised again when the
-//! server forgets its session, the tool list read page by page and kept until it is
+//! revision negotiated, `notifications/initialized` sent), its MCP session kept in the
+//! session's vault (so a session moved to another isolate, or a worker restarted,
+//! goes on in it), initialised again when the server forgets it, the tool list read page by page and kept until it is
 //! older than the server's `tools_max_age` or the server says it changed, and tool
 //! calls with their progress. Requests carry the session's access token where the
 //! server needs OAuth ([`super::oauth`]), refreshed once when the server refuses it.
@@ -71,17 +72,33 @@ pub(super) struct Connection {
 
 impl Connection {
     pub fn new(server: Rc<McpServer>) -> Self {
+        // Request ids from the clock on: a session kept in the vault and used again
+        // after a restart never sees one twice (a waiting call's request stays open).
+        let next_id = server.transport.now_ms().saturating_mul(1000);
         Self {
             server,
-            known: RefCell::new(Known::default()),
+            known: RefCell::new(Known {
+                next_id,
+                ..Known::default()
+            }),
         }
     }
 
+    /// Where the session's MCP session (its id and revision) is kept.
+    fn session_key(&self) -> String {
+        format!("mcp:{}:session", self.server.name)
+    }
+
+    /// Forgets the MCP session, here and in `vault`.
+    fn forget_session(&self, vault: &Vault) {
+        self.known.borrow_mut().session = None;
+        let _ = vault.remove(&self.session_key());
+    }
+
     /// Forgets the session and the tool list (the credentials changed).
-    pub fn forget_tools(&self) {
-        let mut known = self.known.borrow_mut();
-        known.session = None;
-        known.tools = None;
+    pub fn forget_tools(&self, vault: &Vault) {
+        self.forget_session(vault);
+        self.known.borrow_mut().tools = None;
     }
 
     fn next_id(&self) -> u64 {
@@ -90,9 +107,16 @@ impl Connection {
         known.next_id
     }
 
-    /// The session, initialised first if it is not, carrying `bearer`.
-    async fn session(&self, bearer: &Option<String>) -> Result<Session, McpError> {
-        if let Some(session) = self.known.borrow().session.clone() {
+    /// The session, carrying `bearer`: the one known here or kept in `vault`, else a new
+    /// one initialised (and kept).
+    async fn session(&self, bearer: &Option<String>, vault: &Vault) -> Result<Session, McpError> {
+        let kept = || {
+            let kept = vault.get(&self.session_key()).ok().flatten()?;
+            serde_json::from_str::<Session>(&kept).ok()
+        };
+        let known = self.known.borrow().session.clone();
+        if let Some(session) = known.or_else(kept) {
+            self.known.borrow_mut().session = Some(session.clone());
             return Ok(Session {
                 bearer: bearer.clone(),
                 ..session
@@ -135,6 +159,10 @@ impl Connection {
         let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
         server.send(&session, &initialized, request_none()).await?;
         self.known.borrow_mut().session = Some(session.clone());
+        // The access token is not kept with it (`Session` skips it).
+        if let Ok(kept) = serde_json::to_string(&session) {
+            let _ = vault.set(&self.session_key(), &kept);
+        }
         Ok(session)
     }
 
@@ -156,7 +184,7 @@ impl Connection {
         };
         let (mut again, mut refresh) = (true, bearer.is_some());
         loop {
-            let session = self.session(&bearer).await?;
+            let session = self.session(&bearer, vault).await?;
             let id = self.next_id();
             let mut params = params.clone();
             if let Some(params) = params.as_object_mut() {
@@ -171,11 +199,11 @@ impl Connection {
             {
                 Err(McpError::SessionGone { .. }) if again => {
                     again = false;
-                    self.known.borrow_mut().session = None;
+                    self.forget_session(vault);
                 }
                 Err(McpError::Unauthorized { .. }) if refresh => {
                     refresh = false;
-                    self.known.borrow_mut().session = None;
+                    self.forget_session(vault);
                     bearer = self.server.refused_token(vault).await?;
                     if bearer.is_none() {
                         // Asked again without a token: the challenge says where.

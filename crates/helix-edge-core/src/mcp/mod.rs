@@ -7,9 +7,9 @@
 //! read-only) asks for approval unless the agent says otherwise; an approved call
 //! waits durably like any other and runs once.
 //!
-//! Each session keeps its own connection to each server in the isolate (initialised
-//! on first use, initialised again when the server forgets it, the tool list kept for
-//! `tools_max_age`), so a session moved to another isolate simply connects again.
+//! Each session keeps its own connection to each server (initialised on first use,
+//! its MCP session kept in the session's vault and initialised again when the server
+//! forgets it, the tool list kept in the isolate for `tools_max_age`).
 //! Credentials are headers the worker gives from its secrets ([`McpServer::bearer`]),
 //! or the session's OAuth tokens ([`McpServer::oauth`], `oauth`); they are sent to the
 //! server only. A server that needs the user — to connect, or to answer an

@@ -183,7 +183,7 @@ impl Connection {
             None => server.authorize(ctx, challenge).await,
             Some(answer) => {
                 server.connected(ctx.vault(), answer).await?;
-                self.forget_tools();
+                self.forget_tools(ctx.vault());
                 Ok(Called::Done(json!({
                     "connected": server.name,
                     "note": "Its tools are offered from the next step.",
