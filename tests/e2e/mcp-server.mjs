@@ -19,6 +19,7 @@ import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/in
 import { DemoInMemoryAuthProvider } from '@modelcontextprotocol/sdk/examples/server/demoInMemoryOAuthProvider.js';
 import { getOAuthProtectedResourceMetadataUrl, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
+import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import express from 'express';
 import * as z from 'zod';
 
@@ -163,6 +164,15 @@ export async function startMcpServer({ token, oauth = false } = {}) {
       const tokens = await exchange(...args);
       record.issued.push(tokens.access_token);
       return tokens;
+    };
+    // A token it no longer knows is refused as such (401), as a real server's is.
+    const verify = provider.verifyAccessToken.bind(provider);
+    provider.verifyAccessToken = async (token) => {
+      try {
+        return await verify(token);
+      } catch (err) {
+        throw new InvalidTokenError(err.message);
+      }
     };
     record.provider = provider;
     app.use(mcpAuthRouter({ provider, issuerUrl: new URL(base), resourceServerUrl: mcpUrl, scopesSupported: ['mcp:tools'] }));

@@ -53,26 +53,28 @@ mod page {
             return None;
         }
         let answered = answer(req, env, app).await;
+        let back = "You can close this window and go back.";
         let (status, title, text) = match &answered {
-            Ok(()) => (
+            Ok(true) => (200, "Connected", back.to_string()),
+            Ok(false) => (
                 200,
-                "Connected",
-                "You can close this window and go back.".to_string(),
+                "Not connected",
+                format!("The request was withdrawn. {back}"),
             ),
             Err(e) => (e.status, "Not connected", e.message.clone()),
         };
         Some(page(status, title, &text))
     }
 
-    /// Passes the callback to the session its state names.
-    async fn answer(req: &RawRequest, env: &Env, app: &App) -> Result<(), ApiError> {
+    /// Passes the callback to the session its state names; whether the user connected.
+    async fn answer(req: &RawRequest, env: &Env, app: &App) -> Result<bool, ApiError> {
         let callback = Callback::parse(&crate::api::query_pairs(&req.url()))?;
         let session = callback.session_id().unwrap_or_default().to_string();
         let body = serde_json::to_vec(&callback).map_err(|e| internal("callback", e))?;
         let request = ObjectRequest::post(CALLBACK_PATH, body);
         let mut resp = call_object(env, app.sessions(), &session, request).await?;
         if resp.status_code() == 200 {
-            return Ok(());
+            return Ok(callback.code.is_some());
         }
         let body = resp.text().await.unwrap_or_default();
         let error: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();

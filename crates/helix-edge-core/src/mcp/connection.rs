@@ -22,7 +22,7 @@ const MAX_PAGES: usize = 20;
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A tool as the server lists it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Listed {
     pub name: String,
     pub description: Option<String>,
@@ -184,7 +184,15 @@ impl Connection {
         };
         let (mut again, mut refresh) = (true, bearer.is_some());
         loop {
-            let session = self.session(&bearer, vault).await?;
+            let session = match self.session(&bearer, vault).await {
+                // Refused as the session began: the token is refreshed once too.
+                Err(McpError::Unauthorized { .. }) if refresh => {
+                    refresh = false;
+                    bearer = self.server.refused_token(vault).await?;
+                    continue;
+                }
+                session => session?,
+            };
             let id = self.next_id();
             let mut params = params.clone();
             if let Some(params) = params.as_object_mut() {
@@ -224,6 +232,10 @@ impl Connection {
     /// The server's tools: the list kept, or read again when it is too old. Reading
     /// changes nothing at the server, so a failure that may pass is tried once more
     /// after [`RETRY_AFTER`].
+    ///
+    /// A server that needs the user to connect (again) offers the tools the session
+    /// listed last, kept in its vault, so that a call waiting on the authorization is
+    /// still the agent's when it goes on (and a new one asks too).
     pub async fn tools(&self, vault: &Vault) -> Result<Rc<[Listed]>, McpError> {
         let now = self.server.transport.now_ms();
         let max_age = millis(self.server.tools_max_age);
@@ -232,13 +244,30 @@ impl Connection {
         {
             return Ok(tools.clone());
         }
-        let tools = match self.list(vault).await {
+        let listed = match self.list(vault).await {
             Err(e) if e.retryable() => {
                 self.server.transport.sleep(RETRY_AFTER).await;
-                self.list(vault).await?
+                self.list(vault).await
             }
-            listed => listed?,
+            listed => listed,
         };
+        let key = format!("mcp:{}:tools", self.server.name);
+        let tools = match listed {
+            Ok(tools) => tools,
+            Err(e @ McpError::Unauthorized { .. }) => {
+                let kept = vault.get(&key).ok().flatten();
+                return kept
+                    .and_then(|kept| serde_json::from_str::<Vec<Listed>>(&kept).ok())
+                    .map(Into::into)
+                    .ok_or(e);
+            }
+            Err(e) => return Err(e),
+        };
+        if self.server.oauth.is_some()
+            && let Ok(kept) = serde_json::to_string(&tools)
+        {
+            let _ = vault.set(&key, &kept);
+        }
         let tools: Rc<[Listed]> = tools.into();
         self.known.borrow_mut().tools = Some((tools.clone(), now));
         Ok(tools)

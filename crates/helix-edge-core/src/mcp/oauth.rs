@@ -17,7 +17,7 @@ use super::rpc::{McpError, millis};
 use crate::journal::Vault;
 use crate::provider::{HttpRequest, Method, secure_url};
 use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -49,6 +49,9 @@ pub(super) struct OAuthConfig {
 struct Client {
     id: String,
     secret: Option<String>,
+    /// Whether the secret goes as HTTP Basic (else in the form).
+    #[serde(default)]
+    basic: bool,
     token_endpoint: String,
     resource: String,
     redirect_uri: String,
@@ -79,8 +82,13 @@ impl McpServer {
         format!("mcp:{}:tokens", self.name)
     }
 
-    fn started_key(&self) -> String {
-        format!("mcp:{}:authorization", self.name)
+    /// Where an authorization started is kept: under its state, and (`None`) the latest,
+    /// offered again to other calls.
+    fn started_key(&self, state: Option<&str>) -> String {
+        match state {
+            Some(state) => format!("mcp:{}:authorization:{state}", self.name),
+            None => format!("mcp:{}:authorization", self.name),
+        }
     }
 
     fn refused(&self, reason: impl Into<String>) -> McpError {
@@ -173,7 +181,7 @@ impl McpServer {
             return Err(self.refused("it needs authorization, and no OAuth is set for it"));
         };
         let now = self.transport.now_ms();
-        if let Some(started) = self.read::<Started>(vault, &self.started_key())
+        if let Some(started) = self.read::<Started>(vault, &self.started_key(None))
             && now.saturating_sub(started.at) < REUSED_FOR_MS
         {
             return Ok(started.url);
@@ -204,9 +212,14 @@ impl McpServer {
                 ));
             }
         };
+        // A secret goes in the form only where the server says it takes it there; else
+        // HTTP Basic, RFC 8414's default.
+        let methods = metadata["token_endpoint_auth_methods_supported"].as_array();
+        let in_form = methods.is_some_and(|m| m.iter().any(|m| m == "client_secret_post"));
         let client = Client {
             id,
             secret,
+            basic: !in_form,
             token_endpoint,
             resource,
             redirect_uri: config.redirect_uri.clone(),
@@ -237,7 +250,8 @@ impl McpServer {
             client,
             at: now,
         };
-        self.keep(vault, &self.started_key(), &started)?;
+        self.keep(vault, &self.started_key(Some(&started.state)), &started)?;
+        self.keep(vault, &self.started_key(None), &started)?;
         Ok(url)
     }
 
@@ -251,14 +265,15 @@ impl McpServer {
         code: &str,
         state: &str,
     ) -> Result<(), McpError> {
-        let started = self.read::<Started>(vault, &self.started_key());
-        let Some(started) = started.filter(|s| s.state == state) else {
+        let key = self.started_key(Some(state));
+        let Some(started) = self.read::<Started>(vault, &key) else {
             return self.connected_meanwhile(vault).await;
         };
         // Taken before the exchange: a code is exchanged once.
         vault
-            .remove(&self.started_key())
+            .remove(&key)
             .map_err(|e| self.refused(e.to_string()))?;
+        let _ = vault.remove(&self.started_key(None));
         let client = started.client;
         let form = [
             ("grant_type", "authorization_code"),
@@ -310,10 +325,11 @@ impl McpServer {
             };
             let resource = metadata["resource"].as_str().unwrap_or(&self.url);
             let resource = resource.trim_end_matches('/');
-            // The metadata must be this server's (RFC 9728 §3.3).
-            if !self.url.trim_end_matches('/').starts_with(resource)
-                || !resource.starts_with(origin)
-            {
+            // The metadata must be this server's (RFC 9728 §3.3): its URL, or a path of
+            // it (as MCP servers publish it), on its origin.
+            let url = self.url.trim_end_matches('/');
+            let ours = url == resource || url.starts_with(&format!("{resource}/"));
+            if !ours || split_url(resource).map(|(o, _)| o) != Some(origin) {
                 return Err(
                     self.refused(format!("its metadata is for another resource ({resource})"))
                 );
@@ -394,11 +410,25 @@ impl McpServer {
     ) -> Result<Tokens, McpError> {
         let mut body = form_urlencoded::Serializer::new(String::new());
         body.extend_pairs(form).append_pair("client_id", &client.id);
-        if let Some(secret) = &client.secret {
-            body.append_pair("client_secret", secret);
+        let mut basic = None;
+        match &client.secret {
+            Some(secret) if client.basic => {
+                // RFC 6749 §2.3.1: each part form-encoded, then base64.
+                let encode =
+                    |t: &str| form_urlencoded::byte_serialize(t.as_bytes()).collect::<String>();
+                let pair = format!("{}:{}", encode(&client.id), encode(secret));
+                basic = Some(format!("Basic {}", STANDARD.encode(pair)));
+            }
+            Some(secret) => {
+                body.append_pair("client_secret", secret);
+            }
+            None => {}
         }
         let form = "application/x-www-form-urlencoded";
-        let request = self.plain(Method::Post, &client.token_endpoint, form, body.finish());
+        let mut request = self.plain(Method::Post, &client.token_endpoint, form, body.finish());
+        request
+            .headers
+            .extend(basic.map(|b| ("authorization".to_string(), b)));
         let (status, answer) = self.fetch(request).await?;
         let access = answer["access_token"].as_str().filter(|t| !t.is_empty());
         let bearer = answer["token_type"]
@@ -420,7 +450,10 @@ impl McpServer {
                 .as_str()
                 .map(str::to_string)
                 .or(refresh),
-            expires_at: expires_in.map(|s| self.transport.now_ms() + s * 1000),
+            expires_at: expires_in.map(|s| {
+                let now = self.transport.now_ms();
+                now.saturating_add(s.saturating_mul(1000))
+            }),
             client: client.clone(),
         })
     }
@@ -491,9 +524,9 @@ fn random_text() -> Result<String, McpError> {
 
 /// `scheme://host[:port]` and the path of `url` (without its query).
 fn split_url(url: &str) -> Option<(&str, &str)> {
-    let after = url.find("://")? + 3;
     let url = url.split(['?', '#']).next()?;
-    Some(match url[after..].find('/') {
+    let after = url.find("://")? + 3;
+    Some(match url.get(after..)?.find('/') {
         Some(at) => url.split_at(after + at),
         None => (url, ""),
     })

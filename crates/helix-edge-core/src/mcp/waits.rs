@@ -101,9 +101,13 @@ impl Connection {
         progress: &dyn Fn(Value),
     ) -> Result<Called, McpError> {
         let server = &self.server;
+        // Where a call of this id waited is taken once: a model may use the id again.
+        let key = server.waiting_key(ctx.tool_call_id());
+        let waiting = ctx.vault().get(&key).ok().flatten();
+        if waiting.is_some() {
+            let _ = ctx.vault().remove(&key);
+        }
         if let Some(answer) = ctx.answer() {
-            let key = server.waiting_key(ctx.tool_call_id());
-            let waiting = ctx.vault().get(&key).ok().flatten();
             if let Some(waiting) = waiting.and_then(|w| serde_json::from_str(&w).ok()) {
                 return self.go_on(ctx, waiting, answer, progress).await;
             }
@@ -161,9 +165,7 @@ impl Connection {
             abort: Some(ctx.signal()),
             progress,
         };
-        let resumed = server.resume(&session, &event, sending).await;
-        let _ = ctx.vault().remove(&server.waiting_key(ctx.tool_call_id()));
-        let answer = resumed?;
+        let answer = server.resume(&session, &event, sending).await?;
         match answer.asked {
             Some(asked) => server.asks(ctx, session, asked),
             None => Ok(Called::Done(answer.result)),

@@ -23,8 +23,21 @@ pub struct HttpRequest {
 /// Whether the deployment may send credentials to `url`: `https://`, or `http://` on
 /// loopback (an identity provider's keys, an MCP server's authorization).
 pub fn secure_url(url: &str) -> bool {
-    let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
-    url.starts_with("https://") || loopback.iter().any(|l| url.starts_with(l))
+    let (secure, rest) = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
+        (Some(rest), _) => (true, rest),
+        (None, Some(rest)) => (false, rest),
+        (None, None) => return false,
+    };
+    // The authority as written: no user part (`http://localhost:@elsewhere/`).
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() || authority.contains('@') {
+        return false;
+    }
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    };
+    secure || ["127.0.0.1", "localhost", "[::1]"].contains(&host)
 }
 
 /// The methods a request uses.
@@ -125,4 +138,35 @@ pub trait Transport {
     fn warn(&self, message: &str);
     /// A debug line: `event` and its `detail` (what a call left out, say).
     fn debug(&self, _event: &str, _detail: &str) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secure_url;
+
+    #[test]
+    fn credentials_go_over_https_or_to_loopback_only() {
+        for ok in [
+            "https://as.example.com/token",
+            "https://as.example.com",
+            "http://127.0.0.1:8787/v1/mcp/callback",
+            "http://localhost:9/x",
+            "http://[::1]:443/",
+            "http://localhost",
+        ] {
+            assert!(secure_url(ok), "{ok}");
+        }
+        for bad in [
+            "http://as.example.com/token",
+            "http://localhost:@evil.example/",
+            "http://127.0.0.1:80@evil.example/",
+            "https://user@as.example.com/",
+            "http://127.0.0.1.evil.example/",
+            "ftp://127.0.0.1/",
+            "https://",
+            "javascript:alert(1)",
+        ] {
+            assert!(!secure_url(bad), "{bad}");
+        }
+    }
 }

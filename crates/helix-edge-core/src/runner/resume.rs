@@ -93,12 +93,18 @@ impl<S: Store> Runner<S> {
                 _ => (None, None),
             })
             .collect();
+        // A step's own call may ask the user again; an instance of one (`_forEach`) may not.
+        let (step_calls, _) = suspended_step(live);
+        let own: Vec<bool> = calls
+            .iter()
+            .map(|c| step_calls.iter().any(|s| s.id == c.id))
+            .collect();
         let runs: Vec<Run> = runnable
             .iter()
             .map(|&i| Run {
                 decided_by: answers[i].0.as_ref(),
                 answer: answers[i].1.as_ref(),
-                may_wait: true,
+                may_wait: own[i],
                 ..Run::new(i, &calls[i], pending[i].output_path.as_deref())
             })
             .collect();

@@ -287,10 +287,13 @@ pub fn submission_body(submission: &Submission) -> Value {
             kind,
             answer,
         } => {
-            let mut body = answer.clone();
-            body["kind"] = json!(format!("{}-response", kind.as_str()));
-            body["toolCallId"] = json!(tool_call_id);
-            body
+            let mut body = match answer {
+                Value::Object(fields) => fields.clone(),
+                _ => serde_json::Map::new(),
+            };
+            body.insert("kind".into(), json!(format!("{}-response", kind.as_str())));
+            body.insert("toolCallId".into(), json!(tool_call_id));
+            Value::Object(body)
         }
     }
 }
