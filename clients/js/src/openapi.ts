@@ -2368,7 +2368,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Connected: the calls that waited go on. */
+            /** @description Answered: the calls that waited go on (connected with a code; declined or withdrawn with an error). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2377,7 +2377,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description A malformed callback (no state, or not one this deployment sends); nothing changed. */
+            /** @description A malformed callback (no state, not one this deployment sends, or a parameter over 4096 bytes); nothing changed. */
             400: {
                 headers: {
                     [name: string]: unknown;
