@@ -2377,7 +2377,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description A malformed callback (no state, not one this deployment sends, or a parameter over 4096 bytes); nothing changed. */
+            /** @description A malformed callback (no state, or not one this deployment sends, or a code over 4096 bytes); nothing changed. */
             400: {
                 headers: {
                     [name: string]: unknown;

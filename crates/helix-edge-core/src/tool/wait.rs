@@ -94,8 +94,11 @@ pub fn check_answer(pending: &PendingCall, answer: &Value) -> Result<(), String>
         .and_then(|url| query_param(url, "state"));
     let matches =
         sent.is_some_and(|sent| crate::auth::constant_time_eq(sent.as_bytes(), state.as_bytes()));
-    if code.len() > 4096 || !matches {
+    if !matches {
         return Err("The state is not the one this call sent the user with.".into());
+    }
+    if code.len() > 4096 {
+        return Err("The code is longer than 4096 bytes.".into());
     }
     Ok(())
 }
