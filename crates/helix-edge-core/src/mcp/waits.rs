@@ -8,7 +8,7 @@
 
 use super::McpServer;
 use super::connection::Connection;
-use super::rpc::{Asked, McpError, Sending, Session};
+use super::rpc::{Answer, Asked, McpError, Sending, Session};
 use crate::journal::Vault;
 use crate::tool::{ToolContext, Wait};
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,20 @@ struct Waiting {
 impl McpServer {
     fn waiting_key(&self, tool_call_id: &str) -> String {
         format!("mcp:{}:call:{tool_call_id}", self.name)
+    }
+
+    /// What `answer` in `session` came to for `ctx`'s call: its result, or the wait for
+    /// what the server asked the user on the way.
+    fn called(
+        &self,
+        ctx: &ToolContext,
+        session: Session,
+        answer: Answer,
+    ) -> Result<Called, McpError> {
+        match answer.asked {
+            Some(asked) => self.asks(ctx, session, asked),
+            None => Ok(Called::Done(answer.result)),
+        }
     }
 
     /// The wait for the user's input that `asked` is, its place kept for `ctx`'s call.
@@ -124,10 +138,7 @@ impl Connection {
             )
             .await;
         match called {
-            Ok((answer, session)) => match answer.asked {
-                Some(asked) => server.asks(ctx, session, asked),
-                None => Ok(Called::Done(answer.result)),
-            },
+            Ok((answer, session)) => server.called(ctx, session, answer),
             Err(McpError::Unauthorized { challenge, .. }) if server.oauth.is_some() => {
                 server.authorize(ctx, challenge.as_deref()).await
             }
@@ -166,10 +177,7 @@ impl Connection {
             progress,
         };
         let answer = server.resume(&session, &event, sending).await?;
-        match answer.asked {
-            Some(asked) => server.asks(ctx, session, asked),
-            None => Ok(Called::Done(answer.result)),
-        }
+        server.called(ctx, session, answer)
     }
 
     /// The stand-in for the tools of a server the session has not connected to: asks

@@ -48,7 +48,7 @@ impl<S: Store> Runner<S> {
             let not_found = match own(|_| true) {
                 Some(_) => RunError::KindMismatch {
                     call: call_id.into(),
-                    expected: "no answer: it resolves when its sub-agent ends",
+                    expected: expected_answer(PendingKind::Child),
                 },
                 None => RunError::ToolCallNotFound(call_id.into()),
             };
@@ -101,35 +101,11 @@ impl<S: Store> Runner<S> {
                     answered_at,
                 }
             }
-            // Filtered out above; kept total without a panic.
-            (PendingKind::Child, _) => {
+            // A child call was filtered out above; kept total without a panic.
+            (kind, _) => {
                 return Err(RunError::KindMismatch {
                     call: call_id.into(),
-                    expected: "no answer: it resolves when its sub-agent ends",
-                });
-            }
-            (PendingKind::Approval, _) => {
-                return Err(RunError::KindMismatch {
-                    call: call_id.into(),
-                    expected: "an approval-response",
-                });
-            }
-            (PendingKind::Client, _) => {
-                return Err(RunError::KindMismatch {
-                    call: call_id.into(),
-                    expected: "a client-tool-result",
-                });
-            }
-            (PendingKind::Authorization, _) => {
-                return Err(RunError::KindMismatch {
-                    call: call_id.into(),
-                    expected: "an authorization-response",
-                });
-            }
-            (PendingKind::Elicitation, _) => {
-                return Err(RunError::KindMismatch {
-                    call: call_id.into(),
-                    expected: "an elicitation-response",
+                    expected: expected_answer(kind),
                 });
             }
         };
@@ -217,5 +193,16 @@ fn answerer(
             Ok(Some(caller.user.clone()))
         }
         _ => Err(refused()),
+    }
+}
+
+/// What answers a pending call of `kind`, as a mismatched answer is told.
+fn expected_answer(kind: PendingKind) -> &'static str {
+    match kind {
+        PendingKind::Child => "no answer: it resolves when its sub-agent ends",
+        PendingKind::Approval => "an approval-response",
+        PendingKind::Client => "a client-tool-result",
+        PendingKind::Authorization => "an authorization-response",
+        PendingKind::Elicitation => "an elicitation-response",
     }
 }
