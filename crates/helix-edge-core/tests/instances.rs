@@ -1,7 +1,8 @@
 //! Instancing (`_forEach`): one call run once per item of an array — in parallel, each
 //! instance decided for approval on its own arguments, an approval inside one
 //! suspending the plan durably while the others' results are kept, another process
-//! running the rest once; the results gathered in item order under the output path.
+//! running the rest once; two instances waiting at once, each answered on its own; the
+//! results gathered in item order under the output path.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
@@ -218,4 +219,61 @@ fn bad_items_fail_the_call_before_anything_runs() {
             .unwrap()
             .contains("_forEach names /check, which holds null rather than an array")
     );
+}
+
+#[test]
+fn two_instances_waiting_at_once_are_each_asked_and_answered_on_their_own() {
+    let w = World::new();
+    let r = w.runner("p1");
+    let items = json!([
+        { "id": "big1", "total": 250 },
+        { "id": "a", "total": 1 },
+        { "id": "big2", "total": 300 }
+    ]);
+    let call = w.model.call(
+        "check_order",
+        json!({ "order_id": "†item.id", "total": "†item.total", "_forEach": items, "_outputPath": "/check" }),
+    );
+    w.model.calls(vec![call.clone()]).text("Checked.");
+    w.create(&r, "planner", "check three");
+    assert!(matches!(drive(&r), Progress::Suspended { .. }));
+    assert_eq!(w.exec.all(), ["check_order a 1"]);
+    let waiting: Vec<(String, PendingKind)> = (w.session().head.pending.iter())
+        .map(|p| (p.tool_call_id.clone(), p.kind))
+        .collect();
+    let (first, last) = (format!("{}#0", call.id), format!("{}#2", call.id));
+    assert_eq!(
+        waiting,
+        [
+            (first.clone(), PendingKind::Approval),
+            (last.clone(), PendingKind::Approval)
+        ],
+        "each asked on its own arguments"
+    );
+
+    // One answer, in another process: the other still waits and nothing more runs.
+    approve(&w.runner("p2"), &last, false);
+    assert!(matches!(drive(&w.runner("p2")), Progress::Suspended { .. }));
+    assert_eq!(w.exec.all(), ["check_order a 1"]);
+    let again = helix_edge_core::runner::Submission::Approval {
+        tool_call_id: last.clone(),
+        approved: true,
+        reason: None,
+    };
+    let refused = block(w.runner("p2").submit(SESSION, again)).unwrap_err();
+    assert!(
+        matches!(refused, helix_edge_core::runner::RunError::AlreadyResolved(ref id) if *id == last),
+        "{refused:?}"
+    );
+
+    // The other answer, in a third: it runs once and the results are gathered.
+    let r3 = w.runner("p3");
+    approve(&r3, &first, true);
+    assert_eq!(drive(&r3), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(w.exec.all(), ["check_order a 1", "check_order big1 250"]);
+    let check = &w.session().state["check"];
+    assert_eq!(check[0], json!({ "ok": true, "orderId": "big1" }));
+    assert_eq!(check[1], json!({ "ok": true, "orderId": "a" }));
+    assert_eq!(check[2]["code"], "tool_denied");
+    assert_consistent(&w, &EMPTY());
 }

@@ -3,16 +3,20 @@
 //! (fetch → check → store) — in dependency order, suspended durably at an approval
 //! inside it, continued by another process, failed at a denial for its dependants only,
 //! and refused whole when it is not a valid plan; conditional (`_when`) and scoped
-//! (`_scope`) calls.
+//! (`_scope`) calls; a strict tool given a reference where its schema wants a number.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 mod support;
 
+use helix_edge_core::agent::{Agent, Agents};
 use helix_edge_core::chunk::ChunkBody;
+use helix_edge_core::error::ToolError;
 use helix_edge_core::message::{Message, ToolCall};
 use helix_edge_core::runner::{Progress, Submission};
 use helix_edge_core::store::{PendingKind, SessionStatus};
+use helix_edge_core::testing::Scenario;
+use helix_edge_core::tool::Tool;
 use serde_json::{Value, json};
 use support::*;
 
@@ -501,4 +505,61 @@ fn a_scoped_call_reads_decides_and_stores_under_its_scope() {
         error.contains("_scope '/nowhere' names /nowhere, which the state schema does not have"),
         "{error}"
     );
+}
+
+#[test]
+fn a_strict_tool_takes_a_reference_where_its_schema_wants_a_number() {
+    let exec = Executions::default();
+    let [fetch, ..] = order_tools(&exec, &[]);
+    let e = exec.clone();
+    let check: Tool = Tool::new("check_order", "d", move |i: CheckOrder, _| {
+        let e = e.clone();
+        async move {
+            e.record(format!("check_order {} {}", i.order_id, i.total));
+            Ok::<_, ToolError>(json!({ "ok": i.total < 100.0 }))
+        }
+    })
+    .strict()
+    .output_paths(Vec::<String>::new())
+    .into();
+    let agent = Agent::builder("strict")
+        .system_prompt("plan")
+        .state::<PlanState>()
+        .tool(fetch)
+        .tool(check)
+        .build()
+        .unwrap();
+    // What the provider enforces while decoding: the number, or a reference.
+    let specs = agent.tool_specs();
+    let spec = specs.iter().find(|t| t.name == "check_order").unwrap();
+    let total = &spec.input_schema["properties"]["total"]["anyOf"];
+    assert_eq!(total[0]["type"], "number", "{total}");
+    assert_eq!(total[1]["type"], "string", "{total}");
+    let w = World {
+        scenario: Scenario::new(Agents::new().with(agent).unwrap()),
+        exec,
+    };
+    let r = w.runner("p1");
+    // As a strict decoder writes it: every property present, the unused ones null.
+    let unused = json!({ "_when": null, "_scope": null, "_forEach": null });
+    let mut checked = json!({ "order_id": "†state.order.id", "total": "†state.order.total", "_outputPath": "/check" });
+    checked
+        .as_object_mut()
+        .unwrap()
+        .extend(unused.as_object().unwrap().clone());
+    let calls = vec![
+        w.model.call(
+            "fetch_order",
+            json!({ "id": "small", "_outputPath": "/order" }),
+        ),
+        w.model.call("check_order", checked),
+    ];
+    w.model.calls(calls).text("Checked.");
+    w.create(&r, "strict", "check small");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        w.exec.all(),
+        ["fetch_order small", "check_order small 42.5"]
+    );
+    assert_eq!(w.session().state["check"], json!({ "ok": true }));
 }

@@ -2,16 +2,18 @@
 //! store, its order id an input) re-run by name through `run_plan` — its calls join the
 //! step with the input put in and run in dependency order; an approval inside it
 //! suspends the step and another process finishes it, each call run once; wrong inputs
-//! add nothing and answer the problem; and the definition rules.
+//! add nothing and answer the problem; run with `_scope`, the plan works in that part
+//! of the state; and the definition rules.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 mod support;
 
-use helix_edge_core::agent::{Agent, SavedPlan};
+use helix_edge_core::agent::{Agent, Agents, SavedPlan};
 use helix_edge_core::message::Message;
 use helix_edge_core::runner::{Progress, Submission};
 use helix_edge_core::store::{PendingKind, SessionStatus};
+use helix_edge_core::testing::Scenario;
 use helix_edge_core::tool::Tool;
 use serde_json::{Value, json};
 use support::*;
@@ -209,6 +211,60 @@ fn saved_plans_are_checked_when_the_agent_is_built() {
         let err = build(bad).unwrap_err();
         assert!(err.contains(why), "{why}: {err}");
     }
+    // Its order and who writes where are checked (not the places it names: a plan
+    // run with `_scope` names them under the scope).
+    let exec = Executions::default();
+    let [fetch, check, store] = order_tools(&exec, &[]);
+    let planning = |plan: SavedPlan| {
+        Agent::builder("p")
+            .state::<PlanState>()
+            .tool(fetch.clone())
+            .tool(check.clone())
+            .tool(store.clone())
+            .saved_plan(plan)
+            .build()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(planning(store_order_plan()), Ok(()));
+    let cycle = SavedPlan::new("loop", "d")
+        .call(
+            "a",
+            "fetch_order",
+            json!({ "id": "†state.check.orderId", "_outputPath": "/order" }),
+        )
+        .call(
+            "b",
+            "check_order",
+            json!({ "order_id": "†state.order.id", "total": 1, "_outputPath": "/check" }),
+        );
+    let err = planning(cycle).unwrap_err();
+    assert!(
+        err.contains("saved plan 'loop'") && err.contains("cycle"),
+        "{err}"
+    );
+    let twice = SavedPlan::new("twice", "d")
+        .call(
+            "a",
+            "fetch_order",
+            json!({ "id": "x", "_outputPath": "/order" }),
+        )
+        .call(
+            "b",
+            "fetch_order",
+            json!({ "id": "y", "_outputPath": "/order" }),
+        )
+        .call(
+            "c",
+            "check_order",
+            json!({ "order_id": "†state.order.id", "total": 1 }),
+        );
+    let err = planning(twice).unwrap_err();
+    assert!(
+        err.contains("saved plan 'twice'") && err.contains("/order"),
+        "{err}"
+    );
+
     let twice = Agent::builder("a")
         .tool(noop.clone())
         .saved_plan(plan().call("s", "noop", json!({})))
@@ -219,4 +275,100 @@ fn saved_plans_are_checked_when_the_agent_is_built() {
         twice.to_string().contains("saved plan 'p': is given twice"),
         "{twice}"
     );
+}
+
+/// The state of `regional`: two regions, each shaped as the planner's state.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, Default)]
+struct Regions {
+    east: PlanState,
+    west: PlanState,
+}
+
+/// A world whose agent `regional` has the planner's tools (storing anywhere) and its
+/// saved plan, over a state of two regions.
+fn regional_world() -> World {
+    let exec = Executions::default();
+    let [fetch, check, store] = order_tools(&exec, &[]);
+    let agent = Agent::builder("regional")
+        .system_prompt("plan")
+        .state::<Regions>()
+        .tool(fetch)
+        .tool(check)
+        .tool(store)
+        .saved_plan(store_order_plan())
+        .build()
+        .unwrap();
+    let scenario = Scenario::new(Agents::new().with(agent).unwrap());
+    World { scenario, exec }
+}
+
+#[test]
+fn a_saved_plan_run_with_a_scope_works_in_that_part_of_the_state() {
+    let w = regional_world();
+    let r = w.runner("p1");
+    let call = |region: &str, order: &str| {
+        w.model.call(
+            "run_plan",
+            json!({ "name": "store-order", "inputs": { "orderId": order }, "_scope": region }),
+        )
+    };
+    let nowhere = call("/north", "x");
+    w.model
+        .calls(vec![
+            call("/east", "small"),
+            call("†state.west", "tiny"),
+            nowhere.clone(),
+        ])
+        .text("Stored.");
+    w.create(&r, "regional", "store two orders");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+
+    let state = w.session().state;
+    assert_eq!(
+        state["east"]["order"],
+        json!({ "id": "small", "total": 42.5 })
+    );
+    assert_eq!(state["east"]["stored"], json!([{ "stored": "small" }]));
+    assert_eq!(
+        state["west"]["order"],
+        json!({ "id": "tiny", "total": 42.5 })
+    );
+    assert_eq!(
+        state["west"]["check"]["orderId"], "tiny",
+        "its references read its region"
+    );
+    assert_eq!(state["west"]["stored"], json!([{ "stored": "tiny" }]));
+    assert!(state.get("order").is_none(), "nothing at the root: {state}");
+    let mut ran = w.exec.all();
+    ran.sort();
+    assert_eq!(
+        ran,
+        [
+            "check_order small 42.5",
+            "check_order tiny 42.5",
+            "fetch_order small",
+            "fetch_order tiny",
+            "store_order \"small\" true",
+            "store_order \"tiny\" true",
+        ]
+    );
+    // A scope the state does not have adds nothing; the call says why.
+    let seen = results_seen(&w, 1);
+    assert_eq!(
+        seen.len(),
+        3 + 2 * 3,
+        "three run_plan calls, two plans of three calls"
+    );
+    let refused = seen.iter().find(|(id, ..)| *id == nowhere.id).unwrap();
+    assert!(refused.1);
+    assert!(
+        refused.2["error"]
+            .as_str()
+            .unwrap()
+            .contains("which the state schema does not have"),
+        "{}",
+        refused.2
+    );
+    let empty = json!({ "order": null, "check": null, "stored": [] });
+    assert_consistent(&w, &json!({ "east": empty, "west": empty }));
 }

@@ -8,11 +8,14 @@
 //! the inputs put in, and run as the model's own calls do — in dependency order, each
 //! approved, suspended and resumed on its own, stored in the transcript. The `run_plan`
 //! call answers the ids it added; with an unknown plan or wrong inputs nothing is added
-//! and it answers the problem.
+//! and it answers the problem. A `run_plan` call with `_scope` runs the plan in that
+//! part of the state: each of its calls works under the scope (its own `_scope`, if it
+//! has one, below it), so one plan serves every part of the state shaped alike.
 
 use crate::agent::{Agent, AgentBuilder, Extension};
 use crate::error::{DefinitionError, ToolError};
 use crate::memory::check::PlannedCall;
+use crate::memory::scope::{self, SCOPE};
 use crate::message::ToolCall;
 use crate::tool::Tool;
 use schemars::JsonSchema;
@@ -77,8 +80,8 @@ impl SavedPlan {
         &self.name
     }
 
-    /// What is wrong with it for an agent with `tools`.
-    fn check(&self, tools: &[Tool]) -> Result<(), String> {
+    /// What is wrong with it for an agent with `tools` and a state of `schema`.
+    fn check(&self, tools: &[Tool], schema: Option<&Value>) -> Result<(), String> {
         if !crate::tool::valid_name(&self.name) {
             return Err("its name must be 1-64 letters, digits, '_' or '-'".into());
         }
@@ -124,7 +127,18 @@ impl SavedPlan {
                 ));
             }
         }
-        Ok(())
+        // What does not depend on the inputs, the state or the scope a run has: its
+        // order, who writes where, and the references' form.
+        let report = crate::memory::check::check(tools, schema, &Value::Null, &self.calls);
+        let structural = ["cycle", "two_writers", "reference_malformed"];
+        match report
+            .problems
+            .iter()
+            .find(|p| structural.contains(&p.code))
+        {
+            Some(problem) => Err(problem.message.clone()),
+            None => Ok(()),
+        }
     }
 
     /// Its calls for `run_plan` call `call_id` with `inputs`: ids `{call_id}_{step}`, the
@@ -213,10 +227,30 @@ struct RunPlan {
 
 /// The calls `call` (of `run_plan`) adds to its step, when its plan and inputs are
 /// right.
-fn expand(plans: &[SavedPlan], call: &ToolCall) -> Result<Vec<ToolCall>, String> {
-    let input: RunPlan =
-        serde_json::from_value(call.arguments.clone()).map_err(|e| e.to_string())?;
-    find(plans, &input.name)?.instantiate(&call.id, &input.inputs)
+fn expand(
+    plans: &[SavedPlan],
+    schema: Option<&Value>,
+    call: &ToolCall,
+) -> Result<Vec<ToolCall>, String> {
+    let mut arguments = call.arguments.clone();
+    let outer = scope::take(&mut arguments, schema)?;
+    let input: RunPlan = serde_json::from_value(arguments).map_err(|e| e.to_string())?;
+    let mut calls = find(plans, &input.name)?.instantiate(&call.id, &input.inputs)?;
+    if let Some(outer) = outer {
+        calls.iter_mut().try_for_each(|c| within_scope(&outer, c))?;
+    }
+    Ok(calls)
+}
+
+/// Puts `call` (of a plan run with `_scope`) in `outer`: its own scope, if it has one,
+/// under it.
+fn within_scope(outer: &str, call: &mut ToolCall) -> Result<(), String> {
+    let inner = scope::take(&mut call.arguments, None)?;
+    let scope = scope::within(Some(outer), inner.as_deref().unwrap_or(""));
+    if let Some(arguments) = call.arguments.as_object_mut() {
+        arguments.insert(SCOPE.into(), Value::String(scope));
+    }
+    Ok(())
 }
 
 /// The plan called `name`.
@@ -248,7 +282,7 @@ impl Extension for SavedPlans {
             return Err(DefinitionError::DuplicateTool(RUN_PLAN.into()));
         }
         for (i, plan) in self.0.iter().enumerate() {
-            plan.check(&agent.tools)
+            plan.check(&agent.tools, agent.state_schema.as_ref())
                 .map_err(|e| invalid(&plan.name, e))?;
             if self.0[..i].iter().any(|p| p.name == plan.name) {
                 return Err(invalid(&plan.name, "is given twice".into()));
@@ -291,8 +325,9 @@ impl Extension for SavedPlans {
         let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
         tool.input_schema["properties"]["name"]["enum"] = json!(names);
         agent.tools.push(tool);
+        let schema = agent.state_schema.clone();
         agent.expand = Some(Rc::new(move |call: &ToolCall| {
-            (call.name == RUN_PLAN).then(|| expand(&plans, call))
+            (call.name == RUN_PLAN).then(|| expand(&plans, schema.as_ref(), call))
         }));
         Ok(agent)
     }

@@ -43,13 +43,7 @@ pub fn plan_meta(input: &mut Value, references: bool) {
             "description": "Run this call only when a condition on the state holds, decided just before it runs: '†state.path' (present), '!†state.path' (absent), '†state.path == <JSON>' or != , or a numeric '<', '<=', '>', '>=' with a number. Leave it out to always run."
         }),
     );
-    properties.insert(
-        SCOPE.into(),
-        json!({
-            "type": "string",
-            "description": "A part of the state (JSON Pointer) this call works in: its state references, _when and _outputPath resolve under it. Leave it out for the whole state."
-        }),
-    );
+    properties.insert(SCOPE.into(), scope_property());
     properties.insert(
         FOR_EACH.into(),
         json!({
@@ -57,6 +51,22 @@ pub fn plan_meta(input: &mut Value, references: bool) {
             "description": "Run this call once per item of an array in the state, named by a reference ('†state.items'): in its arguments '†item' is the item and '†item.field' a value in it. The results come back together in item order (stored as one array at _outputPath). Leave it out to run once."
         }),
     );
+}
+
+/// The schema of `_scope`.
+fn scope_property() -> Value {
+    json!({
+        "type": "string",
+        "description": "A part of the state (JSON Pointer) this call works in: its state references, _when and _outputPath resolve under it (for run_plan: those of every call of the plan). Leave it out for the whole state."
+    })
+}
+
+/// Adds `_scope` alone to `input`'s properties (`run_plan`'s: a saved plan run in a
+/// part of the state).
+pub fn scope_only(input: &mut Value) {
+    if let Some(Value::Object(properties)) = input.get_mut("properties") {
+        properties.insert(SCOPE.into(), scope_property());
+    }
 }
 
 /// Lets every property (at any depth) and every array item of `schema` also be

@@ -26,9 +26,9 @@ fn take_meta(arguments: &mut Value, schema: Option<&Value>, tool: &Tool) -> Resu
     let scope = scope::take(arguments, schema)?;
     let when = Conditions::take(arguments)?;
     let each = Items::take(arguments)?;
-    if tool.name() == super::RUN_PLAN && (scope.is_some() || when.is_some() || each.is_some()) {
+    if tool.name() == super::RUN_PLAN && (when.is_some() || each.is_some()) {
         return Err(format!(
-            "{} takes no _scope, _when or _forEach (its plan's calls may have them)",
+            "{} takes no _when or _forEach (its plan's calls may have them)",
             super::RUN_PLAN
         ));
     }
@@ -86,7 +86,9 @@ impl Memory for StateMemory {
     fn input_schema(&self, schema: Option<&Value>, tool: &Tool, plans: bool) -> Value {
         let offered = offered_paths(schema, tool);
         let mut input = tool.output_path().offer(tool.input_schema(), &offered);
-        if plans && tool.name() != super::RUN_PLAN {
+        if tool.name() == super::RUN_PLAN {
+            super::offer::scope_only(&mut input);
+        } else if plans {
             super::offer::plan_meta(&mut input, tool.takes_state_refs() && tool.strict);
         }
         input

@@ -338,47 +338,72 @@ pub struct StoreOrder {
     pub check: Value,
 }
 
-/// An agent for plans: `fetch_order` → `check_order` (approval when the total is over
-/// 100) → `store_order`, each storing its result where the model says, and
-/// `validate_plan` to check a plan first.
-pub fn planner(exec: &Executions) -> Agent {
+/// The planner's order tools: `fetch_order` → `check_order` (approval when the total
+/// is over 100) → `store_order`, each storing its result where the model says (the
+/// last only at `store_paths`, any place when empty).
+pub fn order_tools(exec: &Executions, store_paths: &[&str]) -> [Tool; 3] {
     let (e1, e2, e3) = (exec.clone(), exec.clone(), exec.clone());
     let any: Vec<String> = Vec::new();
+    [
+        Tool::new("fetch_order", "d", move |i: FetchOrder, _| {
+            let e = e1.clone();
+            async move {
+                e.record(format!("fetch_order {}", i.id));
+                let total = if i.id == "big" { 250.0 } else { 42.5 };
+                Ok::<_, ToolError>(json!({ "id": i.id, "total": total }))
+            }
+        })
+        .output_paths(any.clone())
+        .into(),
+        Tool::new("check_order", "d", move |i: CheckOrder, _| {
+            let e = e2.clone();
+            async move {
+                e.record(format!("check_order {} {}", i.order_id, i.total));
+                Ok::<_, ToolError>(json!({ "ok": true, "orderId": i.order_id }))
+            }
+        })
+        .approval_when(|i: &CheckOrder, _| i.total > 100.0)
+        .output_paths(any)
+        .into(),
+        Tool::new("store_order", "d", move |i: StoreOrder, _| {
+            let e = e3.clone();
+            async move {
+                e.record(format!("store_order {} {}", i.order["id"], i.check["ok"]));
+                Ok::<_, ToolError>(json!({ "stored": i.order["id"] }))
+            }
+        })
+        .output_paths(store_paths.iter().copied())
+        .into(),
+    ]
+}
+
+/// The planner's saved plan `store-order`: fetch, check and store the order `orderId`.
+pub fn store_order_plan() -> SavedPlan {
+    SavedPlan::new("store-order", "Fetch, check and store one order.")
+        .input("orderId", "The order's id.")
+        .call("fetch", "fetch_order", json!({ "id": "†input.orderId", "_outputPath": "/order" }))
+        .call(
+            "check",
+            "check_order",
+            json!({ "order_id": "$state.order.id", "total": "†state.order.total", "_outputPath": "/check" }),
+        )
+        .call(
+            "store",
+            "store_order",
+            json!({ "order": "$state.order", "check": "$state.check", "_outputPath": "/stored/-" }),
+        )
+}
+
+/// An agent for plans: the [`order_tools`] (storing only at `/stored/-`), `echo`, and
+/// `validate_plan` to check a plan first; its saved plan is [`store_order_plan`].
+pub fn planner(exec: &Executions) -> Agent {
+    let [fetch, check, store] = order_tools(exec, &["/stored/-"]);
     Agent::builder("planner")
         .system_prompt("plan")
         .state::<PlanState>()
-        .tool(
-            Tool::new("fetch_order", "d", move |i: FetchOrder, _| {
-                let e = e1.clone();
-                async move {
-                    e.record(format!("fetch_order {}", i.id));
-                    let total = if i.id == "big" { 250.0 } else { 42.5 };
-                    Ok::<_, ToolError>(json!({ "id": i.id, "total": total }))
-                }
-            })
-            .output_paths(any.clone()),
-        )
-        .tool(
-            Tool::new("check_order", "d", move |i: CheckOrder, _| {
-                let e = e2.clone();
-                async move {
-                    e.record(format!("check_order {} {}", i.order_id, i.total));
-                    Ok::<_, ToolError>(json!({ "ok": true, "orderId": i.order_id }))
-                }
-            })
-            .approval_when(|i: &CheckOrder, _| i.total > 100.0)
-            .output_paths(any.clone()),
-        )
-        .tool(
-            Tool::new("store_order", "d", move |i: StoreOrder, _| {
-                let e = e3.clone();
-                async move {
-                    e.record(format!("store_order {} {}", i.order["id"], i.check["ok"]));
-                    Ok::<_, ToolError>(json!({ "stored": i.order["id"] }))
-                }
-            })
-            .output_paths(["/stored/-"]),
-        )
+        .tool(fetch)
+        .tool(check)
+        .tool(store)
         .tool(
             Tool::new(
                 "echo",
@@ -388,21 +413,7 @@ pub fn planner(exec: &Executions) -> Agent {
             .no_state_refs(),
         )
         .plan_validation()
-        .saved_plan(
-            SavedPlan::new("store-order", "Fetch, check and store one order.")
-                .input("orderId", "The order's id.")
-                .call("fetch", "fetch_order", json!({ "id": "†input.orderId", "_outputPath": "/order" }))
-                .call(
-                    "check",
-                    "check_order",
-                    json!({ "order_id": "$state.order.id", "total": "†state.order.total", "_outputPath": "/check" }),
-                )
-                .call(
-                    "store",
-                    "store_order",
-                    json!({ "order": "$state.order", "check": "$state.check", "_outputPath": "/stored/-" }),
-                ),
-        )
+        .saved_plan(store_order_plan())
         .build()
         .unwrap()
 }
