@@ -70,6 +70,10 @@ test('the console: start, approval card, reload and reattach, approve, completed
   const past = await text(page, '#checkpoint');
   assert.match(past, /Then[\s\S]*Now/);
   assert.match(past, /Changed since[\s\S]*add \/notes\/- \{"text":"buy milk"\}/);
+  // And the transcript the agent had seen by then: the request, not what came after.
+  const then = await text(page, '#checkpoint ol[aria-label="Transcript then"]');
+  assert.match(then, /note buy milk; delete \/tmp\/x/);
+  assert.doesNotMatch(then, /delete_file returned/);
 
   // The server agrees with what the page shows.
   const session = await api(worker, 'GET', `/v1/sessions/${id}`, undefined, null);

@@ -1,11 +1,13 @@
 //! Going back to a checkpoint: a retry with a replacement message (the user edits their
 //! last message) and a fork into a new session that continues on its own, each announced
 //! by `stream_resync` with its reason; the stream's patches still replay to the state.
+//! Both take rich input: a message with its files and annotations, kept as given.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
 mod support;
 
+use helix_edge_core::attachment::Attachment;
 use helix_edge_core::chunk::{ChunkBody, ResyncReason, StreamEvent};
 use helix_edge_core::message::Message;
 use helix_edge_core::runner::{Progress, RunError};
@@ -340,4 +342,31 @@ fn a_rollback_drops_the_checkpoints_of_the_branch_it_abandons() {
         ["user: third"]
     );
     assert_consistent(&w, &json!({"notes": []}));
+}
+
+#[test]
+fn a_retry_and_a_fork_keep_a_rich_message_whole() {
+    let w = World::new();
+    let r = w.runner("p1");
+    w.model.text("first answer");
+    w.create(&r, "tester", "original question");
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let rich = Message::User {
+        content: "what is in this picture?".into(),
+        attachments: vec![Attachment::image("image/png", "iVBORw0KGgo=").named("cat.png")],
+        metadata: json!({ "source": "camera" }).as_object().cloned(),
+    };
+
+    // A retry: the transcript holds it as given, and the model gets its picture.
+    w.model.text("a cat");
+    block(r.retry_with(SESSION, None, vec![rich.clone()])).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(w.messages()[0], rich);
+    assert_eq!(w.model.seen().last().unwrap().messages[0], rich);
+
+    // A fork: the new session's request carries it as given.
+    let request =
+        block(r.fork_request_with(SESSION, None, "copy".into(), vec![rich.clone()])).unwrap();
+    assert_eq!(request.input, vec![rich]);
+    assert!(!request.idle);
 }

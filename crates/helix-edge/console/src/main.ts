@@ -243,11 +243,28 @@ async function cancelSchedule(id: string): Promise<void> {
   await refreshSchedules();
 }
 
-/** The session as it was at checkpoint `id`: its state there beside today's, and what changed between. */
+/** Messages of the transcript at a checkpoint shown at a time. */
+const CHECKPOINT_PAGE = 50;
+
+/**
+ * The session as it was at checkpoint `id`: its state there beside today's, what changed
+ * between, and the transcript the agent had seen by then (a page at a time).
+ */
 async function openCheckpoint(id: string): Promise<void> {
   if (!session || !mirror) return;
-  const at = await session.checkpoint(id, 0, 1);
+  const at = await session.checkpoint(id, 0, CHECKPOINT_PAGE);
   const changes = createPatch(at.state, mirror.state);
+  const seen = h('ol', { class: 'transcript', 'aria-label': 'Transcript then' }, ...at.messages.flatMap((m) => messageEntries(m as Message)));
+  let shown = at.messages.length;
+  const more = h('button', { type: 'button', class: 'link' }, 'Show more');
+  more.hidden = shown >= at.total;
+  more.onclick = () =>
+    attempt(async () => {
+      const page = await session!.checkpoint(id, shown, CHECKPOINT_PAGE);
+      seen.append(...page.messages.flatMap((m) => messageEntries(m as Message)));
+      shown += page.messages.length;
+      more.hidden = shown >= page.total || page.messages.length === 0;
+    });
   ui.checkpoint.replaceChildren(
     h('h3', {}, `At step ${at.checkpoint.stepCount} (${at.total} message${at.total === 1 ? '' : 's'})`),
     h('div', { class: 'side-by-side' },
@@ -255,6 +272,9 @@ async function openCheckpoint(id: string): Promise<void> {
       h('section', { 'aria-label': 'State now' }, h('h4', {}, 'Now'), jsonTree(mirror.state))),
     h('h4', {}, changes.length === 0 ? 'No change since' : 'Changed since'),
     h('ul', { class: 'changes' }, ...changes.map((c) => h('li', {}, `${c.op} ${c.path}${'value' in c ? ` ${JSON.stringify(c.value)}` : ''}`))),
+    h('h4', {}, 'What the agent had seen'),
+    seen,
+    more,
   );
   ui.checkpoint.hidden = false;
 }
