@@ -6,7 +6,7 @@
 // [build] step then finds it up to date and starts in seconds.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,7 @@ const DEFAULT_VARS = {
   LEDGER_URL: '', // test build only: the `ledger` agent reports executions here
   REMOTE_AGENT_URL: '', // the `dispatcher` agent's remote deployment
   REMOTE_AGENT_TOKEN: '',
+  DATABASE_SHARDS: '', // the record's D1 databases; `startWorker({ shards })` names them
 };
 
 const running = new Set();
@@ -80,24 +81,58 @@ function settled(log) {
   return after.includes('Starting local server') ? after.includes('Ready on') : after.includes('Local server updated');
 }
 
+/** The D1 bindings of the reference worker's record over `n` shards: DB, DB_1, … */
+export const shardBindings = (n) => Array.from({ length: n }, (_, i) => (i === 0 ? 'DB' : `DB_${i}`));
+
+/**
+ * A wrangler config for the reference worker with its record over `n` local D1
+ * databases: wrangler.toml with the other bindings added, written beside it (its paths
+ * are relative to it) as `.wrangler-shards-{n}.toml` (ignored by git).
+ */
+function shardConfig(n) {
+  const path = join(ROOT, `.wrangler-shards-${n}.toml`);
+  const added = shardBindings(n).slice(1).map((binding, i) => [
+    '', '[[d1_databases]]', `binding = "${binding}"`, `database_name = "helix-edge-${i + 1}"`,
+    `database_id = "00000000-0000-0000-0000-${String(i + 1).padStart(12, '0')}"`,
+    'migrations_dir = "crates/helix-edge/migrations"', '',
+  ].join('\n'));
+  writeFileSync(path, readFileSync(join(ROOT, 'wrangler.toml'), 'utf8') + added.join(''));
+  return path;
+}
+
+/** Runs SQL on the local D1 database `binding` of `worker` (its config and persist directory): the rows. */
+export function d1Rows(worker, binding, sql) {
+  const config = worker.config ? ['--config', worker.config] : [];
+  const run = wrangler(['d1', 'execute', binding, '--local', '--persist-to', worker.persistDir, ...config, '--json', '--command', sql]);
+  if (run.status !== 0) throw new Error(`d1 execute ${binding} failed:\n${run.stdout}\n${run.stderr}`);
+  return JSON.parse(run.stdout)[0].results;
+}
+
 /**
  * Starts a worker: the reference worker at the root, or the worker in `dir` (the
  * example). `persistDir` defaults to a fresh directory; pass the same one to a second
  * `startWorker` (after `stop()`) to prove that state survives a restart.
  * `devtools: false` starts it without wrangler's devtools relay (see `launch`).
+ * `shards: n` spreads the reference worker's record over n local D1 databases
+ * (`DATABASE_SHARDS`), each migrated.
  */
-export async function startWorker({ dir = ROOT, persistDir, vars = {}, migrate = true, devtools = true, timeoutMs } = {}) {
+export async function startWorker({ dir = ROOT, persistDir, vars = {}, migrate = true, devtools = true, timeoutMs, shards } = {}) {
   mkdirSync(E2E_DIR, { recursive: true });
   persistDir ??= mkdtempSync(join(E2E_DIR, 'state-'));
-  const migrated = migrate
-    && wrangler(['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persistDir], { cwd: dir });
-  if (migrated && migrated.status !== 0) {
-    throw new Error(`d1 migrations apply failed:\n${migrated.stdout}\n${migrated.stderr}`);
+  const config = shards ? shardConfig(shards) : undefined;
+  const configArgs = config ? ['--config', config] : [];
+  for (const binding of migrate ? shardBindings(shards ?? 1) : []) {
+    const migrated = wrangler(['d1', 'migrations', 'apply', binding, '--local', '--persist-to', persistDir, ...configArgs], { cwd: dir });
+    if (migrated.status !== 0) {
+      throw new Error(`d1 migrations apply ${binding} failed:\n${migrated.stdout}\n${migrated.stderr}`);
+    }
   }
-  const allVars = dir === ROOT ? { ...DEFAULT_VARS, ...vars } : vars;
+  const sharded = shards ? { DATABASE_SHARDS: shardBindings(shards).join(',') } : {};
+  const allVars = dir === ROOT ? { ...DEFAULT_VARS, ...sharded, ...vars } : vars;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await launch(dir, persistDir, allVars, devtools, timeoutMs ?? START_TIMEOUT_MS);
+      const worker = await launch(dir, persistDir, allVars, devtools, timeoutMs ?? START_TIMEOUT_MS, configArgs);
+      return Object.assign(worker, { config });
     } catch (err) {
       // A free port found here can be taken by another process before workerd binds it;
       // wrangler then exits. That is the machine, not the worker: try other ports.
@@ -119,11 +154,11 @@ class PortTaken extends Error {}
  */
 const NO_DEVTOOLS_ENV = { VSCODE_INSPECTOR_OPTIONS: '{}' };
 
-async function launch(dir, persistDir, allVars, devtools, timeoutMs) {
+async function launch(dir, persistDir, allVars, devtools, timeoutMs, configArgs = []) {
   const port = await freePort();
   const inspectorPort = await freePort();
   const args = [
-    'dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspectorPort),
+    'dev', ...configArgs, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspectorPort),
     '--persist-to', persistDir, '--show-interactive-dev-session=false',
     // `{port}` in a var is the worker's own port (its public URL, say).
     ...Object.entries(allVars).flatMap(([k, v]) => ['--var', `${k}:${String(v).replaceAll('{port}', port)}`]),

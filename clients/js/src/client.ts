@@ -35,9 +35,14 @@ export class HelixClient {
     return new SessionHandle(transport, id, typeof token === 'string' ? token : undefined);
   }
 
-  /** Sessions from D1, newest first (the API token lists all, a user what they reach); follow `nextCursor` for more. */
+  /**
+   * Sessions from D1, newest first (the API token lists all, a user what they reach);
+   * follow `nextCursor` for more. Over a record on several databases, one that cannot be
+   * read fails the list (`storage_unavailable`) unless `partial: true`, which lists the
+   * others and names it in `missingShards` (as for `inbox`, `usage` and `schedules`).
+   */
   sessions(
-    query: { agent?: string; status?: SessionStatus; updatedSince?: number; owner?: string; cursor?: string; limit?: number } & Signal = {},
+    query: { agent?: string; status?: SessionStatus; updatedSince?: number; owner?: string; cursor?: string; limit?: number; partial?: boolean } & Signal = {},
   ): Promise<SessionList> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/sessions', { query: q, signal });
@@ -48,7 +53,7 @@ export class HelixClient {
    * `schedules` feature): `dueBefore` an RFC 3339 time or `'now'`; follow `nextCursor`.
    */
   schedules(
-    query: { dueBefore?: string; agent?: string; cursor?: string; limit?: number } & Signal = {},
+    query: { dueBefore?: string; agent?: string; cursor?: string; limit?: number; partial?: boolean } & Signal = {},
   ): Promise<SchedulePage> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/schedules', { query: q, signal });
@@ -60,7 +65,7 @@ export class HelixClient {
    * session's `submitToolResult`; follow `nextCursor`.
    */
   inbox(
-    query: { agent?: string; tool?: string; kind?: 'approval' | 'client'; cursor?: string; limit?: number } & Signal = {},
+    query: { agent?: string; tool?: string; kind?: 'approval' | 'client'; cursor?: string; limit?: number; partial?: boolean } & Signal = {},
   ): Promise<InboxPage> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/inbox', { query: q, signal });
@@ -72,7 +77,7 @@ export class HelixClient {
    * the sessions it reaches).
    */
   usage(
-    query: { agent?: string; from?: number; to?: number; groupBy?: 'agent' | 'day' | 'session' } & Signal = {},
+    query: { agent?: string; from?: number; to?: number; groupBy?: 'agent' | 'day' | 'session'; partial?: boolean } & Signal = {},
   ): Promise<UsageReport> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/usage', { query: q, signal });

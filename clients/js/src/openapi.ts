@@ -619,6 +619,8 @@ export interface components {
             sessions: components["schemas"]["SessionSummary"][];
             /** @description Where the next page starts; absent on the last page. */
             nextCursor?: string;
+            /** @description With `partial=true`: the D1 bindings of the shards that could not be read (their rows are not in this answer). Absent when every shard answered. */
+            missingShards?: string[];
         };
         SessionSummary: {
             sessionId: string;
@@ -1349,6 +1351,8 @@ export interface components {
             schedules: components["schemas"]["SessionSchedule"][];
             /** @description Where the next page starts, if there may be one. */
             nextCursor?: string;
+            /** @description With `partial=true`: the D1 bindings of the shards that could not be read (their rows are not in this answer). Absent when every shard answered. */
+            missingShards?: string[];
         };
         InboxItem: {
             sessionId: string;
@@ -1384,6 +1388,8 @@ export interface components {
             items: components["schemas"]["InboxItem"][];
             /** @description Where the next page starts, if there may be one. */
             nextCursor?: string;
+            /** @description With `partial=true`: the D1 bindings of the shards that could not be read (their rows are not in this answer). Absent when every shard answered. */
+            missingShards?: string[];
         };
         UsageGroup: {
             /** @description The agent, the UTC day (YYYY-MM-DD) or the session; `total` for the total. */
@@ -1404,6 +1410,8 @@ export interface components {
             total: components["schemas"]["UsageGroup"];
             /** @description Present (true) when there were more than 1000 groups. */
             truncated?: boolean;
+            /** @description With `partial=true`: the D1 bindings of the shards that could not be read (their rows are not in this answer). Absent when every shard answered. */
+            missingShards?: string[];
         };
         QueuedMessage: {
             queueId: string;
@@ -1483,6 +1491,8 @@ export interface components {
     };
     parameters: {
         SessionId: string;
+        /** @description Over a record spread on several D1 databases (shards): `true` answers with what the reachable databases hold and names the others in `missingShards`; without it a database that cannot be read makes the answer 503 `storage_unavailable` (naming it), never a short page. */
+        Partial: boolean;
     };
     requestBodies: never;
     headers: never;
@@ -1571,6 +1581,8 @@ export interface operations {
                 limit?: number;
                 /** @description Only sessions this user owns (their subject), among the ones the caller reaches. */
                 owner?: string;
+                /** @description Over a record spread on several D1 databases (shards): `true` answers with what the reachable databases hold and names the others in `missingShards`; without it a database that cannot be read makes the answer 503 `storage_unavailable` (naming it), never a short page. */
+                partial?: components["parameters"]["Partial"];
             };
             header?: never;
             path?: never;
@@ -1590,7 +1602,15 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
-            503: components["responses"]["Error"];
+            /** @description The database's schema is behind (`schema_outdated`), or a shard of the record could not be read (`storage_unavailable`, naming it; ask with `partial=true` for the others' rows). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     createSession: {
@@ -2143,6 +2163,8 @@ export interface operations {
                 /** @description The nextCursor of the previous page. */
                 cursor?: string;
                 limit?: number;
+                /** @description Over a record spread on several D1 databases (shards): `true` answers with what the reachable databases hold and names the others in `missingShards`; without it a database that cannot be read makes the answer 503 `storage_unavailable` (naming it), never a short page. */
+                partial?: components["parameters"]["Partial"];
             };
             header?: never;
             path?: never;
@@ -2162,7 +2184,15 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
-            503: components["responses"]["Error"];
+            /** @description The database's schema is behind (`schema_outdated`), or a shard of the record could not be read (`storage_unavailable`, naming it; ask with `partial=true` for the others' rows). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listInbox: {
@@ -2177,6 +2207,8 @@ export interface operations {
                 /** @description The nextCursor of the previous page. */
                 cursor?: string;
                 limit?: number;
+                /** @description Over a record spread on several D1 databases (shards): `true` answers with what the reachable databases hold and names the others in `missingShards`; without it a database that cannot be read makes the answer 503 `storage_unavailable` (naming it), never a short page. */
+                partial?: components["parameters"]["Partial"];
             };
             header?: never;
             path?: never;
@@ -2196,7 +2228,15 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
-            503: components["responses"]["Error"];
+            /** @description The database's schema is behind (`schema_outdated`), or a shard of the record could not be read (`storage_unavailable`, naming it; ask with `partial=true` for the others' rows). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getUsage: {
@@ -2210,6 +2250,8 @@ export interface operations {
                 to?: number;
                 /** @description What to sum by (default agent). */
                 groupBy?: "agent" | "day" | "session";
+                /** @description Over a record spread on several D1 databases (shards): `true` answers with what the reachable databases hold and names the others in `missingShards`; without it a database that cannot be read makes the answer 503 `storage_unavailable` (naming it), never a short page. */
+                partial?: components["parameters"]["Partial"];
             };
             header?: never;
             path?: never;
@@ -2229,7 +2271,15 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
-            503: components["responses"]["Error"];
+            /** @description The database's schema is behind (`schema_outdated`), or a shard of the record could not be read (`storage_unavailable`, naming it; ask with `partial=true` for the others' rows). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     chat: {

@@ -18,7 +18,7 @@ export interface ClientOptions {
 
 export interface RequestOptions {
   body?: unknown;
-  query?: Record<string, string | number | undefined>;
+  query?: Record<string, string | number | boolean | undefined>;
   headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
 }

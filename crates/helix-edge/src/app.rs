@@ -16,12 +16,14 @@ pub type AgentsFn = dyn Fn(&Env) -> Result<Agents, DefinitionError>;
 /// ```ignore
 /// fn agents(env: &Env) -> Result<Agents, DefinitionError> { /* … */ }
 /// helix_edge::worker!(App::new(agents).database_binding("SESSIONS_DB"));
+/// // or the record over four databases:
+/// helix_edge::worker!(App::new(agents).database_shards(["DB", "DB_1", "DB_2", "DB_3"]));
 /// ```
 #[derive(Clone)]
 pub struct App {
     agents: Rc<AgentsFn>,
     sessions: &'static str,
-    database: &'static str,
+    databases: Vec<&'static str>,
 }
 
 impl App {
@@ -31,7 +33,7 @@ impl App {
         Self {
             agents: Rc::new(agents),
             sessions: "SESSIONS",
-            database: "DB",
+            databases: vec!["DB"],
         }
     }
 
@@ -44,7 +46,22 @@ impl App {
 
     /// The D1 database binding (default `DB`).
     pub fn database_binding(mut self, name: &'static str) -> Self {
-        self.database = name;
+        self.databases = vec![name];
+        self
+    }
+
+    /// The D1 databases the queryable record is spread over (shards), by binding: a root
+    /// session's rows go to one of them, chosen by its id when it is created and kept
+    /// (its children's go with it), and the lists, the inbox and usage read them all.
+    /// The first holds every session created while there was one database, so it stays
+    /// first; adding names later never moves a session. The var `DATABASE_SHARDS`
+    /// (binding names, comma-separated) overrides this list without a rebuild. An empty
+    /// list keeps the one database.
+    pub fn database_shards(mut self, bindings: impl IntoIterator<Item = &'static str>) -> Self {
+        let bindings: Vec<&'static str> = bindings.into_iter().collect();
+        if !bindings.is_empty() {
+            self.databases = bindings;
+        }
         self
     }
 
@@ -58,9 +75,14 @@ impl App {
         self.sessions
     }
 
-    /// The D1 binding's name.
+    /// The (first) D1 binding's name.
     pub fn database(&self) -> &'static str {
-        self.database
+        self.databases.first().copied().unwrap_or("DB")
+    }
+
+    /// The D1 bindings of the record's shards, as the app names them.
+    pub fn databases(&self) -> &[&'static str] {
+        &self.databases
     }
 }
 

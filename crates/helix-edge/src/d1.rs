@@ -9,8 +9,9 @@ use crate::sqlite::{Cell, Record, Row};
 use crate::store::StoreError;
 use crate::store::rows::{Arg, SqlFailure, Statement};
 use futures::future::LocalBoxFuture;
-use worker::js_sys::{Array, JSON};
+use worker::js_sys::{Array, JSON, Promise, Reflect};
 use worker::wasm_bindgen::JsValue;
+use worker::wasm_bindgen_futures::JsFuture;
 use worker::{D1Database, D1PreparedStatement};
 
 /// The worker's D1 database.
@@ -46,8 +47,13 @@ fn backend(e: worker::Error) -> StoreError {
 }
 
 impl D1 {
-    /// The database bound as `binding`; `fault` is a test build's `TEST_D1_FAULT`.
+    /// The database bound as `binding`; `fault` is a test build's `TEST_D1_FAULT`, for
+    /// every database or, ending in `@BINDING`, for that one only.
     pub fn new(env: &worker::Env, binding: &str, fault: Option<String>) -> worker::Result<Self> {
+        let fault = fault.and_then(|f| match f.split_once('@') {
+            Some((what, at)) => (at == binding).then(|| what.to_string()),
+            None => Some(f),
+        });
         Ok(Self {
             db: env.d1(binding)?,
             fault,
@@ -94,6 +100,56 @@ impl D1 {
         }
         Ok(())
     }
+}
+
+/// The rows of `sql` on each of `shards`, read at once (one `Promise.allSettled`, no
+/// future per shard): each shard's rows, or why it could not be read (a statement that
+/// failed on the schema names the missing migrations).
+pub async fn read_each(
+    shards: &[D1],
+    sql: &str,
+    args: &[Arg],
+) -> Vec<Result<Vec<Row>, StoreError>> {
+    let args: Vec<JsValue> = args.iter().map(js_arg).collect();
+    let reads: Array = shards
+        .iter()
+        .map(|d1| {
+            let reject = |why: &str| Promise::reject(&JsValue::from_str(why));
+            match (d1.fault.as_deref(), d1.stmt(sql, &args)) {
+                (Some("down"), _) => reject("D1 is down (TEST_D1_FAULT)"),
+                (_, Ok(stmt)) => stmt.inner().raw().unwrap_or_else(|e| Promise::reject(&e)),
+                (_, Err(e)) => reject(&e.to_string()),
+            }
+        })
+        .collect();
+    let settled = JsFuture::from(Promise::all_settled(&reads)).await;
+    let settled = settled.map(|all| Array::from(&all)).unwrap_or_default();
+    let mut each = Vec::with_capacity(shards.len());
+    for (i, d1) in shards.iter().enumerate() {
+        let outcome = settled.get(i as u32);
+        let field =
+            |name: &str| Reflect::get(&outcome, &JsValue::from_str(name)).unwrap_or_default();
+        if field("status").as_string().as_deref() == Some("fulfilled") {
+            let rows = Array::from(&field("value"));
+            each.push(Ok(rows
+                .iter()
+                .map(|r| Array::from(&r).iter().map(cell).collect())
+                .collect()));
+            continue;
+        }
+        let reason = field("reason");
+        let message = Reflect::get(&reason, &JsValue::from_str("message"))
+            .ok()
+            .and_then(|m| m.as_string());
+        let e = StoreError::Backend(message.or_else(|| reason.as_string()).unwrap_or_default());
+        each.push(Err(match &e {
+            StoreError::Backend(m) if SqlFailure::of(m) == SqlFailure::Schema => {
+                crate::migrations::outdated(&d1.db).await
+            }
+            _ => e,
+        }));
+    }
+    each
 }
 
 impl Record for D1 {

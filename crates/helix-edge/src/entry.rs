@@ -93,19 +93,21 @@ const OPTIONAL: &[(Operation, Option<Own>, Option<SessionOf>)] = &[
     #[cfg(feature = "schedules")]
     (
         Operation::ListAllSchedules,
-        Some(|_, env, app, req, caller| Box::pin(crate::list::schedules(env, app, req, caller))),
+        Some(|setup, env, _, req, caller| {
+            Box::pin(crate::list::schedules(setup, env, req, caller))
+        }),
         None,
     ),
     #[cfg(feature = "inbox")]
     (
         Operation::Inbox,
-        Some(|_, env, app, req, caller| Box::pin(crate::list::inbox(env, app, req, caller))),
+        Some(|setup, env, _, req, caller| Box::pin(crate::list::inbox(setup, env, req, caller))),
         None,
     ),
     #[cfg(feature = "usage")]
     (
         Operation::Usage,
-        Some(|_, env, app, req, caller| Box::pin(crate::list::usage(env, app, req, caller))),
+        Some(|setup, env, _, req, caller| Box::pin(crate::list::usage(setup, env, req, caller))),
         None,
     ),
 ];
@@ -188,10 +190,10 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
     if !served {
         return Err(ApiError::not_served(operation));
     }
-    // The database's schema is checked in the background, once per isolate.
-    if let Ok(db) = env.d1(app.database()) {
-        ctx.wait_until(crate::migrations::refresh(db));
-    }
+    // The databases' schema is checked in the background, once per isolate.
+    let shards = setup.shards.iter();
+    let shards = shards.filter_map(|name| Some((name.clone(), env.d1(name).ok()?)));
+    ctx.wait_until(crate::migrations::refresh(shards.collect()));
     if let Some(outdated) = crate::migrations::known_outdated() {
         return Err(outdated);
     }
@@ -202,7 +204,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         (Target::Worker, Operation::ListAgents) => {
             json_response(200, &AgentsView::from(&setup.agents))
         }
-        (Target::Worker, _) => crate::list::list(env, app, &req, caller.as_ref()).await,
+        (Target::Worker, _) => crate::list::list(&setup, env, &req, caller.as_ref()).await,
         (Target::Create, _) => {
             let owner = caller.map(|c| c.user);
             create(env, app, body.unwrap_or_default(), owner).await

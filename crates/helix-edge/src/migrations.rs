@@ -90,25 +90,43 @@ mod check {
         StoreError::SchemaOutdated { missing }
     }
 
-    /// Reads `d1_migrations` when a check is due; run it in the background.
-    pub async fn refresh(db: D1Database) {
+    /// Reads `d1_migrations` of every shard (`(binding, database)`) when a check is due;
+    /// run it in the background. The record is behind when any shard is.
+    pub async fn refresh(shards: Vec<(String, D1Database)>) {
         let now = worker::Date::now().as_millis();
         if !due(now) {
             return;
         }
-        let known = match behind(&db).await {
-            Ok(behind) if behind.is_empty() => Known::Current,
-            Ok(behind) => Known::Behind(behind, now),
-            Err(e) => {
-                let fields = serde_json::json!({ "error": e.to_string() });
-                log(Level::Warn, "schema_check_failed", fields);
-                Known::Unchecked
+        let mut known = Known::Current;
+        for (shard, db) in &shards {
+            match (behind(db).await, &mut known) {
+                (Ok(names), _) if names.is_empty() => {}
+                (Ok(names), Known::Behind(all, _)) => {
+                    log_behind(shard, &names);
+                    for name in names {
+                        if !all.contains(&name) {
+                            all.push(name);
+                        }
+                    }
+                }
+                (Ok(names), _) => {
+                    log_behind(shard, &names);
+                    known = Known::Behind(names, now);
+                }
+                (Err(e), _) => {
+                    let fields = serde_json::json!({ "shard": shard, "error": e.to_string() });
+                    log(Level::Warn, "schema_check_failed", fields);
+                    if matches!(known, Known::Current) {
+                        known = Known::Unchecked;
+                    }
+                }
             }
-        };
-        if let Known::Behind(names, _) = &known {
-            let fields = serde_json::json!({ "missing": names });
-            log(Level::Error, "schema_outdated", fields);
         }
         KNOWN.set(known);
+    }
+
+    fn log_behind(shard: &str, missing: &[String]) {
+        let fields = serde_json::json!({ "shard": shard, "missing": missing });
+        log(Level::Error, "schema_outdated", fields);
     }
 }

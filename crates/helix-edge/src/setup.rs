@@ -32,6 +32,9 @@ pub struct Setup {
     pub backlog_commits: u64,
     /// The SSE heartbeat interval (`SSE_PING_MS`).
     pub ping_ms: u64,
+    /// The D1 bindings of the record's shards (`DATABASE_SHARDS`, else the app's), the
+    /// first first; never empty.
+    pub shards: Vec<String>,
 }
 
 thread_local! {
@@ -62,6 +65,7 @@ impl Setup {
             models: Rc::new(crate::llm::models(env)),
             backlog_commits: number("D1_BACKLOG_COMMITS", DEFAULT_BACKLOG_COMMITS),
             ping_ms: number("SSE_PING_MS", PING_EVERY_MS),
+            shards: shards(config_value(env, "DATABASE_SHARDS"), app)?,
         });
         SETUP.set(Some(setup.clone()));
         Ok(setup)
@@ -71,6 +75,48 @@ impl Setup {
     /// environments share one isolate.
     pub fn forget() {
         SETUP.set(None);
+    }
+}
+
+/// The record's shards: the bindings `DATABASE_SHARDS` names (comma-separated), else
+/// the app's; a name given twice is a configuration error.
+fn shards(named: Option<String>, app: &App) -> Result<Vec<String>, ApiError> {
+    let named: Vec<String> = named
+        .iter()
+        .flat_map(|list| list.split(','))
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(String::from)
+        .collect();
+    let shards = match named.is_empty() {
+        true => app
+            .databases()
+            .iter()
+            .map(|name| name.to_string())
+            .collect(),
+        false => named,
+    };
+    if let Some(twice) = (shards.iter().enumerate()).find(|(i, name)| shards[..*i].contains(name)) {
+        return Err(internal(
+            "DATABASE_SHARDS",
+            format!("names {} twice", twice.1),
+        ));
+    }
+    Ok(shards)
+}
+
+impl Setup {
+    /// The shard a session without a mark is on: the first.
+    pub fn first_shard(&self) -> &str {
+        self.shards.first().map_or("DB", String::as_str)
+    }
+
+    /// The shard of a new root session `root_id`.
+    pub fn shard_for(&self, root_id: &str) -> &str {
+        let at = crate::store::shards::shard_of(root_id, self.shards.len());
+        self.shards
+            .get(at)
+            .map_or(self.first_shard(), String::as_str)
     }
 }
 

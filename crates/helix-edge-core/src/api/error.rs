@@ -55,6 +55,16 @@ impl ApiError {
         Self::client(400, "validation_error", message)
     }
 
+    /// The queryable record could not be read on these shards (D1 bindings): the
+    /// answer would be short, so there is none.
+    pub fn storage_unavailable(shards: &[String]) -> Self {
+        let message = format!(
+            "The record could not be read on {}; try again later, or ask with partial=true for what the other databases hold.",
+            shards.join(", ")
+        );
+        Self::new(503, "storage_unavailable", message, true)
+    }
+
     /// No route matches the path.
     pub fn route_not_found(path: &str) -> Self {
         Self::client(404, "not_found", format!("No route for {path}."))

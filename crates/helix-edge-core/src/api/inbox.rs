@@ -214,16 +214,46 @@ pub struct InboxPage {
     /// Where the next page starts, if there may be one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// With `partial=true`: the shards (D1 bindings) that could not be read, whose rows
+    /// this answer lacks; empty (and not sent) when every shard answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<String>,
 }
 
 impl InboxPage {
     /// A page of `limit` from the query's rows (one more than `limit` when another page
     /// follows).
     pub fn from_rows(rows: &[Row], limit: u32) -> Result<Self, StoreError> {
-        let mut items = rows
+        let items = rows
             .iter()
             .map(InboxItem::from_row)
             .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::page(items, limit))
+    }
+
+    /// A page of `limit` from the rows of the query run on each shard: merged newest
+    /// first, as the query orders them. Each shard gives its first `limit + 1`, so the
+    /// first `limit + 1` of all are among them; the cursor is the last call listed, so
+    /// the next page asks every shard from there and nothing is skipped or repeated.
+    pub fn merged(shards: &[Vec<Row>], limit: u32) -> Result<Self, StoreError> {
+        let mut items = shards
+            .iter()
+            .flatten()
+            .map(InboxItem::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        let key = |i: &InboxItem| {
+            (
+                i.waiting_since,
+                i.session_id.clone(),
+                i.tool_call_id.clone(),
+            )
+        };
+        items.sort_unstable_by_key(|i| std::cmp::Reverse(key(i)));
+        Ok(Self::page(items, limit))
+    }
+
+    /// The first `limit` of `items` (ordered), with a cursor when more follow.
+    fn page(mut items: Vec<InboxItem>, limit: u32) -> Self {
         let more = items.len() > limit as usize;
         items.truncate(limit as usize);
         let next_cursor = more.then(|| items.last()).flatten().map(|last| {
@@ -234,7 +264,11 @@ impl InboxPage {
             }
             .encode()
         });
-        Ok(Self { items, next_cursor })
+        Self {
+            items,
+            next_cursor,
+            missing_shards: Vec::new(),
+        }
     }
 }
 

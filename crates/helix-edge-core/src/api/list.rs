@@ -223,6 +223,31 @@ impl SessionSummary {
     }
 }
 
+/// Takes `partial` out of a listing's query pairs (the lists across shards, the inbox,
+/// usage and schedules take it): whether a shard that cannot be read is left out of
+/// the answer (named in `missingShards`) rather than failing it.
+pub fn take_partial(pairs: &mut Vec<(String, String)>) -> Result<bool, ApiError> {
+    let mut partial = false;
+    let mut refused = None;
+    pairs.retain(|(k, v)| {
+        if k != "partial" {
+            return true;
+        }
+        match v.as_str() {
+            "true" => partial = true,
+            "false" => partial = false,
+            _ => refused = Some(v.clone()),
+        }
+        false
+    });
+    match refused {
+        Some(v) => Err(ApiError::validation(format!(
+            "partial is true or false, not '{v}'."
+        ))),
+        None => Ok(partial),
+    }
+}
+
 /// Body of `GET /v1/sessions`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -232,6 +257,10 @@ pub struct SessionList {
     /// Where the next page starts, if there may be one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// With `partial=true`: the shards (D1 bindings) that could not be read, whose rows
+    /// this answer lacks; empty (and not sent) when every shard answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<String>,
 }
 
 impl SessionList {
@@ -251,6 +280,7 @@ impl SessionList {
         Self {
             sessions: rows,
             next_cursor,
+            missing_shards: Vec::new(),
         }
     }
 
@@ -262,7 +292,9 @@ impl SessionList {
     /// again and no session is skipped or repeated, whatever the shards' timestamps are.
     pub fn merged(shards: Vec<Vec<SessionSummary>>, limit: u32) -> Self {
         let mut rows: Vec<SessionSummary> = shards.into_iter().flatten().collect();
-        rows.sort_by(|a, b| (b.updated_at, &b.session_id).cmp(&(a.updated_at, &a.session_id)));
+        rows.sort_unstable_by(|a, b| {
+            (b.updated_at, &b.session_id).cmp(&(a.updated_at, &a.session_id))
+        });
         Self::page(rows, limit)
     }
 }
@@ -402,5 +434,25 @@ mod tests {
                 "limit {limit}"
             );
         }
+    }
+
+    #[test]
+    fn partial_is_taken_out_of_the_query_and_must_be_true_or_false() {
+        let mut pairs = vec![
+            ("limit".to_string(), "5".to_string()),
+            ("partial".to_string(), "true".to_string()),
+        ];
+        assert_eq!(take_partial(&mut pairs), Ok(true));
+        assert_eq!(pairs, [("limit".to_string(), "5".to_string())]);
+        assert_eq!(take_partial(&mut pairs), Ok(false));
+        let mut bad = vec![("partial".to_string(), "yes".to_string())];
+        let e = take_partial(&mut bad).unwrap_err();
+        assert_eq!((e.status, e.code), (400, "validation_error"));
+        let down = ApiError::storage_unavailable(&["DB_2".into(), "DB_3".into()]);
+        assert_eq!(
+            (down.status, down.code, down.retryable),
+            (503, "storage_unavailable", true)
+        );
+        assert!(down.message.contains("DB_2, DB_3"), "{}", down.message);
     }
 }

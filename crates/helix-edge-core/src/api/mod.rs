@@ -32,6 +32,7 @@ pub use input::{
 };
 pub use list::{
     Cursor, DEFAULT_LIMIT, ListQuery, MAX_LIMIT, SessionList, SessionSummary, page_size,
+    take_partial,
 };
 pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};

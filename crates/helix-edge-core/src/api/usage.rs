@@ -12,6 +12,7 @@ use crate::store::StoreError;
 use crate::store::rows::Arg;
 use crate::wire::wire_enum;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The most groups a report holds (a longer one says `truncated`).
 pub const MAX_GROUPS: u32 = 1000;
@@ -146,29 +147,56 @@ pub struct UsageReport {
     /// of the total).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// With `partial=true`: the shards (D1 bindings) that could not be read, whose rows
+    /// this answer lacks; empty (and not sent) when every shard answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<String>,
 }
 
 impl UsageReport {
     /// The report of `query` from the rows of its statement.
     pub fn from_rows(query: &UsageQuery, rows: &[Row]) -> Result<Self, StoreError> {
+        Self::merged(query, std::slice::from_ref(&rows.to_vec()))
+    }
+
+    /// The report of `query` from the rows of its statement run on each shard: a key's
+    /// sums added up over the shards. A shard that had more than [`MAX_GROUPS`] groups
+    /// sent the first `MAX_GROUPS + 1` keys, whole; a key after its last may lack its
+    /// part, so the report stops there (and is `truncated`).
+    pub fn merged(query: &UsageQuery, shards: &[Vec<Row>]) -> Result<Self, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("a usage row has no {what}"));
         let count = |row: &Row, i: usize| int(row, i).map_or(0, |n| n.max(0) as u64);
-        let mut groups = rows
-            .iter()
-            .map(|row| {
-                Ok(UsageGroup {
-                    key: text(row, 0).ok_or_else(|| corrupt("key"))?,
-                    runs: count(row, 1),
-                    usage: Usage {
-                        input_tokens: count(row, 2),
-                        output_tokens: count(row, 3),
-                        cache_read_tokens: count(row, 4),
-                        cache_write_tokens: count(row, 5),
-                    },
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        let truncated = groups.len() > MAX_GROUPS as usize;
+        let mut sums: BTreeMap<String, UsageGroup> = BTreeMap::new();
+        let mut bound: Option<String> = None;
+        for rows in shards {
+            for row in rows {
+                let key = text(row, 0).ok_or_else(|| corrupt("key"))?;
+                let group = sums.entry(key.clone()).or_insert_with(|| UsageGroup {
+                    key,
+                    runs: 0,
+                    usage: Usage::default(),
+                });
+                group.runs += count(row, 1);
+                group.usage.add(&Usage {
+                    input_tokens: count(row, 2),
+                    output_tokens: count(row, 3),
+                    cache_read_tokens: count(row, 4),
+                    cache_write_tokens: count(row, 5),
+                });
+            }
+            if rows.len() > MAX_GROUPS as usize {
+                let last = rows.last().and_then(|r| text(r, 0));
+                bound = match (bound, last) {
+                    (Some(b), Some(l)) => Some(b.min(l)),
+                    (b, l) => b.or(l),
+                };
+            }
+        }
+        let mut groups: Vec<UsageGroup> = sums
+            .into_values()
+            .filter(|g| bound.as_ref().is_none_or(|b| g.key <= *b))
+            .collect();
+        let truncated = bound.is_some() || groups.len() > MAX_GROUPS as usize;
         groups.truncate(MAX_GROUPS as usize);
         let mut total = UsageGroup {
             key: "total".into(),
@@ -186,6 +214,7 @@ impl UsageReport {
             groups,
             total,
             truncated,
+            missing_shards: Vec::new(),
         })
     }
 }
@@ -289,5 +318,18 @@ mod tests {
         assert!(cut.truncated);
         assert_eq!(cut.groups.len(), MAX_GROUPS as usize);
         assert_eq!(cut.total.runs, u64::from(MAX_GROUPS));
+
+        // Over shards: a key's parts add up; past the last key a cut shard sent, a key
+        // may lack its part there, so the report stops at that key.
+        let other = vec![row("s_0000", 2), row("s_2000", 5)];
+        let merged = UsageReport::merged(&query, &[many, other]).unwrap();
+        assert!(merged.truncated);
+        assert_eq!(merged.groups.len(), MAX_GROUPS as usize);
+        assert_eq!(
+            (merged.groups[0].key.as_str(), merged.groups[0].runs),
+            ("s_0000", 3)
+        );
+        assert!(merged.groups.iter().all(|g| g.key.as_str() < "s_2000"));
+        assert_eq!(merged.total.runs, u64::from(MAX_GROUPS) + 2);
     }
 }

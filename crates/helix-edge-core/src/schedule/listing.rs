@@ -131,9 +131,22 @@ pub struct DuePage {
     /// Where the next page starts, if there may be one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// With `partial=true`: the shards (D1 bindings) that could not be read, whose rows
+    /// this answer lacks; empty (and not sent) when every shard answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<String>,
 }
 
 impl DuePage {
+    /// A page of `limit` from the rows of [`DueQuery::statement`] run on each shard:
+    /// merged soonest first, as the query orders them (each shard gives its first
+    /// `limit + 1`, so the first `limit + 1` of all are among them).
+    pub fn merged(shards: &[Vec<Row>], limit: u32) -> Result<Self, StoreError> {
+        let mut rows: Vec<Row> = shards.iter().flatten().cloned().collect();
+        rows.sort_unstable_by_key(|r| (int(r, 3), text(r, 0), text(r, 1)));
+        Self::from_rows(&rows, limit)
+    }
+
     /// A page of `limit` from the `rows` of [`DueQuery::statement`].
     pub fn from_rows(rows: &[Row], limit: u32) -> Result<Self, StoreError> {
         let corrupt = |what: &str| StoreError::Corrupt(format!("a listed schedule has no {what}"));
@@ -163,6 +176,7 @@ impl DuePage {
         Ok(Self {
             schedules,
             next_cursor: last.filter(|_| more).map(|c| c.encode()),
+            missing_shards: Vec::new(),
         })
     }
 }
@@ -242,5 +256,15 @@ mod tests {
         assert_eq!(page.next_cursor.as_deref(), Some("1000:a:schedule_1"));
         let last = DuePage::from_rows(&[row("a", 1_000)], 1).unwrap();
         assert_eq!(last.next_cursor, None);
+
+        // Over shards: soonest first, ties by session.
+        let shards = [
+            vec![row("b", 1_000), row("d", 3_000)],
+            vec![row("a", 1_000), row("c", 2_000)],
+        ];
+        let page = DuePage::merged(&shards, 3).unwrap();
+        let order: Vec<&Value> = page.schedules.iter().map(|s| &s["sessionId"]).collect();
+        assert_eq!(order, ["a", "b", "c"]);
+        assert_eq!(page.next_cursor.as_deref(), Some("2000:c:schedule_1"));
     }
 }

@@ -2,6 +2,8 @@
 //! to a SQLite with the D1 schema the library ships ([`super::lite::Lite`]): the rows
 //! the queries across sessions read, as a real session object leaves them.
 
+#![allow(dead_code)] // Each test file uses its part.
+
 use super::lite::Lite;
 use super::record::LiteRecord;
 use futures::executor::block_on;
@@ -95,6 +97,18 @@ pub fn used_session(
     usage: Usage,
     started_at: u64,
 ) {
+    let mut waiting = head(id, agent);
+    waiting.pending = pending;
+    waiting.owner = owner;
+    waiting.run.usage = usage;
+    waiting.run.started_at = started_at;
+    replicated(d1, waiting);
+}
+
+/// A session created as `head(id, agent)` (with `waiting`'s owner), then committed as
+/// `waiting`, and replicated to `d1`.
+pub fn replicated(d1: &Rc<Lite>, waiting: SessionHead) {
+    let (id, agent) = (waiting.id.clone(), waiting.agent.clone());
     let host = Rc::new(ManualHost::new(1_000, "t"));
     let record = LiteRecord {
         db: d1.clone(),
@@ -116,19 +130,14 @@ pub fn used_session(
     };
     let new = NewSession {
         head: SessionHead {
-            owner: owner.clone(),
-            ..head(id, agent)
+            owner: waiting.owner.clone(),
+            ..head(&id, &agent)
         },
         state: json!({}),
         messages: vec![Message::user("hello")],
         checkpoint,
     };
     block_on(store.create(new)).unwrap();
-    let mut waiting = head(id, agent);
-    waiting.pending = pending;
-    waiting.owner = owner;
-    waiting.run.usage = usage;
-    waiting.run.started_at = started_at;
     let commit = Commit {
         head: waiting,
         truncate_messages_to: None,
@@ -138,6 +147,6 @@ pub fn used_session(
         clear_interrupt: false,
         subsessions: Vec::new(),
     };
-    block_on(store.commit(id, 1, commit)).unwrap();
+    block_on(store.commit(&id, 1, commit)).unwrap();
     block_on(replica.replicate());
 }

@@ -88,6 +88,8 @@ pub(super) struct Wiring<'a> {
     pub sessions: &'static str,
     /// The session's stream (remote sessions' chunks are relayed into it).
     pub stream: &'a Rc<SqliteStreamLog>,
+    /// The D1 binding of the session's shard of the record (its children's too).
+    pub database: &'a str,
 }
 
 /// Adds a kind of outside work to a session's runner.

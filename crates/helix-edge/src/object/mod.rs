@@ -10,6 +10,7 @@
 //! - `drive`: scheduling work, the alarm, and continuing a stalled session on a read.
 //! - `replicate`: sending the commit log to D1 in the background.
 //! - `delete`: deleting the session, its children and the object's storage.
+//! - `shard`: which D1 database of the record the session's rows go to.
 //! - `tree` (feature `subagents`): the session tree's messages — starting and steering
 //!   children, a child's relay of its stream and its report when it ends.
 //! - `chat` (feature `chat`): the AI SDK's chat routes.
@@ -35,6 +36,7 @@ mod plans;
 mod replicate;
 #[cfg(feature = "schedules")]
 mod schedules;
+mod shard;
 mod stream;
 #[cfg(feature = "test-routes")]
 mod testing;
@@ -60,6 +62,7 @@ use crate::storage::{ObjectReplica, ObjectStore, Sql};
 use crate::worker_host::{WorkerHost, log};
 use capability::{Call, Capability};
 use serde_json::json;
+use shard::SHARD_MARK;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use worker::{Env, Method, Request, Response, Result, State};
@@ -98,6 +101,8 @@ struct Inner {
 /// What the object opens on its first request.
 struct Parts {
     sql: Rc<Sql>,
+    /// The D1 binding of the session's shard of the record.
+    database: String,
     stream: Rc<SqliteStreamLog>,
     replica: Rc<ObjectReplica>,
     runner: Rc<Runner<ObjectStore>>,
@@ -218,11 +223,11 @@ impl Inner {
         let host: Rc<dyn crate::host::Host> = Rc::new(WorkerHost);
         let stream = SqliteStreamLog::open(sql.clone(), host.clone());
         let stream = Rc::new(stream.map_err(|e| internal("stream", e))?);
-        let fault = CAPABILITIES.iter().find_map(|c| c.d1_fault);
-        let fault = fault.and_then(|read| read(&self.env));
-        let d1 = D1::new(&self.env, self.app.database(), fault).ok();
-        let replica = Rc::new(ObjectReplica::new(sql.clone(), d1, host.clone()));
         let setup = Setup::get(&self.env, &self.app)?;
+        let database = sqlite::mark(&*sql, SHARD_MARK);
+        let database = database.unwrap_or_else(|| setup.first_shard().to_string());
+        let d1 = D1::new(&self.env, &database, d1_fault(&self.env)).ok();
+        let replica = Rc::new(ObjectReplica::new(sql.clone(), d1, host.clone()));
         let store = ObjectStore::new(sql.clone(), replica.clone(), setup.backlog_commits);
         store.with_stream(stream.clone());
         let me = self.me.clone();
@@ -248,11 +253,13 @@ impl Inner {
             env: &self.env,
             sessions: self.app.sessions(),
             stream: &stream,
+            database: &database,
         };
         let waits = CAPABILITIES.iter().filter_map(|c| c.waits);
         let runner = waits.fold(runner, |runner, add| add(runner, &wiring));
         let parts = Rc::new(Parts {
             sql,
+            database,
             stream,
             replica,
             runner: Rc::new(runner),
@@ -314,7 +321,7 @@ impl Inner {
         };
         // Every session's own internal routes: its creation, its deletion by its parent.
         match path.as_str() {
-            CREATE_PATH => return self.create(&*self.attach(&id)?, &id, &body).await,
+            CREATE_PATH => return self.create(&id, &req, &body).await,
             DELETE_PATH => return self.delete(&*self.attach(&id)?, &id, true).await,
             _ => {}
         }
@@ -366,6 +373,12 @@ impl Inner {
             _ => Err(internal("object route", &path)),
         }
     }
+}
+
+/// A test build's `TEST_D1_FAULT`, if a capability reads one.
+pub(crate) fn d1_fault(env: &Env) -> Option<String> {
+    let fault = CAPABILITIES.iter().find_map(|c| c.d1_fault);
+    fault.and_then(|read| read(env))
 }
 
 /// The handler of internal path `path`, if a capability answers it.

@@ -28,12 +28,7 @@ pub(super) fn or_empty(body: &[u8]) -> &[u8] {
 impl Inner {
     /// Creates the object's session from a `CreateSession` (validated by the worker's
     /// router, or built by a parent for its child) and answers the API's 201.
-    pub(super) async fn create(
-        self: &Rc<Self>,
-        parts: &super::Parts,
-        id: &str,
-        body: &[u8],
-    ) -> Reply {
+    pub(super) async fn create(self: &Rc<Self>, id: &str, req: &Request, body: &[u8]) -> Reply {
         let text = std::str::from_utf8(body).map_err(|e| internal("create", e))?;
         let request: CreateSession =
             serde_json::from_str(text).map_err(|e| internal("create", e))?;
@@ -43,6 +38,7 @@ impl Inner {
                 "the session id does not match the object",
             ));
         }
+        let parts = self.placed(id, req, &request)?;
         self.remember(id)?;
         let created = parts.runner.create(request).await?;
         self.schedule(id);

@@ -368,7 +368,7 @@ impl Inner {
         };
         let sent = async {
             let agent = self.head(&parts.runner, id).await?.agent;
-            let d1 = D1::new(&self.env, self.app.database(), None)
+            let d1 = D1::new(&self.env, &parts.database, None)
                 .map_err(|e| RunError::Store(StoreError::Backend(e.to_string())))?;
             for _ in 0..3 {
                 if !record::sync(&d1, &*parts.sql, id, &agent).await? {

@@ -7,11 +7,14 @@
 //! through.
 
 use super::capability::{Capability, NOTHING, Wiring};
+use super::shard::SHARD_PARAM;
 use super::{Inner, Reply, accepted};
 use crate::api::ApiError;
 use crate::host::Level;
 use crate::http::{ObjectRequest, call_object};
-use crate::runner::waits::{ENDED_PATH, MESSAGE_PATH, RELAY_PATH, Relay, parse_message};
+use crate::runner::waits::{
+    CREATE_PATH, ENDED_PATH, MESSAGE_PATH, RELAY_PATH, Relay, parse_message,
+};
 use crate::runner::{ChildEnded, ChildOrder, Children, Runner, WaitKind, ended_report};
 use crate::sqlite;
 use crate::storage::ObjectStore;
@@ -50,6 +53,7 @@ fn with_children(runner: R, wiring: &Wiring<'_>) -> R {
     runner.with_children(Rc::new(DoChildren {
         env: wiring.env.clone(),
         binding: wiring.sessions,
+        database: wiring.database.to_string(),
     }))
 }
 
@@ -79,6 +83,8 @@ struct DoChildren {
     env: Env,
     /// The Durable Object binding of the session objects.
     binding: &'static str,
+    /// The parent's shard of the record: its children are created on it.
+    database: String,
 }
 
 impl Children for DoChildren {
@@ -88,7 +94,10 @@ impl Children for DoChildren {
         order: ChildOrder,
     ) -> LocalBoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let request = order.request(child_id)?;
+            let mut request = order.request(child_id)?;
+            if request.path == CREATE_PATH {
+                request.path = format!("{CREATE_PATH}?{SHARD_PARAM}={}", self.database);
+            }
             let body = request.body.to_string().into_bytes();
             let (env, binding) = (&self.env, self.binding);
             post(env, binding, child_id, &request.path, body, request.accept).await
