@@ -5,7 +5,7 @@
 // The worker bundle must already be built (scripts/test.sh builds it once); wrangler's
 // [build] step then finds it up to date and starts in seconds.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
@@ -30,6 +30,9 @@ const DEFAULT_VARS = {
   REMOTE_AGENT_URL: '', // the `dispatcher` agent's remote deployment
   REMOTE_AGENT_TOKEN: '',
   DATABASE_SHARDS: '', // the record's D1 databases; `startWorker({ shards })` names them
+  RETAIN_DAYS: '', // retention (the cron trigger's): everything kept unless a test sets them
+  ERASE_AFTER_DAYS: '',
+  RETENTION_BATCH: '',
 };
 
 const running = new Set();
@@ -100,12 +103,22 @@ function shardConfig(n) {
   return path;
 }
 
-/** Runs SQL on the local D1 database `binding` of `worker` (its config and persist directory): the rows. */
+/**
+ * Runs SQL on the local D1 database `binding` of `worker` (its config and persist
+ * directory): the rows. Asynchronous: a synchronous child process would stop the event
+ * loop, and a kept-alive connection to the worker could then be closed by the server
+ * unnoticed and fail the next request.
+ */
 export function d1Rows(worker, binding, sql) {
   const config = worker.config ? ['--config', worker.config] : [];
-  const run = wrangler(['d1', 'execute', binding, '--local', '--persist-to', worker.persistDir, ...config, '--json', '--command', sql]);
-  if (run.status !== 0) throw new Error(`d1 execute ${binding} failed:\n${run.stdout}\n${run.stderr}`);
-  return JSON.parse(run.stdout)[0].results;
+  const args = ['d1', 'execute', binding, '--local', '--persist-to', worker.persistDir, ...config, '--json', '--command', sql];
+  return new Promise((resolve, reject) => {
+    execFile(WRANGLER, args, { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`d1 execute ${binding} failed:\n${stdout}\n${stderr}`));
+        else resolve(JSON.parse(stdout)[0].results);
+      });
+  });
 }
 
 /**
@@ -114,9 +127,10 @@ export function d1Rows(worker, binding, sql) {
  * `startWorker` (after `stop()`) to prove that state survives a restart.
  * `devtools: false` starts it without wrangler's devtools relay (see `launch`).
  * `shards: n` spreads the reference worker's record over n local D1 databases
- * (`DATABASE_SHARDS`), each migrated.
+ * (`DATABASE_SHARDS`), each migrated; `scheduled: true` lets `GET /__scheduled` run the
+ * worker's cron trigger (`--test-scheduled`).
  */
-export async function startWorker({ dir = ROOT, persistDir, vars = {}, migrate = true, devtools = true, timeoutMs, shards } = {}) {
+export async function startWorker({ dir = ROOT, persistDir, vars = {}, migrate = true, devtools = true, timeoutMs, shards, scheduled } = {}) {
   mkdirSync(E2E_DIR, { recursive: true });
   persistDir ??= mkdtempSync(join(E2E_DIR, 'state-'));
   const config = shards ? shardConfig(shards) : undefined;
@@ -131,7 +145,8 @@ export async function startWorker({ dir = ROOT, persistDir, vars = {}, migrate =
   const allVars = dir === ROOT ? { ...DEFAULT_VARS, ...sharded, ...vars } : vars;
   for (let attempt = 1; ; attempt++) {
     try {
-      const worker = await launch(dir, persistDir, allVars, devtools, timeoutMs ?? START_TIMEOUT_MS, configArgs);
+      const devArgs = [...configArgs, ...(scheduled ? ['--test-scheduled'] : [])];
+      const worker = await launch(dir, persistDir, allVars, devtools, timeoutMs ?? START_TIMEOUT_MS, devArgs);
       return Object.assign(worker, { config });
     } catch (err) {
       // A free port found here can be taken by another process before workerd binds it;

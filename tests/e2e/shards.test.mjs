@@ -45,7 +45,7 @@ before(async () => { await start(); });
 after(async () => { await worker?.stop(); await llm?.close(); if (!process.env.KEEP_E2E_STATE) worker?.cleanup(); });
 
 const rowsOf = (binding, sql) => d1Rows(worker, binding, sql);
-const idsOn = (binding) => rowsOf(binding, 'SELECT id FROM sessions ORDER BY id').map((r) => r.id);
+const idsOn = async (binding) => (await rowsOf(binding, 'SELECT id FROM sessions ORDER BY id')).map((r) => r.id);
 
 /** One approval cycle of session `id`: create, the approval on its stream, approve, completed. */
 async function cycle(id) {
@@ -114,17 +114,21 @@ const ids = Array.from({ length: CLIENTS }, (_, i) => `shard-${process.pid}-${i}
 test('64 clients\' sessions spread over four databases, each on the shard its id gives', async (t) => {
   await Promise.all(ids.map((id) => cycle(id)));
   assert.equal((await listed(CLIENTS)).length, CLIENTS);
-  const counts = BINDINGS.map((b) => idsOn(b).length);
+  const held = [];
+  for (const binding of BINDINGS) held.push(await idsOn(binding));
+  const counts = held.map((ids) => ids.length);
   t.diagnostic(`sessions per shard (${BINDINGS.join(', ')}): ${counts.join(', ')}`);
   assert.deepEqual(counts.reduce((a, b) => a + b), CLIENTS);
   for (const [i, binding] of BINDINGS.entries()) {
-    assert.deepEqual(idsOn(binding), ids.filter((id) => shardOf(id) === i).sort(), `${binding} holds its sessions`);
+    assert.deepEqual(held[i], ids.filter((id) => shardOf(id) === i).sort(), `${binding} holds its sessions`);
     assert.ok(counts[i] > 0, `${binding} holds some`);
   }
 });
 
 test('the list and the inbox across the shards are the union of what each holds, page after page', async () => {
-  const union = BINDINGS.flatMap((b) => rowsOf(b, 'SELECT id, updated_at FROM sessions'))
+  const rows = [];
+  for (const binding of BINDINGS) rows.push(...await rowsOf(binding, 'SELECT id, updated_at FROM sessions'));
+  const union = rows
     .sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? 1 : -1))
     .map((r) => r.id);
   for (const limit of [1, 7, 100]) {
@@ -161,14 +165,14 @@ test('a child lives on its root\'s shard, and deleting the root erases both ther
     () => rowsOf(home, `SELECT id FROM sessions WHERE head ->> '$.parent.rootId' = '${root}'`), (rows) => rows.length > 0);
   const [{ id: childId }] = children;
   for (const binding of BINDINGS.filter((b) => b !== home)) {
-    assert.deepEqual(rowsOf(binding, `SELECT id FROM sessions WHERE id IN ('${root}', '${childId}')`), [], binding);
+    assert.deepEqual(await rowsOf(binding, `SELECT id FROM sessions WHERE id IN ('${root}', '${childId}')`), [], binding);
   }
   const deleted = await send('DELETE', `/v1/sessions/${root}`);
   assert.equal(deleted.status, 204);
   const left = await eventually(
     () => rowsOf(home, `SELECT id FROM sessions WHERE id IN ('${root}', '${childId}')`), (rows) => rows.length === 0);
   assert.deepEqual(left, [], 'the tree is erased from its shard');
-  assert.deepEqual(rowsOf(home, `SELECT session_id FROM messages WHERE session_id IN ('${root}', '${childId}')`), []);
+  assert.deepEqual(await rowsOf(home, `SELECT session_id FROM messages WHERE session_id IN ('${root}', '${childId}')`), []);
 });
 
 test('a shard whose database fails: the lists say so, runs go on, replication catches up', async () => {
@@ -195,7 +199,7 @@ test('a shard whose database fails: the lists say so, runs go on, replication ca
   while (BINDINGS[shardOf(`down-${process.pid}-${k}`)] !== down) k++;
   const id = `down-${process.pid}-${k}`;
   await cycle(id);
-  assert.deepEqual(rowsOf(down, `SELECT id FROM sessions WHERE id = '${id}'`), []);
+  assert.deepEqual(await rowsOf(down, `SELECT id FROM sessions WHERE id = '${id}'`), []);
 
   await worker.stop();
   await llm.close();

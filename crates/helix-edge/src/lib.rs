@@ -49,6 +49,8 @@
 //!   user told to the session's object, the object's door.
 //! - `oidc` (feature `users`): a page's sign-in through the identity provider — the
 //!   authorization code with PKCE, exchanged by the worker for the ID token.
+//! - `retention` (feature `retention`): the worker's cron trigger compacting and
+//!   erasing ended sessions in the record.
 //! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -105,6 +107,9 @@ pub mod objects;
 mod outgoing;
 #[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]
 mod remote;
+#[doc(hidden)]
+#[cfg(all(target_arch = "wasm32", feature = "retention"))]
+pub mod retention;
 #[cfg(target_arch = "wasm32")]
 mod setup;
 #[cfg(target_arch = "wasm32")]
@@ -157,6 +162,8 @@ macro_rules! worker {
         ) -> ::worker::Result<::worker::Response> {
             $crate::fetch(req, env, ctx, __helix_edge_app()).await
         }
+
+        $crate::__scheduled!();
     };
     ($agents:ident) => {
         #[cfg(not(target_arch = "wasm32"))]
@@ -168,6 +175,33 @@ macro_rules! worker {
     ($app:expr) => {
         $crate::worker!(@wasm $app);
     };
+}
+
+/// The worker's `scheduled` entry: retention of the record, run by its cron trigger
+/// (feature `retention`).
+#[doc(hidden)]
+#[cfg(feature = "retention")]
+#[macro_export]
+macro_rules! __scheduled {
+    () => {
+        #[cfg(target_arch = "wasm32")]
+        #[::worker::event(scheduled)]
+        async fn scheduled(
+            _event: ::worker::ScheduledEvent,
+            env: ::worker::Env,
+            _ctx: ::worker::ScheduleContext,
+        ) {
+            $crate::retention::scheduled(env, __helix_edge_app()).await
+        }
+    };
+}
+
+/// Without the feature `retention`, a worker has no `scheduled` entry.
+#[doc(hidden)]
+#[cfg(not(feature = "retention"))]
+#[macro_export]
+macro_rules! __scheduled {
+    () => {};
 }
 
 /// Expands to the `SessionObject` Durable Object class serving `app` (see

@@ -19,6 +19,8 @@ mod memory;
 pub mod migrations;
 mod owner;
 mod planned;
+#[cfg(feature = "retention")]
+pub mod retention;
 pub mod rows;
 pub mod shards;
 mod sql_failure;

@@ -61,6 +61,14 @@ impl<R: Record> Replica<R> {
             if *table == "sessions" && rows.is_empty() {
                 return Ok(false);
             }
+            // Every session has a message; one without was compacted by retention: the
+            // record keeps its index, not a copy to rebuild it from.
+            if *table == "messages" && rows.is_empty() {
+                let fields = [("session", LogValue::Str(id))];
+                self.host
+                    .log(Level::Warn, "session_compacted_not_rebuilt", &fields);
+                return Ok(false);
+            }
             for row in rows {
                 statements.push((insert.to_string(), row.iter().map(arg_of).collect()));
             }
