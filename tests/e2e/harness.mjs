@@ -33,6 +33,7 @@ const DEFAULT_VARS = {
   RETAIN_DAYS: '', // retention (the cron trigger's): everything kept unless a test sets them
   ERASE_AFTER_DAYS: '',
   RETENTION_BATCH: '',
+  D1_REPLICA: '', // `full` unless a test keeps the index only
 };
 
 const running = new Set();

@@ -2,7 +2,8 @@
 // `scheduled` entry reached at GET /__scheduled) over a record on two local D1
 // databases: ended sessions compacted to their index (RETAIN_DAYS=0), then erased
 // (ERASE_AFTER_DAYS=0) in batches of one that the next run continues — children,
-// object storage and the rows of every shard — while a session that waits is kept.
+// object storage and the rows of every shard — while a session that waits is kept; and
+// a record that keeps the index only from the start (D1_REPLICA=index).
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -155,4 +156,23 @@ test('ended sessions are erased in batches the next run continues, children and 
   assert.ok(await rowsOf(waiting) > 0);
   const listed = await api(worker, 'GET', '/v1/sessions?limit=100');
   assert.deepEqual(listed.body.sessions.map((s) => s.sessionId), [waiting]);
+});
+
+test('a record that keeps the index only gets the session row and runs, never the transcript', async () => {
+  await worker.stop();
+  await llm.close();
+  await start({ D1_REPLICA: 'index' });
+  const [id] = idsOn('index', 0, 1);
+  assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'note it' })).status, 201);
+  await waitFor(worker, id, (s) => s.status === 'completed', 30_000);
+  const report = await eventually(async () => (await api(worker, 'POST', `/__test/replica/${id}`, {})).body,
+    (r) => r.caughtUp && r.equal);
+  assert.ok(report.caughtUp && report.equal, JSON.stringify(report));
+  assert.equal(await rowsOf(id, 'sessions', 'id'), 1);
+  assert.ok(await rowsOf(id, 'runs') > 0);
+  for (const table of ['messages', 'checkpoints', 'state_log']) assert.equal(await rowsOf(id, table), 0, table);
+  const messages = await api(worker, 'GET', `/v1/sessions/${id}/messages`);
+  assert.ok(messages.body.messages.length >= 3, 'the session has its transcript');
+  const usage = await api(worker, 'GET', '/v1/usage?groupBy=session');
+  assert.ok(usage.body.groups.some((g) => g.key === id && g.runs === 1), JSON.stringify(usage.body));
 });

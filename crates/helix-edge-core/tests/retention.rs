@@ -2,7 +2,7 @@
 //! sessions a run compacts or erases (ended ones, past the cutoff, oldest first, in
 //! batches that pick up what is left), what compaction leaves (the session's row and
 //! runs), and that a compacted session is not rebuilt from the record it no longer
-//! fills.
+//! fills; a record that keeps the index only (`D1_REPLICA=index`) is never sent more.
 
 #![cfg(not(target_arch = "wasm32"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
@@ -138,5 +138,37 @@ fn compaction_leaves_the_row_and_the_runs_and_the_session_is_not_rebuilt_from_it
     assert!(
         block_on(store.load("old-failed")).unwrap().is_some(),
         "a full copy is rebuilt"
+    );
+}
+
+#[test]
+fn a_record_that_keeps_the_index_only_is_sent_no_transcript() {
+    let d1 = Lite::d1();
+    let record = LiteRecord {
+        db: d1.clone(),
+        down: Rc::new(Flag::new(false)),
+    };
+    let host = Rc::new(ManualHost::new(NOW, "t"));
+    let local = Lite::object();
+    let replica = Rc::new(Replica::new(local.clone(), Some(record), host).index_only(true));
+    let store = SqliteStore::new(local, replica.clone(), 1_000);
+    let results = block_on(helix_edge_core::store::conformance::run(&store, "t"));
+    assert!(results.iter().all(|r| r.outcome.is_ok()), "{results:?}");
+    block_on(replica.replicate());
+    assert_eq!(replica.backlog().0, 0, "everything was sent");
+    let count = |table: &str| d1.count(&format!("SELECT COUNT(*) FROM {table}"));
+    assert!(count("sessions") > 0 && count("runs") > 0);
+    assert_eq!(
+        (count("messages"), count("checkpoints"), count("state_log")),
+        (0, 0, 0)
+    );
+    // The index agrees with the object's rows of the same tables.
+    let compared = block_on(replica.compare("t-commit")).unwrap();
+    assert_eq!(compared["equal"], true, "{compared}");
+    // The object itself has it all.
+    assert!(
+        !block_on(store.messages("t-commit", 0, 100))
+            .unwrap()
+            .is_empty()
     );
 }

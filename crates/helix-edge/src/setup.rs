@@ -35,6 +35,9 @@ pub struct Setup {
     /// The D1 bindings of the record's shards (`DATABASE_SHARDS`, else the app's), the
     /// first first; never empty.
     pub shards: Vec<String>,
+    /// Whether the record keeps the sessions' index only (`D1_REPLICA=index`; `full`,
+    /// the default, keeps their transcripts too).
+    pub index_only: bool,
 }
 
 thread_local! {
@@ -66,6 +69,16 @@ impl Setup {
             backlog_commits: number("D1_BACKLOG_COMMITS", DEFAULT_BACKLOG_COMMITS),
             ping_ms: number("SSE_PING_MS", PING_EVERY_MS),
             shards: shards(config_value(env, "DATABASE_SHARDS"), app)?,
+            index_only: match config_value(env, "D1_REPLICA").as_deref().map(str::trim) {
+                None | Some("" | "full") => false,
+                Some("index") => true,
+                Some(other) => {
+                    return Err(internal(
+                        "D1_REPLICA",
+                        format!("is full or index, not '{other}'"),
+                    ));
+                }
+            },
         });
         SETUP.set(Some(setup.clone()));
         Ok(setup)

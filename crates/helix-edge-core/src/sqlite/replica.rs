@@ -175,6 +175,25 @@ pub struct Replica<R: Record> {
     failures: Flag<u32>,
     /// A session is being erased: nothing is sent meanwhile.
     paused: Flag<bool>,
+    /// The record keeps the index only (`D1_REPLICA=index`): no transcript rows.
+    index_only: bool,
+}
+
+/// The statements that write a session's transcript, checkpoints or state log: what a
+/// record that keeps the index only is never sent.
+const TRANSCRIPT: [&str; 7] = [
+    "INTO messages ",
+    "FROM messages ",
+    "INTO checkpoints ",
+    "FROM checkpoints ",
+    "UPDATE checkpoints ",
+    "INTO state_log ",
+    "FROM state_log ",
+];
+
+/// Whether `sql` writes the transcript, checkpoints or state log.
+pub fn writes_transcript(sql: &str) -> bool {
+    TRANSCRIPT.iter().any(|t| sql.contains(t))
 }
 
 fn local(what: &str) -> impl Fn(String) -> StoreError + '_ {
@@ -193,7 +212,20 @@ impl<R: Record> Replica<R> {
             sending: Flag::new(false),
             failures: Flag::new(0),
             paused: Flag::new(false),
+            index_only: false,
         }
+    }
+
+    /// The same, sending the record the index only — the session's row, runs, children
+    /// and pending calls, never its transcript, checkpoints or state log (`true`).
+    pub fn index_only(mut self, yes: bool) -> Self {
+        self.index_only = yes;
+        self
+    }
+
+    /// Whether the record keeps the index only.
+    pub fn keeps_index_only(&self) -> bool {
+        self.index_only
     }
 
     fn record(&self) -> Result<&R, StoreError> {
@@ -229,6 +261,14 @@ impl<R: Record> Replica<R> {
         version: u64,
         batch: &[Statement],
     ) -> Result<Owned, StoreError> {
+        let kept: Vec<Statement>;
+        let batch = match self.index_only {
+            false => batch,
+            true => {
+                kept = (batch.iter().filter(|s| !writes_transcript(s.sql)).cloned()).collect();
+                &kept[..]
+            }
+        };
         let encoded = R::encode(batch)
             .ok_or_else(|| StoreError::Corrupt("cannot queue the commit for D1".into()))?;
         // One row of the object's SQLite holds at most 2 MB.

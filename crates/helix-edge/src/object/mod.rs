@@ -227,7 +227,8 @@ impl Inner {
         let database = sqlite::mark(&*sql, SHARD_MARK);
         let database = database.unwrap_or_else(|| setup.first_shard().to_string());
         let d1 = D1::new(&self.env, &database, d1_fault(&self.env)).ok();
-        let replica = Rc::new(ObjectReplica::new(sql.clone(), d1, host.clone()));
+        let replica = ObjectReplica::new(sql.clone(), d1, host.clone());
+        let replica = Rc::new(replica.index_only(setup.index_only));
         let store = ObjectStore::new(sql.clone(), replica.clone(), setup.backlog_commits);
         store.with_stream(stream.clone());
         let me = self.me.clone();
