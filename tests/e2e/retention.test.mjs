@@ -144,6 +144,12 @@ test('ended sessions are erased in batches the next run continues, children and 
   assert.equal(left.length, 1, 'one of the first shard\'s two is left for the next run');
 
   await cron();
+  const second = (await logged(4)).slice(-2);
+  assert.equal(second.find((l) => l.shard === BINDINGS[0]).erased, 1, JSON.stringify(second));
+  // A third run finds nothing left: no batch is full.
+  await cron();
+  const third = (await logged(6)).slice(-2);
+  assert.ok(third.every((l) => l.erased === 0 && l.more === false), JSON.stringify(third));
   for (const id of [tree, child, noted, other]) {
     assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).status, 404, id);
     for (const [table, column] of [['sessions', 'id'], ['messages', 'session_id'], ['runs', 'session_id'], ['subsessions', 'parent_id']]) {

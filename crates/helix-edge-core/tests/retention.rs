@@ -64,7 +64,12 @@ fn ids(
 }
 
 fn compact(d1: &Lite, id: &str) {
-    let statements: Vec<Owned> = compaction(id)
+    compact_before(d1, id, NOW);
+}
+
+/// Compacts `id` if it ended before `cutoff`.
+fn compact_before(d1: &Lite, id: &str, cutoff: u64) {
+    let statements: Vec<Owned> = compaction(id, cutoff)
         .into_iter()
         .map(|s| (s.sql.to_string(), s.args))
         .collect();
@@ -88,6 +93,11 @@ fn ended_sessions_past_the_cutoff_are_picked_oldest_first_in_batches() {
     assert_eq!(ids(&d1, policy.to_compact(NOW)), ["old-failed"]);
     compact(&d1, "old-failed");
     assert!(ids(&d1, policy.to_compact(NOW)).is_empty());
+    // A root with a schedule is idle between fires: never erased.
+    let scheduled = "INSERT INTO schedules (session_id, schedule_id, agent, next_fire_at, body) \
+                     VALUES ('old-failed', 'schedule_1', 'assistant', 0, '{}')";
+    d1.atomically(&[(scheduled.to_string(), vec![])]).unwrap();
+    assert_eq!(ids(&d1, policy.to_erase(NOW)), ["old-done"]);
     // Zero days: every ended session, today's too; never one that waits.
     let now = Retention::from_vars(Some("0"), None, None).unwrap();
     assert_eq!(
@@ -124,6 +134,13 @@ fn compaction_leaves_the_row_and_the_runs_and_the_session_is_not_rebuilt_from_it
         1
     );
     assert!(count("messages", "old-failed") > 0, "others untouched");
+    // Picked as ended before a cutoff, then started again (its row says it ended
+    // later): the compaction holds back.
+    compact_before(&d1, "old-failed", NOW - 50 * DAY);
+    assert!(
+        count("messages", "old-failed") > 0,
+        "ended after the cutoff: kept"
+    );
 
     // A new object over empty storage finds the index but no copy: not rebuilt.
     let record = LiteRecord {
@@ -139,6 +156,21 @@ fn compaction_leaves_the_row_and_the_runs_and_the_session_is_not_rebuilt_from_it
         block_on(store.load("old-failed")).unwrap().is_some(),
         "a full copy is rebuilt"
     );
+
+    // A compacted session that went on: the record has its new rows only (a follow-up's
+    // message, the head counting it). Still no copy to rebuild from.
+    let statements: Vec<Owned> = vec![
+        (
+            "INSERT INTO messages (session_id, seq, body) VALUES ('old-done', 1, '{\"role\":\"user\",\"content\":\"more\"}')".into(),
+            vec![],
+        ),
+        (
+            "UPDATE sessions SET head = json_set(head, '$.messageCount', 2) WHERE id = 'old-done'".into(),
+            vec![],
+        ),
+    ];
+    d1.atomically(&statements).unwrap();
+    assert_eq!(block_on(store.load("old-done")).unwrap(), None);
 }
 
 #[test]

@@ -12,11 +12,11 @@ use crate::host::Level;
 use crate::http::{ObjectRequest, call_object};
 use crate::setup::Setup;
 use crate::sqlite::{Record, text};
-use crate::store::retention::{Retention, compaction};
-use crate::store::rows::plan_record_delete;
+use crate::store::retention::{RETIRE_PATH, Retention, compaction};
+use crate::store::rows::{Arg, Statement, plan_record_delete};
 use crate::worker_host::{config_value, log};
 use serde_json::json;
-use worker::{Env, Method};
+use worker::Env;
 
 /// Runs one pass of the deployment's retention (the `scheduled` event's work).
 pub async fn scheduled(env: Env, app: App) {
@@ -60,74 +60,106 @@ pub async fn scheduled(env: Env, app: App) {
     }
 }
 
+/// What one pass did on one shard.
+#[derive(Default)]
+struct Progress {
+    erased: u32,
+    compacted: u32,
+    /// Picked from the record but no longer ended (their objects said so).
+    kept: u32,
+    /// A batch was full: more may wait for the next run.
+    full: bool,
+    failed: Vec<serde_json::Value>,
+}
+
 /// One batch of each action on one shard, and the line that says how far it got.
 async fn pass(env: &Env, app: &App, d1: &D1, shard: &str, policy: &Retention, now: u64) {
-    let (mut erased, mut compacted, mut failed) = (0u32, 0u32, Vec::new());
-    let mut picked = 0usize;
-    if let Some((sql, args)) = policy.to_erase(now) {
-        match d1.read(sql, args).await {
-            Ok(rows) => {
-                picked = picked.max(rows.len());
-                for id in rows.iter().filter_map(|r| text(r, 0)) {
-                    match erase(env, app, d1, &id).await {
-                        Ok(()) => erased += 1,
-                        Err(e) => failed.push(json!({ "session": id, "error": e })),
-                    }
-                }
+    let mut done = Progress::default();
+    if let (Some((sql, args)), Some(cutoff)) = (policy.to_erase(now), policy.erase_cutoff(now)) {
+        for id in picked(d1, sql, args, policy, &mut done).await {
+            match erase(env, app, d1, &id, cutoff).await {
+                Ok(true) => done.erased += 1,
+                Ok(false) => done.kept += 1,
+                Err(e) => done.failed.push(json!({ "session": id, "error": e })),
             }
-            Err(e) => failed.push(json!({ "error": e.to_string() })),
         }
     }
-    if let Some((sql, args)) = policy.to_compact(now) {
-        match d1.read(sql, args).await {
-            Ok(rows) => {
-                picked = picked.max(rows.len());
-                for id in rows.iter().filter_map(|r| text(r, 0)) {
-                    let sent = match D1::encode(&compaction(&id)) {
-                        Some(batch) => d1.send(vec![batch]).await.map_err(|e| e.to_string()),
-                        None => Err("the statements could not be encoded".into()),
-                    };
-                    match sent {
-                        Ok(()) => compacted += 1,
-                        Err(e) => failed.push(json!({ "session": id, "error": e })),
-                    }
-                }
+    if let (Some((sql, args)), Some(cutoff)) = (policy.to_compact(now), policy.compact_cutoff(now))
+    {
+        for id in picked(d1, sql, args, policy, &mut done).await {
+            let sent = match D1::encode(&compaction(&id, cutoff)) {
+                Some(batch) => d1.send(vec![batch]).await.map_err(|e| e.to_string()),
+                None => Err("the statements could not be encoded".into()),
+            };
+            match sent {
+                Ok(()) => done.compacted += 1,
+                Err(e) => done.failed.push(json!({ "session": id, "error": e })),
             }
-            Err(e) => failed.push(json!({ "error": e.to_string() })),
         }
     }
-    let more = picked == policy.batch as usize;
-    let level = if failed.is_empty() {
+    let level = if done.failed.is_empty() {
         Level::Info
     } else {
         Level::Warn
     };
-    let fields = json!({ "shard": shard, "erased": erased, "compacted": compacted, "more": more, "failed": failed });
+    let fields = json!({
+        "shard": shard, "erased": done.erased, "compacted": done.compacted,
+        "kept": done.kept, "more": done.full, "failed": done.failed,
+    });
     log(level, "retention_progress", fields);
 }
 
-/// Erases root session `id` through its object, as `DELETE` does; a session whose object
-/// has nothing (its storage lost) leaves only rows in the record, which go directly.
-async fn erase(env: &Env, app: &App, d1: &D1, id: &str) -> Result<(), String> {
-    let path = format!("/v1/sessions/{id}");
-    let request = ObjectRequest {
-        method: Method::Delete,
-        path: &path,
-        last_event_id: None,
-        body: None,
-        user: None,
-        session_token: false,
-    };
-    let resp = call_object(env, app.sessions(), id, request)
-        .await
-        .map_err(|e| e.message)?;
+/// The ids a batch's query picks (a failed read is a failure of the pass).
+async fn picked(
+    d1: &D1,
+    sql: &'static str,
+    args: Vec<Arg>,
+    policy: &Retention,
+    done: &mut Progress,
+) -> Vec<String> {
+    match d1.read(sql, args).await {
+        Ok(rows) => {
+            done.full |= rows.len() >= policy.batch as usize;
+            rows.iter().filter_map(|r| text(r, 0)).collect()
+        }
+        Err(e) => {
+            done.failed.push(json!({ "error": e.to_string() }));
+            Vec::new()
+        }
+    }
+}
+
+/// Erases root session `id` through its object if it still ended before `cutoff`
+/// (`false`: it did not, and stays). A session whose object has nothing (its storage
+/// lost) leaves only rows in the record: they go directly, with its children's.
+async fn erase(env: &Env, app: &App, d1: &D1, id: &str, cutoff: u64) -> Result<bool, String> {
+    let body = json!({ "endedBefore": cutoff }).to_string().into_bytes();
+    let resp = call_object(
+        env,
+        app.sessions(),
+        id,
+        ObjectRequest::post(RETIRE_PATH, body),
+    )
+    .await
+    .map_err(|e| e.message)?;
     match resp.status_code() {
-        204 => Ok(()),
+        204 => Ok(true),
+        409 => Ok(false),
         404 => {
-            let batch =
-                D1::encode(&plan_record_delete(id)).ok_or("the statements could not be encoded")?;
-            d1.send(vec![batch]).await.map_err(|e| e.to_string())
+            let children = d1
+                .read(SELECT_CHILDREN, vec![Arg::Text(id.into())])
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut gone: Vec<String> = children.iter().filter_map(|r| text(r, 0)).collect();
+            gone.push(id.to_string());
+            let plan: Vec<Statement> = gone.iter().flat_map(|id| plan_record_delete(id)).collect();
+            let batch = D1::encode(&plan).ok_or("the statements could not be encoded")?;
+            d1.send(vec![batch]).await.map_err(|e| e.to_string())?;
+            Ok(true)
         }
         status => Err(format!("its object answered HTTP {status}")),
     }
 }
+
+/// The sessions of a root's tree in the record, by the root's id.
+const SELECT_CHILDREN: &str = "SELECT id FROM sessions WHERE head ->> '$.parent.rootId' = ?1";

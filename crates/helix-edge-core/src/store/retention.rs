@@ -10,6 +10,10 @@
 
 use crate::store::rows::{Arg, Statement};
 
+/// The internal path of a session's object that erases it for retention: only while it
+/// is still ended before the cutoff (`{"endedBefore": ms}`) and a root; else 409.
+pub const RETIRE_PATH: &str = "/__internal/retire";
+
 /// A day, in ms.
 const DAY_MS: u64 = 86_400_000;
 
@@ -64,31 +68,41 @@ impl Retention {
         self.compact_after_days.is_none() && self.erase_after_days.is_none()
     }
 
-    /// The root sessions to erase at `now` (ms), oldest first, one batch: their ids.
+    /// When a session must have ended by, at `now` (ms), to be erased.
+    pub fn erase_cutoff(&self, now: u64) -> Option<u64> {
+        Some(now.saturating_sub(self.erase_after_days? * DAY_MS))
+    }
+
+    /// When a session must have ended by, at `now` (ms), to be compacted.
+    pub fn compact_cutoff(&self, now: u64) -> Option<u64> {
+        Some(now.saturating_sub(self.compact_after_days? * DAY_MS))
+    }
+
+    /// The root sessions to erase at `now` (ms), oldest first, one batch: their ids
+    /// (not those with schedules: a scheduled session is idle between fires, not done).
     pub fn to_erase(&self, now: u64) -> Option<(&'static str, Vec<Arg>)> {
-        let cutoff = now.saturating_sub(self.erase_after_days? * DAY_MS);
-        Some((
-            SELECT_ERASE,
-            vec![Arg::Int(cutoff), Arg::Int(u64::from(self.batch))],
-        ))
+        let batch = Arg::Int(u64::from(self.batch));
+        Some((SELECT_ERASE, vec![Arg::Int(self.erase_cutoff(now)?), batch]))
     }
 
     /// The sessions to compact at `now` (ms), oldest first, one batch: those that ended
     /// before the cutoff and still have a transcript in the record.
     pub fn to_compact(&self, now: u64) -> Option<(&'static str, Vec<Arg>)> {
-        let cutoff = now.saturating_sub(self.compact_after_days? * DAY_MS);
+        let batch = Arg::Int(u64::from(self.batch));
         Some((
             SELECT_COMPACT,
-            vec![Arg::Int(cutoff), Arg::Int(u64::from(self.batch))],
+            vec![Arg::Int(self.compact_cutoff(now)?), batch],
         ))
     }
 }
 
 /// Ended root sessions (a follow-up message may start one again: then it is no longer
-/// ended), oldest first; their children go with them.
+/// ended) without schedules, oldest first; their children go with them.
 const SELECT_ERASE: &str = "SELECT id FROM sessions \
      WHERE status IN ('completed', 'failed', 'aborted') AND updated_at < ?1 \
-     AND head ->> '$.parent' IS NULL ORDER BY updated_at, id LIMIT ?2";
+     AND head ->> '$.parent' IS NULL \
+     AND NOT EXISTS (SELECT 1 FROM schedules AS k WHERE k.session_id = sessions.id) \
+     ORDER BY updated_at, id LIMIT ?2";
 
 /// Ended sessions that still have a transcript in the record, oldest first.
 const SELECT_COMPACT: &str = "SELECT s.id FROM sessions AS s \
@@ -97,21 +111,26 @@ const SELECT_COMPACT: &str = "SELECT s.id FROM sessions AS s \
      ORDER BY s.updated_at, s.id LIMIT ?2";
 
 /// The statements that compact session `id` in the record: its transcript, checkpoints
-/// and state log go; its row and runs stay. (One batch: all or nothing.)
-pub fn compaction(id: &str) -> [Statement; 3] {
-    let arg = || vec![Arg::Text(id.to_string())];
+/// and state log go; its row and runs stay. (One batch: all or nothing.) Each holds only
+/// while the session's row still says it ended before `cutoff`: one that a follow-up
+/// started again since it was picked keeps everything.
+pub fn compaction(id: &str, cutoff: u64) -> [Statement; 3] {
+    let args = || vec![Arg::Text(id.to_string()), Arg::Int(cutoff)];
     [
         Statement {
-            sql: "DELETE FROM messages WHERE session_id = ?1",
-            args: arg(),
+            sql: "DELETE FROM messages WHERE session_id = ?1 AND EXISTS (SELECT 1 FROM sessions \
+                  WHERE id = ?1 AND status IN ('completed', 'failed', 'aborted') AND updated_at < ?2)",
+            args: args(),
         },
         Statement {
-            sql: "DELETE FROM checkpoints WHERE session_id = ?1",
-            args: arg(),
+            sql: "DELETE FROM checkpoints WHERE session_id = ?1 AND EXISTS (SELECT 1 FROM sessions \
+                  WHERE id = ?1 AND status IN ('completed', 'failed', 'aborted') AND updated_at < ?2)",
+            args: args(),
         },
         Statement {
-            sql: "DELETE FROM state_log WHERE session_id = ?1",
-            args: arg(),
+            sql: "DELETE FROM state_log WHERE session_id = ?1 AND EXISTS (SELECT 1 FROM sessions \
+                  WHERE id = ?1 AND status IN ('completed', 'failed', 'aborted') AND updated_at < ?2)",
+            args: args(),
         },
     ]
 }

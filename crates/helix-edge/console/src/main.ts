@@ -251,19 +251,26 @@ const CHECKPOINT_PAGE = 50;
  * between, and the transcript the agent had seen by then (a page at a time).
  */
 async function openCheckpoint(id: string): Promise<void> {
-  if (!session || !mirror) return;
-  const at = await session.checkpoint(id, 0, CHECKPOINT_PAGE);
+  const s = session;
+  if (!s || !mirror) return;
+  const at = await s.checkpoint(id, 0, CHECKPOINT_PAGE);
   const changes = createPatch(at.state, mirror.state);
   const seen = h('ol', { class: 'transcript', 'aria-label': 'Transcript then' }, ...at.messages.flatMap((m) => messageEntries(m as Message)));
   let shown = at.messages.length;
-  const more = h('button', { type: 'button', class: 'link' }, 'Show more');
+  const more = h('button', { type: 'button', class: 'link' }, 'Show more') as HTMLButtonElement;
   more.hidden = shown >= at.total;
   more.onclick = () =>
     attempt(async () => {
-      const page = await session!.checkpoint(id, shown, CHECKPOINT_PAGE);
-      seen.append(...page.messages.flatMap((m) => messageEntries(m as Message)));
-      shown += page.messages.length;
-      more.hidden = shown >= page.total || page.messages.length === 0;
+      more.disabled = true; // one page at a time
+      try {
+        const page = await s.checkpoint(id, shown, CHECKPOINT_PAGE);
+        if (s !== session) return; // another session was opened meanwhile
+        seen.append(...page.messages.flatMap((m) => messageEntries(m as Message)));
+        shown += page.messages.length;
+        more.hidden = shown >= page.total || page.messages.length === 0;
+      } finally {
+        more.disabled = false;
+      }
     });
   ui.checkpoint.replaceChildren(
     h('h3', {}, `At step ${at.checkpoint.stepCount} (${at.total} message${at.total === 1 ? '' : 's'})`),

@@ -76,6 +76,8 @@ fn follow(log: &SqliteStreamLog, from: u64) -> LocalBoxStream<'static, Vec<u8>> 
 impl Inner {
     /// `POST /v1/chat` for this session.
     async fn chat(self: &Rc<Self>, id: &str, body: &[u8], by: &crate::auth::Principal) -> Reply {
+        // A chat's first message creates its session: on its shard, before anything.
+        self.place(id, None, id)?;
         let parts = self.attach(id)?;
         let request = ChatRequest::parse(body)?;
         let runner = &parts.runner;

@@ -16,6 +16,8 @@
 //! - `chat` (feature `chat`): the AI SDK's chat routes.
 //! - `time_travel` (feature `time-travel`): runs, checkpoints, retries and forks.
 //! - `plans` (feature `plans`): plans checked without running them.
+//! - `retention` (feature `retention`): erasure for retention, if the session still
+//!   ended before the cutoff.
 //! - `schedules` (feature `schedules`): schedules, the queue of waiting messages (and
 //!   follow-ups' `whenBusy`), the fires claimed after each slice.
 //! - `testing` (feature `test-routes`): the test build's routes.
@@ -34,6 +36,8 @@ mod ops;
 #[cfg(feature = "plans")]
 mod plans;
 mod replicate;
+#[cfg(feature = "retention")]
+mod retention;
 #[cfg(feature = "schedules")]
 mod schedules;
 mod shard;
@@ -132,6 +136,8 @@ const CAPABILITIES: &[&Capability] = &[
     &time_travel::TIME_TRAVEL,
     #[cfg(feature = "plans")]
     &plans::PLANS,
+    #[cfg(feature = "retention")]
+    &retention::RETENTION,
     #[cfg(feature = "schedules")]
     &schedules::SCHEDULES,
     #[cfg(feature = "test-routes")]

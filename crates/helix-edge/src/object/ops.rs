@@ -38,7 +38,9 @@ impl Inner {
                 "the session id does not match the object",
             ));
         }
-        let parts = self.placed(id, req, &request)?;
+        let root = request.parent.as_ref().map_or(id, |p| p.root_id.as_str());
+        self.place(id, Inner::given_shard(req), root)?;
+        let parts = self.attach(id)?;
         self.remember(id)?;
         let created = parts.runner.create(request).await?;
         self.schedule(id);

@@ -5,13 +5,13 @@
 //! later never moves a session. A session without the mark is on the first shard: every
 //! session a deployment created before it had shards (so the first name stays first).
 
-use super::{Inner, Parts};
+use super::Inner;
 use crate::api::ApiError;
+use crate::host::Level;
 use crate::http::internal;
-use crate::runner::CreateSession;
 use crate::setup::Setup;
 use crate::sqlite;
-use std::rc::Rc;
+use crate::worker_host::log;
 use worker::Request;
 
 /// The mark that names a session's shard (its D1 binding).
@@ -21,35 +21,50 @@ pub(super) const SHARD_MARK: &str = "d1";
 pub(super) const SHARD_PARAM: &str = "d1";
 
 impl Inner {
-    /// The parts for creating `request`'s session `id`, on its shard: an object that
-    /// serves no session yet records the shard before anything is written (and starts
-    /// its parts again if they reached another database).
-    pub(super) fn placed(
+    /// Records the shard of session `id`, about to be created in this object: `given`
+    /// (a child's parent's, if it is one of the shards), else its root's by the root's
+    /// id — a child told no shard is on the first, where a parent from before shards
+    /// lives. Nothing for an object that already has a session or a shard, or a
+    /// deployment with one database. The parts start again if they reached another
+    /// database.
+    pub(super) fn place(
         &self,
         id: &str,
-        req: &Request,
-        request: &CreateSession,
-    ) -> Result<Rc<Parts>, ApiError> {
+        given: Option<String>,
+        root: &str,
+    ) -> Result<(), ApiError> {
         let parts = self.parts()?;
         let sql = &*parts.sql;
-        let placed = sqlite::mark(sql, SHARD_MARK).is_some();
         let setup = Setup::get(&self.env, &self.app)?;
         let shards = &setup.shards;
+        let fresh =
+            sqlite::mark(sql, SHARD_MARK).is_none() && sqlite::mark(sql, "session_id").is_none();
         // One database is the first, which needs no mark.
-        if placed || shards.len() <= 1 || sqlite::mark(sql, "session_id").is_some() {
-            return self.attach(id);
+        if !fresh || shards.len() <= 1 {
+            return Ok(());
         }
-        let pairs = crate::api::query_pairs(&req.inner().url());
-        let given = pairs
-            .into_iter()
-            .find(|(k, v)| k == SHARD_PARAM && shards.contains(v))
-            .map(|(_, v)| v);
-        let root = request.parent.as_ref().map_or(id, |p| p.root_id.as_str());
-        let shard = given.unwrap_or_else(|| setup.shard_for(root).to_string());
+        let shard = match given.filter(|g| shards.contains(g)) {
+            Some(given) => given,
+            None if root == id => setup.shard_for(root).to_string(),
+            None => {
+                let fields = serde_json::json!({ "session": id, "root": root });
+                log(Level::Warn, "child_without_shard", fields);
+                setup.first_shard().to_string()
+            }
+        };
         sqlite::set_mark(sql, SHARD_MARK, Some(&shard)).map_err(|e| internal("shard", e))?;
         if shard != parts.database {
             *self.parts.borrow_mut() = None;
         }
-        self.attach(id)
+        Ok(())
+    }
+
+    /// The shard a create request names (a child's, from its parent).
+    pub(super) fn given_shard(req: &Request) -> Option<String> {
+        let pairs = crate::api::query_pairs(&req.inner().url());
+        pairs
+            .into_iter()
+            .find(|(k, _)| k == SHARD_PARAM)
+            .map(|(_, v)| v)
     }
 }

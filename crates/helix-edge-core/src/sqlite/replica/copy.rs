@@ -4,7 +4,7 @@
 
 use super::{Record, Replica, local};
 use crate::host::{Level, LogValue};
-use crate::sqlite::{Cell, Owned, Row};
+use crate::sqlite::{Cell, Owned, Row, int, text};
 use crate::store::StoreError;
 use crate::store::rows::Arg;
 use serde_json::{Map, Value};
@@ -56,17 +56,39 @@ impl<R: Record> Replica<R> {
             return Ok(false);
         };
         let mut statements: Vec<Owned> = Vec::new();
+        let mut messages = 0;
         for (table, select, insert) in TABLES {
             let rows = record.read(select, vec![Arg::Text(id.into())]).await?;
             if *table == "sessions" && rows.is_empty() {
                 return Ok(false);
             }
-            // Every session has a message; one without was compacted by retention: the
-            // record keeps its index, not a copy to rebuild it from.
-            if *table == "messages" && rows.is_empty() {
-                let fields = [("session", LogValue::Str(id))];
+            // A whole copy only: a record that keeps the index (compacted by retention,
+            // or `D1_REPLICA=index`, perhaps with rows sent since) is no copy to rebuild
+            // from — the transcript must start at 0 and be as long as the head says,
+            // and the state must have a snapshot.
+            let whole = match *table {
+                "sessions" => {
+                    let head = rows.first().and_then(|r| text(r, 4)).unwrap_or_default();
+                    let head: Value = serde_json::from_str(&head).unwrap_or_default();
+                    messages = head["messageCount"].as_u64().unwrap_or(u64::MAX);
+                    true
+                }
+                "messages" => {
+                    let first = rows.first().and_then(|r| int(r, 1));
+                    rows.len() as u64 == messages && (messages == 0 || first == Some(0))
+                }
+                "state_log" => rows
+                    .iter()
+                    .any(|r| text(r, 2).as_deref() == Some("snapshot")),
+                _ => true,
+            };
+            if !whole {
+                let fields = [
+                    ("session", LogValue::Str(id)),
+                    ("table", LogValue::Str(table)),
+                ];
                 self.host
-                    .log(Level::Warn, "session_compacted_not_rebuilt", &fields);
+                    .log(Level::Warn, "session_not_rebuilt_from_index", &fields);
                 return Ok(false);
             }
             for row in rows {
