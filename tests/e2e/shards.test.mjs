@@ -155,6 +155,26 @@ test('the list and the inbox across the shards are the union of what each holds,
   }
 });
 
+test('a chat\'s first message places its session on the shard its id gives', async () => {
+  // Ids whose shard is not the first: a session left unplaced would be on the first.
+  const chats = [];
+  for (let k = 0; chats.length < 2; k++) if (shardOf(`chat-${process.pid}-${k}`) !== 0) chats.push(`chat-${process.pid}-${k}`);
+  for (const id of chats) {
+    const res = await fetch(`${worker.baseUrl}/v1/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id, agent: 'assistant', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: '/tmp/chat' }] }] }),
+    });
+    const streamed = await res.text(); // the UI message stream, to the approval
+    assert.equal(res.status, 200, streamed);
+    await waitFor(worker, id, (s) => s.pendingToolCalls?.length === 1);
+    const home = BINDINGS[shardOf(id)];
+    const rows = await eventually(() => rowsOf(home, `SELECT id FROM sessions WHERE id = '${id}'`), (r) => r.length === 1);
+    assert.equal(rows.length, 1, `${id} on ${home}`);
+    assert.deepEqual(await rowsOf(BINDINGS[0], `SELECT id FROM sessions WHERE id = '${id}'`), [], 'not on the first');
+  }
+});
+
 test('a child lives on its root\'s shard, and deleting the root erases both there', async () => {
   const root = `tree-${process.pid}`;
   const res = await send('POST', '/v1/sessions', { agent: 'coordinator', sessionId: root, input: 'tides' });
