@@ -123,6 +123,34 @@ export async function startWithMock(vars = {}, persistDir, options = {}) {
   }
 }
 
+/** Polls `read` until `done(value)` holds (or `timeoutMs` pass): the last value. */
+export async function eventually(read, done, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * A mock model's script for the reference agents, by role: a researcher finishes with a
+ * summary of its topic; a coordinator delegates its input as a topic; the assistant adds
+ * a note for an input starting with "note", else deletes the file its input names (an
+ * approval); after a tool's result, "Done.".
+ */
+export function byRole(body) {
+  const system = body?.messages?.[0]?.content ?? '';
+  const last = body?.messages?.at(-1) ?? {};
+  if (system.startsWith('You are a researcher')) {
+    return { calls: [{ name: '__finish__', args: { summary: `summary of ${JSON.parse(last.content).topic}` } }] };
+  }
+  if (last.role === 'tool') return { text: 'Done.' };
+  if (system.includes('coordinat')) return { calls: [{ name: 'research', args: { topic: String(last.content) } }] };
+  if (String(last.content).startsWith('note')) return { calls: [{ name: 'add_note', args: { text: 'kept' } }] };
+  return { calls: [{ name: 'delete_file', args: { path: String(last.content) } }] };
+}
+
 /** Polls GET /v1/sessions/{id} (with `token`) until `pred(session)` holds. */
 export async function waitFor(worker, id, pred, timeoutMs = 15_000, token = API_TOKEN) {
   const deadline = Date.now() + timeoutMs;

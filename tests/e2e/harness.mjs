@@ -6,6 +6,7 @@
 // [build] step then finds it up to date and starts in seconds.
 
 import { execFile, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
@@ -84,6 +85,12 @@ function settled(log) {
   const after = log.slice(rebuilt);
   return after.includes('Starting local server') ? after.includes('Ready on') : after.includes('Local server updated');
 }
+
+/**
+ * The shard (of `n`) helix-edge gives a root session `id`: SHA-256 of the id, its first 8
+ * bytes big-endian, modulo the count (`store::shards::shard_of`).
+ */
+export const shardOf = (id, n) => Number(createHash('sha256').update(id).digest().readBigUInt64BE(0) % BigInt(n));
 
 /** The D1 bindings of the reference worker's record over `n` shards: DB, DB_1, … */
 export const shardBindings = (n) => Array.from({ length: n }, (_, i) => (i === 0 ? 'DB' : `DB_${i}`));

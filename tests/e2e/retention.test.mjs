@@ -7,35 +7,22 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { api, startWithMock, waitFor } from './client.mjs';
-import { d1Rows, shardBindings } from './harness.mjs';
+import { api, byRole, eventually, startWithMock, waitFor } from './client.mjs';
+import { d1Rows, shardBindings, shardOf as shardOfN } from './harness.mjs';
 
 const SHARDS = 2;
 const BINDINGS = shardBindings(SHARDS);
-const shardOf = (id) => Number(createHash('sha256').update(id).digest().readBigUInt64BE(0) % BigInt(SHARDS));
+const shardOf = (id) => shardOfN(id, SHARDS);
 
 let worker;
 let llm;
 let persistDir;
 
-function respond(body) {
-  const system = body?.messages?.[0]?.content ?? '';
-  const last = body?.messages?.at(-1) ?? {};
-  if (system.startsWith('You are a researcher')) {
-    return { calls: [{ name: '__finish__', args: { summary: `summary of ${JSON.parse(last.content).topic}` } }] };
-  }
-  if (last.role === 'tool') return { text: 'Done.' };
-  if (system.includes('coordinat')) return { calls: [{ name: 'research', args: { topic: String(last.content) } }] };
-  if (String(last.content).startsWith('note')) return { calls: [{ name: 'add_note', args: { text: 'kept' } }] };
-  return { calls: [{ name: 'delete_file', args: { path: String(last.content) } }] };
-}
-
 async function start(vars) {
   ({ worker, llm } = await startWithMock(vars, persistDir, { shards: SHARDS, scheduled: true }));
   persistDir = worker.persistDir;
-  llm.respondWith(respond);
+  llm.respondWith(byRole);
 }
 
 before(async () => { await start({ RETAIN_DAYS: '0' }); });
@@ -75,16 +62,6 @@ const progress = () => readFileSync(worker.logPath, 'utf8').split('\n')
 
 /** The `retention_progress` lines once there are `n` (the log is written as it goes). */
 const logged = (n) => eventually(progress, (lines) => lines.length >= n);
-
-async function eventually(read, done) {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 
 test('ended sessions are compacted to their index; the one that waits keeps its transcript', async () => {
   for (const [id, agent, input] of [[tree, 'coordinator', 'tides'], [noted, 'assistant', 'note this'], [other, 'assistant', 'note that']]) {

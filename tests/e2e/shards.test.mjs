@@ -7,9 +7,8 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { API_TOKEN, api, startWithMock, waitFor } from './client.mjs';
-import { d1Rows, shardBindings } from './harness.mjs';
+import { API_TOKEN, api, byRole, eventually, startWithMock, waitFor } from './client.mjs';
+import { d1Rows, shardBindings, shardOf as shardOfN } from './harness.mjs';
 import { openStream } from './sse.mjs';
 
 const SHARDS = 4;
@@ -20,25 +19,13 @@ let worker;
 let llm;
 let persistDir;
 
-/** The shard helix-edge gives a root session: SHA-256 of its id, first 8 bytes big-endian, modulo the count. */
-const shardOf = (id) => Number(createHash('sha256').update(id).digest().readBigUInt64BE(0) % BigInt(SHARDS));
-
-/** The assistant deletes the file its input names (an approval), then says so; the coordinator delegates. */
-function respond(body) {
-  const system = body?.messages?.[0]?.content ?? '';
-  const last = body?.messages?.at(-1) ?? {};
-  if (system.startsWith('You are a researcher')) {
-    return { calls: [{ name: '__finish__', args: { summary: `summary of ${JSON.parse(last.content).topic}` } }] };
-  }
-  if (last.role === 'tool') return { text: 'Done.' };
-  if (system.includes('coordinat')) return { calls: [{ name: 'research', args: { topic: String(last.content) } }] };
-  return { calls: [{ name: 'delete_file', args: { path: String(last.content) } }] };
-}
+/** The shard (of four) helix-edge gives a root session. */
+const shardOf = (id) => shardOfN(id, SHARDS);
 
 async function start(vars = {}) {
   ({ worker, llm } = await startWithMock({ SSE_PING_MS: '1000', ...vars }, persistDir, { shards: SHARDS }));
   persistDir = worker.persistDir;
-  llm.respondWith(respond);
+  llm.respondWith(byRole);
 }
 
 before(async () => { await start(); });
@@ -83,15 +70,6 @@ async function send(method, path, body) {
 const get = (path) => send('GET', path);
 
 /** Polls `read` until `done(value)` holds (or 30 s pass): the last value. */
-async function eventually(read, done) {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 /** Every page of GET `path` (`limit` at a time): the items `pick` takes from each. */
 async function pages(path, limit, pick) {
   const seen = [];

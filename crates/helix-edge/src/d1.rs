@@ -76,7 +76,11 @@ impl D1 {
     /// A failure as the store reports it: a statement that failed on the schema names
     /// the missing migrations.
     async fn failed(&self, e: worker::Error) -> StoreError {
-        let e = backend(e);
+        self.schema_named(backend(e)).await
+    }
+
+    /// `e`, or, for a statement that failed on the schema, the missing migrations.
+    async fn schema_named(&self, e: StoreError) -> StoreError {
         match &e {
             StoreError::Backend(m) if SqlFailure::of(m) == SqlFailure::Schema => {
                 crate::migrations::outdated(&self.db).await
@@ -142,12 +146,7 @@ pub async fn read_each(
             .ok()
             .and_then(|m| m.as_string());
         let e = StoreError::Backend(message.or_else(|| reason.as_string()).unwrap_or_default());
-        each.push(Err(match &e {
-            StoreError::Backend(m) if SqlFailure::of(m) == SqlFailure::Schema => {
-                crate::migrations::outdated(&d1.db).await
-            }
-            _ => e,
-        }));
+        each.push(Err(d1.schema_named(e).await));
     }
     each
 }
