@@ -368,4 +368,11 @@ impl Model for DemoModel {
         stream(&turn.text, on_delta);
         Box::pin(async move { Ok(turn) })
     }
+
+    fn name(&self, _settings: &crate::model::ModelSettings) -> crate::model::ModelName {
+        crate::model::ModelName {
+            system: "demo".into(),
+            model: "demo".into(),
+        }
+    }
 }

@@ -18,6 +18,26 @@ pub trait Host {
     /// Records a structured event at `level` (the platform prints one JSON line when
     /// the level is enabled). Fields never carry secrets, tool arguments or results.
     fn log(&self, _level: Level, _event: &str, _fields: &[(&str, LogValue<'_>)]) {}
+    /// `bytes` random bytes as lowercase hex (trace and span ids). By default drawn
+    /// from [`new_id`](Self::new_id), mixed (deterministic where the ids are); the
+    /// platform's come from its CSPRNG.
+    fn random_hex(&self, bytes: usize) -> String {
+        // FNV-1a over a fresh id seeds splitmix64.
+        let id = self.new_id("rnd");
+        let mut state = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let mut out = String::with_capacity(bytes * 2);
+        while out.len() < bytes * 2 {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            out.push_str(&format!("{:016x}", z ^ (z >> 31)));
+        }
+        out.truncate(bytes * 2);
+        out
+    }
 }
 
 /// How much an event matters. A run's boundaries (started, suspended, resumed, ended)

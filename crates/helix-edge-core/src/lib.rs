@@ -8,7 +8,8 @@
 //! Layers, each importing only the ones above it in this list: a newcomer reads them
 //! top down.
 //! - Values: [`error`] (one error enum per layer), [`host`] (clock, timers, ids, logs),
-//!   [`abort`] (the cancellation signal), [`schema`] (the JSON Schema checks tools use),
+//!   [`abort`] (the cancellation signal), [`trace`] (a request's `traceparent`, the
+//!   trace a run keeps), [`schema`] (the JSON Schema checks tools use),
 //!   [`state`] (RFC 6902 patches, diffs and merges), [`attachment`] (files users attach
 //!   to messages), [`message`] (the transcript), [`chunk`] (stream chunks).
 //! - Definitions: [`model`] (the model interface), [`provider_options`] (a run's model
@@ -46,6 +47,8 @@
 //!   views and errors of the HTTP API, the served OpenAPI document), [`chat`] (the AI
 //!   SDK's chat protocol: its requests, the UI message stream), [`auth`] (tokens),
 //!   `identity` (feature `users`: JWTs of the deployment's identity provider).
+//! - `telemetry` (feature `traces`): OpenTelemetry spans of runs (GenAI conventions),
+//!   built from what the runner observes, for a platform to export.
 //! - `testing` (feature `testing`): a scenario kit for a worker's own native tests —
 //!   store, journal, a manual clock and a scripted model, drive helpers and the check
 //!   that the record is consistent.
@@ -90,7 +93,10 @@ pub mod skill;
 pub mod sqlite;
 pub mod state;
 pub mod store;
+#[cfg(feature = "traces")]
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tool;
+pub mod trace;
 mod wire;

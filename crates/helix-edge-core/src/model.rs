@@ -229,6 +229,18 @@ pub struct ModelTurn {
     pub stop_detail: Option<String>,
     /// Tokens used.
     pub usage: Usage,
+    /// The model that answered, as the provider's stream named it (when it did).
+    pub model: Option<String>,
+}
+
+/// Which model answers an agent's calls: its provider (OpenTelemetry's `gen_ai.system`)
+/// and the provider's name for it. Usage is summed per `model`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelName {
+    /// `openai`, `anthropic`, `workers-ai`, `demo`, or what a custom model says.
+    pub system: String,
+    /// The model, as the provider calls it.
+    pub model: String,
 }
 
 /// A language model. Implementations stream deltas through `on_delta` as they arrive
@@ -240,6 +252,15 @@ pub trait Model {
         request: ModelRequest<'a>,
         on_delta: &'a mut dyn FnMut(Delta),
     ) -> LocalBoxFuture<'a, Result<ModelTurn, ProviderError>>;
+
+    /// The model an agent with `settings` is answered by; by default what the settings
+    /// name (`custom`/`unknown` where they name nothing).
+    fn name(&self, settings: &ModelSettings) -> ModelName {
+        ModelName {
+            system: settings.provider.clone().unwrap_or_else(|| "custom".into()),
+            model: settings.model.clone().unwrap_or_else(|| "unknown".into()),
+        }
+    }
 }
 
 /// Picks the model for an agent (from its settings and the deployment's configuration).

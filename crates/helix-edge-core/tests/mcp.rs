@@ -463,7 +463,7 @@ fn a_session_the_server_forgot_is_initialised_again_and_the_call_goes_through() 
     server.forgotten.borrow_mut().push("s1".into());
     let second = w.model.call("files__echo", json!({ "text": "two" }));
     w.model.calls(vec![second.clone()]).text("Two.");
-    block(r.send_messages(SESSION, vec![Message::user("two")], None)).unwrap();
+    block(r.send_messages(SESSION, vec![Message::user("two")], None, None)).unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
     assert_eq!(
         tool_result(&result_of(&w, &second.id)),

@@ -113,6 +113,7 @@ fn openai_text_streams() {
     let t = decode_every_way("openai", &openai_sse("openai/openai-text.chunks.txt"));
     assert!(t.text.starts_with("**Holiday Name:** Harmony Day"));
     assert_eq!((t.stop, usage(&t)), (StopReason::EndTurn, (16, 300)));
+    assert_eq!(t.model.as_deref(), Some("gpt-4.1-nano-2025-04-14"));
 
     let t = decode_every_way(
         "openai",
@@ -122,6 +123,8 @@ fn openai_text_streams() {
         (t.text.as_str(), t.stop, usage(&t)),
         ("Capital of Denmark.", StopReason::EndTurn, (15, 78))
     );
+    // The router's first chunk names no model; the answering one is kept.
+    assert_eq!(t.model.as_deref(), Some("gpt-5-nano-2025-08-07"));
 
     let t = decode_every_way("openai", &openai_sse("openai/deepseek-text.chunks.txt"));
     assert!(
@@ -265,6 +268,7 @@ fn anthropic_streams_assemble() {
         (t.text.as_str(), t.stop, usage(&t)),
         (hello, StopReason::EndTurn, (12, 30))
     );
+    assert_eq!(t.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
 
     let t = decode_every_way(
         "anthropic",

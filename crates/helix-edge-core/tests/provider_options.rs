@@ -46,7 +46,7 @@ fn a_runs_options_go_with_each_of_its_model_calls_across_a_restart_and_end_with_
     let r2 = w.runner("p2");
     approve(&r2, &call.id, true);
     assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
-    block(r2.send_messages(SESSION, vec![Message::user("anything else?")], None)).unwrap();
+    block(r2.send_messages(SESSION, vec![Message::user("anything else?")], None, None)).unwrap();
     assert_eq!(drive(&r2), Progress::Idle(SessionStatus::Completed));
 
     let seen = w.model.seen();
@@ -85,7 +85,13 @@ fn a_follow_ups_options_apply_to_its_run_only() {
     w.create(&r, "tester", "first");
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
     let given = json!({"thinkingBudget": 2048, "anthropic": {"top_k": 5}});
-    block(r.send_messages(SESSION, vec![Message::user("second")], Some(given.clone()))).unwrap();
+    block(r.send_messages(
+        SESSION,
+        vec![Message::user("second")],
+        Some(given.clone()),
+        None,
+    ))
+    .unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
     let seen = w.model.seen();
     assert_eq!(seen[0].settings.thinking_budget, None);
@@ -118,6 +124,7 @@ fn options_the_agent_cannot_take_are_refused_and_nothing_changes() {
         SESSION,
         vec![Message::user("again")],
         Some(unknown_tool.clone()),
+        None,
     ));
     assert!(
         matches!(follow_up, Err(RunError::Invalid(_))),
@@ -139,7 +146,7 @@ fn a_retry_or_a_fork_redoes_its_checkpoints_run_with_that_runs_options() {
     block(r.create(create)).unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
     let first_run = w.session().head.run.run_id;
-    block(r.send_messages(SESSION, vec![Message::user("second")], None)).unwrap();
+    block(r.send_messages(SESSION, vec![Message::user("second")], None, None)).unwrap();
     assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
 
     // Back to the first run's start (an older run: its options come from the runs).

@@ -322,7 +322,7 @@ fn a_user_lists_and_sees_in_the_inbox_only_what_they_reach() {
 }
 
 #[test]
-fn usage_sums_the_runs_of_a_window_by_agent_day_or_session_and_keeps_a_user_to_theirs() {
+fn usage_sums_the_runs_of_a_window_by_agent_day_session_or_model_and_keeps_a_user_to_theirs() {
     use helix_edge_core::api::{UsageQuery, UsageReport};
     use helix_edge_core::auth::Caller;
     let d1 = Lite::d1();
@@ -426,5 +426,35 @@ fn usage_sums_the_runs_of_a_window_by_agent_day_or_session_and_keeps_a_user_to_t
     assert_eq!(
         groups(&theirs),
         [("s_a".into(), 1, 10), ("s_c".into(), 1, 40)]
+    );
+
+    // A run on two models counts in each, with that model's tokens.
+    let mut both = head("s_d", "helper");
+    both.run.usage = used(17);
+    both.run.usage_by_model = [
+        ("assistant-model".to_string(), used(12)),
+        ("small-model".to_string(), used(5)),
+    ]
+    .into();
+    both.run.started_at = day1 + 3 * DAY;
+    replicated(&d1, both);
+    let by_model = report(&[("groupBy", "model")], None);
+    assert_eq!(
+        groups(&by_model),
+        [
+            ("assistant-model".into(), 3, 42),
+            ("helper-model".into(), 1, 40),
+            ("small-model".into(), 1, 5)
+        ]
+    );
+    assert_eq!(by_model.total.usage.input_tokens, 87);
+    let helpers = report(&[("groupBy", "model"), ("agent", "helper")], None);
+    assert_eq!(
+        groups(&helpers),
+        [
+            ("assistant-model".into(), 1, 12),
+            ("helper-model".into(), 1, 40),
+            ("small-model".into(), 1, 5)
+        ]
     );
 }

@@ -243,6 +243,7 @@ fn a_crash_after_the_claim_runs_the_fire_on_wake_up_and_after_the_start_never_ag
         vec![Message::user("once")],
         None,
         "run_x".into(),
+        None,
     ));
     assert_eq!(again.unwrap(), "run_x");
     o.model.text("ok");
@@ -269,7 +270,7 @@ fn busy_object() -> Object {
     let o = Object::new();
     block_on(
         o.runner
-            .send_messages(SESSION, vec![Message::user("long")], None),
+            .send_messages(SESSION, vec![Message::user("long")], None, None),
     )
     .unwrap();
     assert!(o.busy());
@@ -420,6 +421,7 @@ fn the_agent_schedules_lists_and_cancels_runs_of_its_own_session_with_its_tools(
         SESSION,
         vec![Message::user("remind me tomorrow at nine")],
         None,
+        None,
     ))
     .unwrap();
     o.drive();
@@ -456,7 +458,7 @@ fn the_agent_schedules_lists_and_cancels_runs_of_its_own_session_with_its_tools(
     o.model.text("Cancelled.");
     block_on(
         o.runner
-            .send_messages(SESSION, vec![Message::user("cancel it")], None),
+            .send_messages(SESSION, vec![Message::user("cancel it")], None, None),
     )
     .unwrap();
     o.drive();

@@ -160,7 +160,7 @@ fn the_inbox_across_shards_is_the_inbox_of_one_database_page_after_page() {
 #[test]
 fn usage_across_shards_adds_up_to_the_usage_of_one_database() {
     let (shards, one) = world();
-    for group_by in ["agent", "day", "session"] {
+    for group_by in ["agent", "day", "session", "model"] {
         let query = UsageQuery::parse(&pairs(&[("groupBy", group_by.to_string())])).unwrap();
         let merged = UsageReport::merged(&query, &on_each(&shards, &query.statement())).unwrap();
         let single = UsageReport::merged(

@@ -9,7 +9,7 @@
 
 mod support;
 
-use helix_edge_core::agent::{Agent, Agents};
+use helix_edge_core::agent::{Agent, Agents, HookContext, HookFuture, Hooks, Suspension, done};
 use helix_edge_core::chunk::{ChunkBody, StreamEvent, SuspendReason};
 use helix_edge_core::error::{ProviderError, ToolError};
 use helix_edge_core::host::ManualHost;
@@ -63,10 +63,49 @@ fn agents() -> Agents {
         )
         .build()
         .unwrap();
+    // `watched` tells its hooks why it suspends.
+    let watched = Agent::builder("watched")
+        .tool(Tool::subagent::<Research>(
+            "research",
+            support::agents::researcher().unwrap(),
+        ))
+        .hooks(Watch)
+        .build()
+        .unwrap();
     Agents::new()
         .with(coordinator().unwrap())
         .and_then(|a| a.with(planner))
+        .and_then(|a| a.with(watched))
         .unwrap()
+}
+
+thread_local! {
+    static SUSPENSIONS: RefCell<Vec<(String, Vec<PendingKind>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Records each suspension's reason and the kinds of the calls it waits on.
+struct Watch;
+
+impl Hooks for Watch {
+    fn on_agent_suspended<'a>(&'a self, _: &'a HookContext, s: Suspension<'a>) -> HookFuture<'a> {
+        let kinds = s.calls.iter().map(|c| c.kind).collect();
+        SUSPENSIONS.with(|all| all.borrow_mut().push((s.reason.as_str().into(), kinds)));
+        done()
+    }
+}
+
+#[test]
+fn a_suspension_on_sub_agents_tells_the_hooks_it_awaits_children() {
+    let t = Tree::new();
+    let a = research(&t.model, "alpha");
+    t.model.calls(vec![a.clone()]);
+    t.start("watched", "research alpha");
+    assert!(matches!(t.drive_parent(), Progress::Suspended { .. }));
+    let told = SUSPENSIONS.with(|all| all.take());
+    assert_eq!(
+        told,
+        [("awaiting_children".to_string(), vec![PendingKind::Child])]
+    );
 }
 
 impl Tree {
@@ -243,6 +282,10 @@ fn two_parallel_children_complete_and_their_outputs_become_the_results() {
             vec![Message::user(json!({ "topic": topic }).to_string())]
         );
         assert_eq!(block(t.store.load(id)).unwrap().unwrap().state, json!({}));
+        // Its run continues the parent run's trace, under the parent run's span.
+        let (theirs, ours) = (child.run.trace.unwrap(), head.run.trace.clone().unwrap());
+        assert_eq!(theirs.trace_id, ours.trace_id);
+        assert_eq!(theirs.parent_span_id, Some(ours.span_id));
     }
     let chunks = t.chunks();
     let starts: Vec<_> = chunks

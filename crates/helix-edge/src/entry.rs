@@ -11,12 +11,14 @@ use crate::api::{
 use crate::app::App;
 use crate::auth::{AuthConfig, Caller, Principal, authorize};
 use crate::http::{
-    ObjectRequest, RawRequest, call_object, error, header, internal, json, json_response, read_body,
+    ObjectRequest, RawRequest, TRACEPARENT, call_object, error, header, internal, json,
+    json_response, read_body,
 };
 use crate::runner::CreateSession;
 use crate::runner::waits::CREATE_PATH;
 use crate::setup::Setup;
 use crate::store::Owner;
+use crate::trace::TraceContext;
 use crate::worker_host::random_hex;
 use futures::future::LocalBoxFuture;
 use worker::{Context, Env, Method, Response, Result};
@@ -207,7 +209,8 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         (Target::Worker, _) => crate::list::list(&setup, env, &req, caller.as_ref()).await,
         (Target::Create, _) => {
             let owner = caller.map(|c| c.user);
-            create(env, app, body.unwrap_or_default(), owner).await
+            let trace = header(&req, TRACEPARENT).and_then(|t| TraceContext::parse(&t));
+            create(env, app, body.unwrap_or_default(), (owner, trace)).await
         }
         (Target::Object, _) => {
             let id = match (named, session) {
@@ -223,6 +226,7 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
                 body,
                 user: caller.as_ref().map(Caller::to_header),
                 session_token,
+                traceparent: header(&req, TRACEPARENT),
             };
             call_object(env, app.sessions(), &id, request).await
         }
@@ -243,12 +247,18 @@ fn credential(req: &RawRequest) -> Option<String> {
 
 /// `POST /v1/sessions`: the body is parsed and validated here, once; the session's
 /// object gets the runner's request and answers the 201 itself.
-async fn create(env: &Env, app: &App, body: Vec<u8>, owner: Option<Owner>) -> Reply {
+async fn create(
+    env: &Env,
+    app: &App,
+    body: Vec<u8>,
+    (owner, trace): (Option<Owner>, Option<TraceContext>),
+) -> Reply {
     let (options, body) = crate::provider_options::take(&body).map_err(ApiError::validation)?;
     let parsed: CreateSessionBody = parse_body(&body)?;
     let request = CreateSession {
         options,
         owner,
+        trace,
         ..parsed.into_request(|| format!("s_{}", random_hex(16)))?
     };
     let id = request.session_id.clone();

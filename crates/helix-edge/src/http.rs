@@ -20,6 +20,8 @@ pub const USER_HEADER: &str = "x-helix-user";
 /// Set by the worker only, on a request it took with a session token (not the API
 /// token): such a holder does not decide approvals that need a role.
 pub const SESSION_TOKEN_HEADER: &str = "x-helix-session-token";
+/// W3C Trace Context: the caller's span, which a run the request starts continues.
+pub const TRACEPARENT: &str = "traceparent";
 
 /// The platform's request as it comes, without `worker::Request`'s conversion: that
 /// reads the request's `cf` object, which the runtime builds on first access, and
@@ -108,6 +110,8 @@ pub struct ObjectRequest<'a> {
     pub user: Option<String>,
     /// Whether a session token's holder asks.
     pub session_token: bool,
+    /// The caller's `traceparent`, which a run it starts continues.
+    pub traceparent: Option<String>,
 }
 
 impl<'a> ObjectRequest<'a> {
@@ -120,6 +124,7 @@ impl<'a> ObjectRequest<'a> {
             body: Some(body),
             user: None,
             session_token: false,
+            traceparent: None,
         }
     }
 }
@@ -151,6 +156,9 @@ pub async fn call_object(
     }
     if request.session_token {
         set(SESSION_TOKEN_HEADER, "1")?;
+    }
+    if let Some(v) = &request.traceparent {
+        set(TRACEPARENT, v)?;
     }
     let body = request
         .body

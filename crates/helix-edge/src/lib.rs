@@ -70,7 +70,7 @@ pub use helix_edge_core::schedule;
 pub use helix_edge_core::testing;
 pub use helix_edge_core::{
     agent, api, attachment, auth, chat, chunk, error, host, journal, lifecycle, memory, message,
-    model, provider, provider_options, runner, schema, scripted, sqlite, state, store, tool,
+    model, provider, provider_options, runner, schema, scripted, sqlite, state, store, tool, trace,
 };
 #[cfg(feature = "skills")]
 pub use helix_edge_core::{skill, skills_dir};

@@ -97,6 +97,7 @@ async fn crossings(env: &Env, app: &App, method: &str, rest: &str) -> Answer {
         last_event_id: None,
         user: None,
         session_token: false,
+        traceparent: None,
         body: None,
     };
     call_object(env, app.sessions(), id, request).await

@@ -32,7 +32,6 @@
 
 use crate::message::{Message, ToolCall};
 use crate::model::{ModelSettings, ToolSpec};
-use crate::state::PatchOp;
 use crate::tool::{OutputPath, Tool};
 use futures::future::LocalBoxFuture;
 use serde_json::Value;
@@ -42,6 +41,7 @@ use std::time::Duration;
 mod builder;
 #[cfg(feature = "persistent-children")]
 mod companions;
+mod hooks;
 mod output;
 mod persistent;
 #[cfg(feature = "plans")]
@@ -55,6 +55,8 @@ mod subagent;
 pub use builder::AgentBuilder;
 #[allow(unused_imports, reason = "the capabilities a build has use it")]
 pub(crate) use builder::Extension;
+pub(crate) use hooks::{Hook, HookPlace};
+pub use hooks::{HookContext, HookFuture, Hooks, Suspension, done};
 pub(crate) use output::OutputSpec;
 pub use persistent::{ChildMode, PersistentChild, persistent_child_id};
 pub use registry::Agents;
@@ -78,27 +80,6 @@ pub enum SystemPrompt {
     Static(String),
     /// Computed from the state before every step.
     Dynamic(Rc<dyn Fn(&Value) -> String>),
-}
-
-/// Callbacks around tool calls and suspension, in one canonical order: `before_tool` as
-/// each server call starts (parallel calls run together); then, once every call of the
-/// step is done, per call in the model's order (not the order they finished in)
-/// `on_state_change` (if it wrote) → `on_message` → `after_tool`. A resumed step fires
-/// `on_agent_resumed` first, and its approved, denied, answered and timed-out calls the
-/// same sequence. All have empty defaults; they observe and must not fail.
-pub trait Hooks {
-    /// Before a server tool executes.
-    fn before_tool(&self, _call: &ToolCall) {}
-    /// After a tool call's writes are known (only when it wrote something).
-    fn on_state_change(&self, _call: &ToolCall, _writes: &[PatchOp]) {}
-    /// For each message the run adds to the transcript.
-    fn on_message(&self, _message: &Message) {}
-    /// After a tool call's result is known.
-    fn after_tool(&self, _call: &ToolCall, _result: &Message) {}
-    /// When the run suspends at a human-in-the-loop boundary.
-    fn on_agent_suspended(&self, _tool_call_ids: &[String]) {}
-    /// When a suspended run resumes.
-    fn on_agent_resumed(&self) {}
 }
 
 /// A validated agent definition.

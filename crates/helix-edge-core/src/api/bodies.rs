@@ -89,6 +89,8 @@ impl CreateSessionBody {
             idle: false,
             options: None,
             owner: None,
+            // The caller's `traceparent`, which the worker reads from the request.
+            trace: None,
         })
     }
 }

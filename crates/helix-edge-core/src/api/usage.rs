@@ -1,5 +1,5 @@
-//! `GET /v1/usage`: the tokens runs used, summed per agent, per day (UTC) or per
-//! session, over the runs that started in a time window — read from the queryable
+//! `GET /v1/usage`: the tokens runs used, summed per agent, per day (UTC), per session
+//! or per model, over the runs that started in a time window — read from the queryable
 //! record (each run's row in D1 carries its usage, summed over its steps), so as fresh
 //! as replication. The API token sees every session's runs, a user those of the
 //! sessions they reach.
@@ -30,6 +30,8 @@ wire_enum! {
         Day = "day",
         /// The session.
         Session = "session",
+        /// The model that answered (a run on several models counts in each).
+        Model = "model",
     }
 }
 
@@ -72,7 +74,7 @@ impl UsageQuery {
                 "groupBy" => {
                     let by = serde_json::from_value(serde_json::Value::String(value.clone()));
                     query.group_by = by.map_err(|_| {
-                        ApiError::validation("groupBy is one of agent, day, session.")
+                        ApiError::validation("groupBy is one of agent, day, session, model.")
                     })?;
                 }
                 // The credential of `EventSource` clients may come as a query parameter.
@@ -99,7 +101,11 @@ impl UsageQuery {
             Arg::Int(u64::from(MAX_GROUPS) + 1),
         ];
         args.extend(super::list::owner_args(self.caller.as_ref()));
-        (SELECT_SUMS, args)
+        let sql = match self.group_by {
+            GroupBy::Model => SELECT_MODEL_SUMS,
+            _ => SELECT_SUMS,
+        };
+        (sql, args)
     }
 }
 
@@ -115,11 +121,24 @@ const SELECT_SUMS: &str = "SELECT CASE ?4 WHEN 'agent' THEN s.agent WHEN 'sessio
      AND s.head ->> '$.owner.tenant' IS ?8)) \
      GROUP BY k ORDER BY k LIMIT ?5";
 
+/// The runs of the window, their tokens summed by model (each run's `usageByModel`);
+/// the same parameters (`?4` is `model`).
+const SELECT_MODEL_SUMS: &str = "SELECT m.key AS k, \
+     COUNT(*), SUM(m.value ->> '$.inputTokens'), SUM(m.value ->> '$.outputTokens'), \
+     SUM(m.value ->> '$.cacheReadTokens'), SUM(m.value ->> '$.cacheWriteTokens') \
+     FROM runs AS r JOIN sessions AS s ON s.id = r.session_id, \
+     json_each(r.body, '$.usageByModel') AS m \
+     WHERE ?4 = 'model' AND (?1 IS NULL OR s.agent = ?1) \
+     AND r.body ->> '$.startedAt' >= ?2 AND r.body ->> '$.startedAt' < ?3 \
+     AND (?6 = 0 OR ((?7 IS NULL OR s.head ->> '$.owner.subject' = ?7) \
+     AND s.head ->> '$.owner.tenant' IS ?8)) \
+     GROUP BY k ORDER BY k LIMIT ?5";
+
 /// The tokens of one group.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageGroup {
-    /// The agent, the day (`YYYY-MM-DD`) or the session.
+    /// The agent, the day (`YYYY-MM-DD`), the session or the model.
     pub key: String,
     /// How many runs.
     pub runs: u64,
@@ -267,7 +286,7 @@ mod tests {
         assert_eq!(args[5..], [Arg::Int(0), Arg::Null, Arg::Null]);
 
         for bad in [
-            [("groupBy", "model")].as_slice(),
+            [("groupBy", "models")].as_slice(),
             &[("groupBy", "")],
             &[("from", "yesterday")],
             &[("from", "-1")],

@@ -487,4 +487,20 @@ impl<T: Transport> Model for HttpModel<T> {
         let abort = request.abort.clone();
         Box::pin(async move { self.call(&http, &abort, on_delta).await })
     }
+
+    fn name(&self, settings: &crate::model::ModelSettings) -> crate::model::ModelName {
+        let system = match self.config.kind {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::WorkersAi => "workers-ai",
+            ProviderKind::Demo => "demo",
+        };
+        crate::model::ModelName {
+            system: system.into(),
+            model: settings
+                .model
+                .clone()
+                .unwrap_or_else(|| self.config.model.clone()),
+        }
+    }
 }

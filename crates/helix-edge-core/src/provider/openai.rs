@@ -329,6 +329,8 @@ pub struct OpenAiDecoder {
     /// A refusal's text (`delta.refusal`): the turn then ends as a refusal.
     refusal: String,
     usage: Usage,
+    /// The model the chunks name.
+    model: Option<String>,
     done: bool,
 }
 
@@ -448,6 +450,10 @@ impl Decoder for OpenAiDecoder {
                 terminal: false,
             });
         };
+        if self.model.is_none() {
+            let model = obj.get("model").and_then(Value::as_str);
+            self.model = model.filter(|m| !m.is_empty()).map(String::from);
+        }
         if let Some(usage) = obj.get("usage").filter(|u| u.is_object()) {
             self.usage.input_tokens = count(usage, "prompt_tokens");
             self.usage.output_tokens = count(usage, "completion_tokens");
@@ -547,6 +553,7 @@ impl Decoder for OpenAiDecoder {
             stop,
             stop_detail: refused.then_some(self.refusal),
             usage: self.usage,
+            model: self.model,
         })
     }
 }

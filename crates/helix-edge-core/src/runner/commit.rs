@@ -8,7 +8,7 @@ use super::emit::Emitter;
 use super::ops::head_only;
 use super::waits::{child_session_id, subsession};
 use super::{Live, RunError, Runner};
-use crate::agent::Agent;
+use crate::agent::{Agent, Hook, Suspension};
 use crate::chunk::{ChunkBody, Executor, RunStatus, StreamEvent, SuspendReason};
 use crate::error::ErrorInfo;
 use crate::host::Level;
@@ -41,13 +41,15 @@ impl<S: Store> Runner<S> {
         step: u32,
         (usage, stop_reason): (Usage, StopReason),
         messages: Vec<Message>,
-        state_ops: Vec<PatchOp>,
+        mut state_ops: Vec<PatchOp>,
         outcome: Outcome,
         emitter: &Emitter,
     ) -> Result<(), RunError> {
         head.step_count = step;
         head.run.step_count += 1;
         let concluded = self.close(agent, &mut head, outcome, emitter);
+        self.suspended_hook(live, agent, &head, &mut state_ops, emitter)
+            .await;
         let (mut commit, mut events) = self.checkpointed_commit(
             head,
             messages,
@@ -149,8 +151,28 @@ impl<S: Store> Runner<S> {
         concluded
     }
 
-    /// Commits a step (or a resumption) that ends or suspends the run, then logs it
-    /// and tells the hooks about a suspension.
+    /// Fires `on_agent_suspended` when `head` (closed) suspends, before its commit,
+    /// which takes the hook's writes with `state_ops`.
+    pub(crate) async fn suspended_hook(
+        &self,
+        live: &mut Live,
+        agent: &Agent,
+        head: &SessionHead,
+        state_ops: &mut Vec<PatchOp>,
+        emitter: &Emitter,
+    ) {
+        let Some(reason) = head.suspended_reason.filter(|_| !head.pending.is_empty()) else {
+            return;
+        };
+        let suspension = Suspension {
+            reason,
+            calls: &head.pending,
+        };
+        let hook = (Hook::Suspended(suspension), None);
+        self.fire(live, agent, hook, state_ops, emitter).await;
+    }
+
+    /// Commits a step (or a resumption) that ends or suspends the run, then logs it.
     pub(crate) async fn commit_closing(
         &self,
         live: &mut Live,
@@ -179,14 +201,6 @@ impl<S: Store> Runner<S> {
         self.log(live, level, event, &fields);
         if suspended.is_some() {
             self.log_suspended(live);
-        }
-        if let (Some(ids), Some(h)) = (
-            suspended,
-            self.agents
-                .get(&live.head.agent)
-                .and_then(|a| a.hooks.clone()),
-        ) {
-            h.on_agent_suspended(&ids);
         }
         Ok(())
     }

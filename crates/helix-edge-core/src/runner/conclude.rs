@@ -230,10 +230,12 @@ mod tests {
             completed_at: None,
             error: None,
             usage: Usage::default(),
+            usage_by_model: Default::default(),
             nudges,
             deferred_output: None,
             input_at: 0,
             options: None,
+            trace: None,
         }
     }
 

@@ -11,6 +11,7 @@ use crate::chunk::{ChunkBody, RunStatus};
 use crate::error::ErrorInfo;
 use crate::host::{Level, LogValue};
 use crate::store::{InterruptRequest, SessionStatus, Store, StoreError};
+use std::rc::Rc;
 
 /// Resets the `driving` flag however a drive ends (including being dropped).
 struct DriveGuard<'a>(&'a std::cell::Cell<bool>);
@@ -46,14 +47,31 @@ impl<S: Store> Runner<S> {
             taken: 0,
             max: max_steps,
         };
+        self.observer.slice_started(&live.head, self.host.now_ms());
+        let progress = self.drive_loop(&mut live, &defined, &mut agent, &mut budget);
+        let progress = progress.await;
+        self.observer.slice_ended(&live.head, self.host.now_ms());
+        progress
+    }
+
+    /// The drive's transitions, until one gives its progress.
+    async fn drive_loop(
+        &self,
+        live: &mut Live,
+        defined: &Rc<Agent>,
+        agent: &mut Rc<Agent>,
+        budget: &mut Budget,
+    ) -> Result<Progress, RunError> {
+        let id = live.head.id.clone();
+        let id = id.as_str();
         let mut stale = 0;
         loop {
             let waited = !live.head.pending.is_empty();
-            match self.advance(&mut live, &agent, &mut budget).await {
+            match self.advance(live, agent, budget).await {
                 // Listed again once a suspension is resumed: the user may have connected
                 // a server meanwhile.
                 Ok(None) if waited && live.head.pending.is_empty() && !RUN_TOOLS.is_empty() => {
-                    agent = self.with_run_tools(defined.clone(), &live).await;
+                    *agent = self.with_run_tools(defined.clone(), live).await;
                 }
                 Ok(Some(progress)) => {
                     let transcript = std::mem::take(&mut live.transcript);
@@ -66,14 +84,14 @@ impl<S: Store> Runner<S> {
                 Err(RunError::Store(StoreError::Stale { .. })) if stale < 5 => {
                     // Someone else committed (an abort, say): continue from their state.
                     stale += 1;
-                    live = self.load_with(id, false, true).await?;
+                    *live = self.load_with(id, false, true).await?;
                     // The step that lost streamed chunks of its own: they are disowned.
-                    self.resync(&live);
+                    self.resync(live);
                 }
                 // Content over a storage limit: nothing was written, and redoing the step
                 // would only repeat it. The run fails with the reason instead.
                 Err(RunError::Store(e @ StoreError::TooLarge { .. })) => {
-                    self.fail_run(&mut live, ErrorInfo::of(&e)).await?;
+                    self.fail_run(live, ErrorInfo::of(&e)).await?;
                     return Ok(Progress::Idle(SessionStatus::Failed));
                 }
                 Err(e) => {

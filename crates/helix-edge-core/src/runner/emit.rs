@@ -3,6 +3,7 @@
 //! ([`Shown`]).
 
 use super::shown::Shown;
+use crate::agent::HookPlace;
 use crate::chunk::{Chunk, ChunkBody, StreamEvent};
 use crate::host::Host;
 use crate::journal::StreamLog;
@@ -76,6 +77,16 @@ impl Emitter {
     /// The run the chunks belong to.
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// Where the chunks belong: what a hook fired here is told.
+    pub fn place(&self) -> HookPlace<'_> {
+        HookPlace {
+            session_id: &self.session_id,
+            run_id: &self.run_id,
+            agent: &self.agent_type,
+            step: self.step.unwrap_or(0),
+        }
     }
 
     /// Emits `body` live; returns its sequence number.

@@ -3,10 +3,12 @@
 //! failed call's state writes are discarded. Calls that end without running are
 //! [`super::results`]'.
 
+use super::ToolEnd;
 use super::emit::Emitter;
+use super::hooked::hook_writes;
 use super::results::{decided, result_message, tool_end};
 use crate::abort::AbortSignal;
-use crate::agent::Agent;
+use crate::agent::{Agent, Hook};
 use crate::chunk::{ChunkBody, Executor};
 use crate::error::{Coded, ToolError};
 use crate::host::{Host, Level, LogValue};
@@ -40,6 +42,8 @@ pub(crate) struct Run<'a> {
     pub call: &'a ToolCall,
     /// Where its result is stored, if anywhere.
     pub output: Option<&'a str>,
+    /// Whether it runs because it was approved.
+    pub approved: bool,
     /// The user who approved it, when one did.
     pub decided_by: Option<&'a Owner>,
     /// The user's answer to what it asked mid-call, when it runs again with it.
@@ -56,6 +60,7 @@ impl<'a> Run<'a> {
             index,
             call,
             output,
+            approved: false,
             decided_by: None,
             answer: None,
             may_wait: false,
@@ -84,6 +89,7 @@ pub(crate) struct ToolRunner<'a> {
     pub host: &'a Rc<dyn Host>,
     pub abort: AbortSignal,
     pub suspension: &'a Rc<dyn Suspension>,
+    pub observer: &'a Rc<dyn super::Observer>,
 }
 
 impl ToolRunner<'_> {
@@ -138,9 +144,10 @@ impl ToolRunner<'_> {
             answer,
             ..
         } = *run;
-        if let Some(h) = agent.hooks() {
-            h.before_tool(call);
-        }
+        // The hook's writes go ahead of the call's (dropped if the call waits: it runs,
+        // and the hook fires, again).
+        let hook = (Hook::BeforeTool, Some(call));
+        let before = hook_writes(&**self.host, agent, hook, base.clone(), emitter).await;
         if answer.is_none() {
             emitter.chunk(ChunkBody::ToolStart {
                 tool_call_id: call.id.clone(),
@@ -199,11 +206,10 @@ impl ToolRunner<'_> {
                 ("code", code),
             ],
         );
-        let mut writes = if result.is_ok() {
-            ctx.take_writes()
-        } else {
-            Vec::new()
-        };
+        let mut writes = before;
+        if result.is_ok() {
+            writes.extend(ctx.take_writes());
+        }
         let mut outcome = match result {
             Err(ToolError::Waiting(wait)) if run.may_wait => {
                 return CallOutcome {
@@ -252,6 +258,19 @@ impl ToolRunner<'_> {
         };
         decided(&mut outcome.message, decided_by);
         tool_end(call, &outcome.message, decided_by, emitter);
+        let end = ToolEnd {
+            step: emitter.place().step,
+            call,
+            result: &outcome.message,
+            times: (started, self.host.now_ms()),
+            decided_by,
+            answer: match (run.approved, answer) {
+                (true, _) => "approved",
+                (false, Some(_)) => "answered",
+                (false, None) => "server",
+            },
+        };
+        self.observer.tool_ended(emitter.session_id(), &end);
         outcome
     }
 }

@@ -52,10 +52,12 @@ mod emit;
 mod error;
 mod exec;
 mod finish;
+mod hooked;
 #[cfg(feature = "plans")]
 mod instances;
 mod instancing;
 pub mod machine;
+mod observe;
 mod ops;
 mod pipeline;
 mod plan;
@@ -70,6 +72,7 @@ mod waited;
 pub mod waits;
 
 pub use error::RunError;
+pub use observe::{ModelCall, Observer, ToolEnd, Unobserved, Waited};
 pub use ops::{CreateSession, Created, Routed, Submission};
 #[cfg(feature = "schedules")]
 pub(crate) use ops::{check_options, ensure_idle};
@@ -189,6 +192,8 @@ pub struct Runner<S: Store> {
     /// recovery is about what earlier processes left behind).
     recovered: Cell<bool>,
     driving: Cell<bool>,
+    /// Told what the runner does (telemetry).
+    observer: Rc<dyn Observer>,
 }
 
 impl<S: Store> Runner<S> {
@@ -214,7 +219,14 @@ impl<S: Store> Runner<S> {
             interrupt_requested: RefCell::new(None),
             recovered: Cell::new(false),
             driving: Cell::new(false),
+            observer: Rc::new(Unobserved),
         }
+    }
+
+    /// Tells `observer` what the runner does (see [`Observer`]).
+    pub fn with_observer(mut self, observer: Rc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
     }
 
     /// Lets the runner start and steer child sessions through `children`.
@@ -292,6 +304,7 @@ impl<S: Store> Runner<S> {
             store: &self.store,
             stream: &self.journal.stream,
             host: &self.host,
+            observer: &self.observer,
         }
     }
 
@@ -301,6 +314,7 @@ impl<S: Store> Runner<S> {
             host: &self.host,
             abort: self.abort.borrow().clone(),
             suspension: &self.journal.suspension,
+            observer: &self.observer,
         }
     }
 

@@ -34,6 +34,8 @@ pub(crate) struct Kept {
     prior_len: usize,
     /// The step it closes, logged as `step_committed` once it lands.
     step: Option<u32>,
+    /// When it was sent (ms).
+    sent: u64,
 }
 
 /// Carries a drive's commits to the store and their events to the stream.
@@ -41,6 +43,7 @@ pub(crate) struct Pipeline<'r, S: Store> {
     pub store: &'r S,
     pub stream: &'r Rc<dyn StreamLog>,
     pub host: &'r Rc<dyn Host>,
+    pub observer: &'r Rc<dyn super::Observer>,
 }
 
 impl<S: Store> Pipeline<'_, S> {
@@ -58,9 +61,13 @@ impl<S: Store> Pipeline<'_, S> {
         let messages = commit.messages.clone();
         let truncate = commit.truncate_messages_to;
         let clears_interrupt = commit.clear_interrupt;
+        let sent = self.host.now_ms();
         let version = self
             .land(&live.head.id, &commit_id, live.head.version, commit)
             .await?;
+        let now = self.host.now_ms();
+        self.observer
+            .committed(&head.id, head.step_count, sent, now);
         live.head = head;
         live.head.version = version;
         if let Some(n) = truncate {
@@ -118,6 +125,7 @@ impl<S: Store> Pipeline<'_, S> {
             prior,
             prior_len,
             step,
+            sent: 0,
         };
         live.ahead = Some(Ahead {
             commit_id,
@@ -134,8 +142,9 @@ impl<S: Store> Pipeline<'_, S> {
             commit_id,
             expected,
             commit,
-            kept,
+            mut kept,
         } = ahead;
+        kept.sent = self.host.now_ms();
         (self.land(id, &commit_id, expected, commit).await, kept)
     }
 
@@ -150,6 +159,9 @@ impl<S: Store> Pipeline<'_, S> {
         match landed {
             Ok(version) => {
                 live.head.version = version;
+                let now = self.host.now_ms();
+                let step = live.head.step_count;
+                self.observer.committed(&live.head.id, step, kept.sent, now);
                 if let Some(step) = kept.step {
                     let fields = [
                         ("session", LogValue::Str(&live.head.id)),

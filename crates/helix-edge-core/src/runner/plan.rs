@@ -14,7 +14,7 @@ use super::calls::{Plan, plan};
 use super::emit::Emitter;
 use super::exec::{Run, merge_into};
 use super::instancing::Round;
-use super::results::{end_skipped, end_without_running, result_hooks};
+use super::results::{end_skipped, end_without_running};
 use super::step_calls::{Ran, StepCalls};
 use super::{Live, RunError, Runner};
 use crate::agent::Agent;
@@ -308,7 +308,13 @@ impl<S: Store> Runner<S> {
                 }
             }
         }
-        result_hooks(agent, &calls, &ran.results, &ran.writes);
+        let results = (
+            calls.as_slice(),
+            ran.results.as_slice(),
+            ran.writes.as_slice(),
+        );
+        self.result_hooks(live, agent, results, &mut ran.ops, emitter)
+            .await;
         state_ops.extend(ran.ops);
         messages.extend(ran.instances);
         messages.extend(ran.results.into_iter().flatten());

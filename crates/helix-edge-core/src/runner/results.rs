@@ -3,7 +3,6 @@
 //! and the hooks on a step's results. Nothing here runs a tool.
 
 use super::emit::Emitter;
-use crate::agent::Agent;
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ToolError};
 use crate::message::{Message, ToolCall};
@@ -128,36 +127,6 @@ pub(crate) fn result_message(
         value,
     };
     (Message::tool_result(call, content), Some(write))
-}
-
-/// Fires the hooks on a step's (or a resumption's) results in the model's call order,
-/// whatever order the calls finished in: per call `on_state_change` (if it wrote),
-/// `on_message` and `after_tool`; then `on_message` for any message after the results
-/// (a nudge). `results` and `writes` are indexed like `calls`.
-pub(crate) fn result_hooks(
-    agent: &Agent,
-    calls: &[ToolCall],
-    results: &[Option<Message>],
-    writes: &[Vec<PatchOp>],
-) {
-    let Some(h) = agent.hooks() else {
-        return;
-    };
-    for (i, message) in results.iter().enumerate() {
-        let Some(message) = message else {
-            continue;
-        };
-        match calls.get(i) {
-            Some(call) => {
-                if let Some(w) = writes.get(i).filter(|w| !w.is_empty()) {
-                    h.on_state_change(call, w);
-                }
-                h.on_message(message);
-                h.after_tool(call, message);
-            }
-            None => h.on_message(message),
-        }
-    }
 }
 
 /// Streams `tool_end` for a call's result message (approved or denied by `decided_by`,

@@ -9,10 +9,10 @@ use super::conclude::Outcome;
 use super::exec::{Run, merge_into};
 use super::finish::finish_waits;
 use super::plan::suspended_step;
-use super::results::{end_denied, end_with_result, end_without_running, result_hooks};
+use super::results::{end_denied, end_with_result, end_without_running};
 use super::waited::wait_of;
-use super::{Live, Progress, RunError, Runner};
-use crate::agent::Agent;
+use super::{Live, Progress, RunError, Runner, ToolEnd, Waited};
+use crate::agent::{Agent, Hook};
 use crate::chunk::ChunkBody;
 use crate::error::ToolError;
 use crate::host::Level;
@@ -45,12 +45,21 @@ impl<S: Store> Runner<S> {
             return Ok(Some(Progress::Suspended { next_deadline }));
         }
         // The suspension commit is the head's last update: the wait is measured from it.
-        let waited = self.host.now_ms().saturating_sub(live.head.updated_at);
-        let mine = self.claim_approved(live)?;
-        if let Some(h) = agent.hooks() {
-            h.on_agent_resumed();
+        let now = self.host.now_ms();
+        let waited = now.saturating_sub(live.head.updated_at);
+        if let Some(reason) = live.head.suspended_reason {
+            let wait = Waited {
+                reason: reason.as_str(),
+                calls: &live.head.pending,
+                since: live.head.updated_at,
+            };
+            self.observer.waited(&live.head.id, &wait, now);
         }
+        let mine = self.claim_approved(live)?;
         let emitter = self.emitter(&live.head, Some(live.head.step_count));
+        let mut state_ops = Vec::new();
+        let hook = (Hook::Resumed, None);
+        self.fire(live, agent, hook, &mut state_ops, &emitter).await;
         emitter.chunk(ChunkBody::RunResumed {
             turn: live.head.run.turn,
         });
@@ -102,6 +111,7 @@ impl<S: Store> Runner<S> {
         let runs: Vec<Run> = runnable
             .iter()
             .map(|&i| Run {
+                approved: pending[i].kind == PendingKind::Approval,
                 decided_by: answers[i].0.as_ref(),
                 answer: answers[i].1.as_ref(),
                 may_wait: own[i],
@@ -173,6 +183,25 @@ impl<S: Store> Runner<S> {
                 }
                 (None, _) => end_without_running(call, &ToolError::TimedOut, &emitter),
             };
+            let (decided_by, answer) = match answer {
+                Some(Answer::Approval {
+                    approved: false,
+                    decided_by,
+                    ..
+                }) => (decided_by.as_ref(), "denied"),
+                Some(Answer::ClientResult { .. } | Answer::ClientError { .. }) => (None, "client"),
+                Some(Answer::Expired) | None => (None, "expired"),
+                Some(_) => (None, "child"),
+            };
+            let end = ToolEnd {
+                step: live.head.step_count,
+                call,
+                result: &message,
+                times: (now, now),
+                decided_by,
+                answer,
+            };
+            self.observer.tool_ended(&live.head.id, &end);
             results[i] = Some(message);
         }
         // An instance's result is kept as its (`_forEach`), for its call to gather.
@@ -184,10 +213,16 @@ impl<S: Store> Runner<S> {
                     .map(|m| (instancing.answered)(step_calls, p, m));
             }
         }
-        result_hooks(agent, &calls, &results, &writes);
         self.ensure_not_aborted()?;
-        let mut state_ops = Vec::new();
+        // The hooks see the results' writes: they are told them once merged.
+        let told = match agent.hooks() {
+            Some(_) => writes.clone(),
+            None => Vec::new(),
+        };
         merge_into(&mut live.state, writes, &mut state_ops, &emitter);
+        let told = (calls.as_slice(), results.as_slice(), told.as_slice());
+        self.result_hooks(live, agent, told, &mut state_ops, &emitter)
+            .await;
 
         let now = self.host.now_ms();
         // How long each approval and client call waited: on its message and the run.
@@ -246,6 +281,8 @@ impl<S: Store> Runner<S> {
         if let Some(outcome) = closing {
             let completes = matches!(outcome, Outcome::Complete(_));
             let concluded = self.close(agent, &mut head, outcome, &emitter);
+            self.suspended_hook(live, agent, &head, &mut state_ops, &emitter)
+                .await;
             let (mut commit, mut events) = self.checkpointed_commit(
                 head,
                 messages,

@@ -10,21 +10,22 @@
 //! ([`super::pipeline`]).
 
 use super::INSTANCING;
+use super::ModelCall;
 use super::calls::{Plan, normalize_calls, plan};
 use super::conclude::{Stepped, conclude_step};
 use super::emit::Emitter;
 use super::finish::{Finishing, finish_waits};
 use super::prompted::Prompted;
-use super::results::{end_without_running, result_hooks};
+use super::results::end_without_running;
 use super::step_calls::{Ran, StepCalls};
 use super::{Live, RunError, Runner};
-use crate::agent::{Agent, CALL_EXPANSIONS, MODEL_LAYERS, RUN_PROMPTS};
+use crate::agent::{Agent, CALL_EXPANSIONS, Hook, MODEL_LAYERS, RUN_PROMPTS};
 use crate::chunk::ChunkBody;
 use crate::error::{Coded, ErrorInfo, ToolError};
 use crate::host::Level;
 use crate::host::LogValue::{Num, Str};
 use crate::message::{Message, ToolCall};
-use crate::model::{Delta, ModelRequest, ModelTurn};
+use crate::model::{Delta, ModelName, ModelRequest, ModelTurn};
 use crate::store::Store;
 use futures::future::try_join;
 use serde_json::{Value, json};
@@ -42,6 +43,7 @@ impl<S: Store> Runner<S> {
                 return self.fail_run(live, ErrorInfo::of(&e)).await;
             }
         };
+        let name = model.name(agent.model());
         let model = MODEL_LAYERS
             .iter()
             .filter_map(|layer| layer(agent))
@@ -63,7 +65,7 @@ impl<S: Store> Runner<S> {
         // before its assistant message.
         let notices = self.wait_notices(live, agent).await?;
         let Some(turn) = self
-            .call_model(live, agent, model, &notices, &emitter)
+            .call_model(live, agent, (model, &name), &notices, &emitter)
             .await?
         else {
             return Ok(()); // the model call failed, and with it the run
@@ -106,17 +108,21 @@ impl<S: Store> Runner<S> {
             thinking: turn.thinking,
             metadata,
         };
-        if let Some(h) = agent.hooks() {
-            h.on_message(&assistant);
-        }
+        let mut hooked = Vec::new();
+        let hook = (Hook::Message(&assistant), None);
+        self.fire(live, agent, hook, &mut hooked, &emitter).await;
 
         let (mut ran, output) = self.run_step_calls(live, agent, &calls, &emitter).await?;
+        hooked.append(&mut ran.ops);
+        ran.ops = hooked;
         let text = match &assistant {
             Message::Assistant { content, .. } => content.as_str(),
             _ => "",
         };
         let mut head = live.head.clone();
         head.run.usage.add(&turn.usage);
+        let by_model = head.run.usage_by_model.entry(name.model).or_default();
+        by_model.add(&turn.usage);
         let conclusion = conclude_step(
             agent,
             &head.run,
@@ -142,7 +148,13 @@ impl<S: Store> Runner<S> {
             head.run.nudges += 1;
         }
         ran.results.push(conclusion.nudge);
-        result_hooks(agent, &calls, &ran.results, &ran.writes);
+        let results = (
+            calls.as_slice(),
+            ran.results.as_slice(),
+            ran.writes.as_slice(),
+        );
+        self.result_hooks(live, agent, results, &mut ran.ops, &emitter)
+            .await;
         let mut messages = notices;
         messages.push(assistant);
         messages.extend(ran.instances);
@@ -170,7 +182,7 @@ impl<S: Store> Runner<S> {
         &self,
         live: &mut Live,
         agent: &Agent,
-        model: std::rc::Rc<dyn crate::model::Model>,
+        (model, name): (Rc<dyn crate::model::Model>, &ModelName),
         notices: &[Message],
         emitter: &Emitter,
     ) -> Result<Option<ModelTurn>, RunError> {
@@ -192,8 +204,9 @@ impl<S: Store> Runner<S> {
             }
             None => prompt,
         };
+        let system = agent.system_prompt(&live.state);
         let request = ModelRequest {
-            system: agent.system_prompt(&live.state),
+            system: system.clone(),
             messages: prompt,
             tools: agent.tool_specs(),
             settings: agent.model(),
@@ -215,9 +228,15 @@ impl<S: Store> Runner<S> {
         };
         // Deltas wait while the previous step's commit is out, to follow its batch.
         let held = RefCell::new(ahead.as_ref().map(|_| Vec::new()));
-        let mut on_delta = |delta: Delta| match held.borrow_mut().as_mut() {
-            Some(waiting) => waiting.push(delta),
-            None => show(delta),
+        let first_delta = std::cell::Cell::new(None);
+        let mut on_delta = |delta: Delta| {
+            if first_delta.get().is_none() {
+                first_delta.set(Some(self.host.now_ms()));
+            }
+            match held.borrow_mut().as_mut() {
+                Some(waiting) => waiting.push(delta),
+                None => show(delta),
+            }
         };
         let started = self.host.now_ms();
         let pipeline = self.pipeline();
@@ -238,7 +257,19 @@ impl<S: Store> Runner<S> {
             }
         };
         let generate = async { Ok(model.generate(request, &mut on_delta).await) };
-        let result = match try_join(land, generate).await {
+        let joined = try_join(land, generate).await;
+        let ended = self.host.now_ms();
+        if let Ok((_, result)) = &joined {
+            let call = ModelCall {
+                step,
+                name,
+                prompt: (&system, prompt),
+                times: (started, first_delta.get(), ended),
+                outcome: result.as_ref(),
+            };
+            self.observer.model_called(&live.head.id, &call);
+        }
+        let result = match joined {
             Ok((landed, result)) => {
                 if let Some((version, kept)) = landed {
                     pipeline.landed(live, kept, Ok(version))?;
@@ -247,7 +278,7 @@ impl<S: Store> Runner<S> {
             }
             Err((e, kept)) => return pipeline.landed(live, kept, Err(e)).map(|()| None),
         };
-        let ms = self.host.now_ms().saturating_sub(started);
+        let ms = ended.saturating_sub(started);
         let turn = match result {
             Ok(turn) => turn,
             Err(e) => {

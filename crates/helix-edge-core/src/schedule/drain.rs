@@ -52,7 +52,7 @@ pub async fn start_next<S: Store>(
         }
         let (messages, options) = (first.messages.clone(), first.options.clone());
         let started = runner
-            .send_messages_as(session_id, messages, options, first.run_id.clone())
+            .send_messages_as(session_id, messages, options, first.run_id.clone(), None)
             .await;
         return match started {
             Ok(_) => {

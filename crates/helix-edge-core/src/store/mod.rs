@@ -39,6 +39,7 @@ use crate::state::PatchOp;
 use crate::wire::wire_enum;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 wire_enum! {
     /// Status of a session (SPEC §2).
@@ -80,6 +81,9 @@ pub struct RunRecord {
     /// Tokens used by the run's model calls.
     #[serde(default)]
     pub usage: Usage,
+    /// The same tokens, per model (as [`crate::model::Model::name`] names it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage_by_model: BTreeMap<String, Usage>,
     /// Corrective nudges sent because a required output was missing.
     #[serde(default)]
     pub nudges: u32,
@@ -96,6 +100,9 @@ pub struct RunRecord {
     /// the agent's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Value>,
+    /// Its trace, kept through its suspensions (absent on runs recorded before traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::RunTrace>,
 }
 
 /// Where a child session reports: the parent session and the parent's tool call.

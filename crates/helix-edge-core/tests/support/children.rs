@@ -40,11 +40,13 @@ impl Children for LocalChildren {
                     message,
                     parent,
                     owner,
+                    trace,
                 } => self
                     .runner
                     .create(CreateSession {
                         parent: Some(parent),
                         owner,
+                        trace,
                         ..CreateSession::new(child_id, agent, message)
                     })
                     .await

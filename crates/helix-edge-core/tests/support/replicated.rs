@@ -38,10 +38,12 @@ pub fn head(id: &str, agent: &str) -> SessionHead {
             completed_at: None,
             error: None,
             usage: Usage::default(),
+            usage_by_model: Default::default(),
             nudges: 0,
             deferred_output: None,
             input_at: 0,
             options: None,
+            trace: None,
         },
         pending: vec![],
         suspended_reason: None,
@@ -101,6 +103,8 @@ pub fn used_session(
     waiting.pending = pending;
     waiting.owner = owner;
     waiting.run.usage = usage;
+    // Its tokens all come from one model, named after the agent.
+    waiting.run.usage_by_model = [(format!("{agent}-model"), usage)].into();
     waiting.run.started_at = started_at;
     replicated(d1, waiting);
 }

@@ -43,7 +43,10 @@ pub(super) type FollowUp = for<'a> fn(
     &'a str,
     &'a [u8],
     Vec<crate::message::Message>,
-    Option<serde_json::Value>,
+    (
+        Option<serde_json::Value>,
+        Option<crate::trace::TraceContext>,
+    ),
 )
     -> LocalBoxFuture<'a, Result<Followed, crate::api::ApiError>>;
 

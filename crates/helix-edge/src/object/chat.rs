@@ -23,7 +23,7 @@ use worker::Response;
 pub(super) const CHAT: Capability = Capability {
     operations: &[
         (Operation::Chat, |inner, call| {
-            Box::pin(inner.chat(call.id, call.body, &call.by))
+            Box::pin(inner.chat(call.id, call.body, &call.by, super::trace_of(call.req)))
         }),
         (Operation::ChatStream, |inner, call| {
             Box::pin(inner.chat_stream(call.id))
@@ -75,7 +75,13 @@ fn follow(log: &SqliteStreamLog, from: u64) -> LocalBoxStream<'static, Vec<u8>> 
 
 impl Inner {
     /// `POST /v1/chat` for this session.
-    async fn chat(self: &Rc<Self>, id: &str, body: &[u8], by: &crate::auth::Principal) -> Reply {
+    async fn chat(
+        self: &Rc<Self>,
+        id: &str,
+        body: &[u8],
+        by: &crate::auth::Principal,
+        trace: Option<crate::trace::TraceContext>,
+    ) -> Reply {
         // A chat's first message creates its session: on its shard, before anything.
         self.place(id, None, id)?;
         let parts = self.attach(id)?;
@@ -104,6 +110,7 @@ impl Inner {
                     input: vec![message],
                     options: request.provider_options,
                     owner: by.user().map(|c| c.user.clone()),
+                    trace,
                     ..CreateSession::new(id, agent, "")
                 };
                 let created = runner.create(create).await?;
@@ -129,13 +136,15 @@ impl Inner {
                         let options = request.provider_options.clone();
                         let (run_id, queued) = match FOLLOW_UP {
                             Some(follow) => {
-                                let followed = follow(self, id, body, vec![message], options);
+                                let start = (options, trace);
+                                let followed = follow(self, id, body, vec![message], start);
                                 let followed = followed.await?;
                                 (followed.run_id, followed.queued.is_some())
                             }
                             None => {
                                 let messages = vec![message];
-                                let run_id = runner.send_messages(id, messages, options).await?;
+                                let run_id =
+                                    runner.send_messages(id, messages, options, trace).await?;
                                 self.schedule(id);
                                 (run_id, false)
                             }

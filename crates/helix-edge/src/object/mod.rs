@@ -372,7 +372,10 @@ impl Inner {
             Operation::ListMessages => self.messages(runner, &id, &req).await,
             Operation::Stream => self.stream(&parts, &id, &req).await,
             Operation::SubmitToolResult => self.submit(runner, &id, body, &by).await,
-            Operation::SendMessage => self.send_message(runner, &id, &body).await,
+            Operation::SendMessage => {
+                let trace = trace_of(&req);
+                self.send_message(runner, &id, &body, trace).await
+            }
             Operation::Interrupt => self.interrupt(runner, &id, &body).await,
             Operation::Resume => self.resume(runner, &id, &body).await,
             Operation::Abort => self.abort(runner, &id, &body).await,
@@ -412,4 +415,10 @@ pub(crate) fn serves(operation: Operation) -> bool {
 /// `202 {"accepted": true}`.
 fn accepted() -> Reply {
     json_response(202, &json!({ "accepted": true }))
+}
+
+/// The caller's span, from the request's `traceparent` (the worker passes it on).
+pub(super) fn trace_of(req: &Request) -> Option<crate::trace::TraceContext> {
+    let header = req.headers().get(crate::http::TRACEPARENT).ok().flatten()?;
+    crate::trace::TraceContext::parse(&header)
 }

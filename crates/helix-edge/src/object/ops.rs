@@ -13,6 +13,7 @@ use crate::lifecycle::needs_drive;
 use crate::runner::{CreateSession, Routed, RunError, Runner};
 use crate::storage::ObjectStore;
 use crate::store::{SessionHead, Store, StoreError};
+use crate::trace::TraceContext;
 use crate::worker_host::log;
 use serde_json::json;
 use std::rc::Rc;
@@ -148,10 +149,16 @@ impl Inner {
     }
 
     /// `POST …/messages`: a follow-up run.
-    pub(super) async fn send_message(self: &Rc<Self>, runner: &R, id: &str, body: &[u8]) -> Reply {
+    pub(super) async fn send_message(
+        self: &Rc<Self>,
+        runner: &R,
+        id: &str,
+        body: &[u8],
+        trace: Option<TraceContext>,
+    ) -> Reply {
         let (options, body) = crate::provider_options::take(body).map_err(ApiError::validation)?;
         let messages = parse_body::<MessageBody>(&body)?.into_messages()?;
-        let run_id = runner.send_messages(id, messages, options).await?;
+        let run_id = runner.send_messages(id, messages, options, trace).await?;
         self.schedule(id);
         json_response(202, &json!({ "runId": run_id }))
     }

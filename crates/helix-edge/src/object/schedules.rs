@@ -22,6 +22,7 @@ use crate::schedule::{
     table::from_message, take_when_busy, tell, under,
 };
 use crate::store::{SessionHead, SessionStatus, StoreError};
+use crate::trace::TraceContext;
 use crate::worker_host::{WorkerHost, log};
 use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
@@ -46,10 +47,12 @@ pub(super) const SCHEDULES: Capability = Capability {
         }),
     ],
     // `/v1/chat`'s new messages, with the `whenBusy` of the chat body.
-    follow_up: Some(|inner, id, body, messages, options| {
+    follow_up: Some(|inner, id, body, messages, (options, trace)| {
         Box::pin(async move {
             let (policy, _) = take_when_busy(body)?;
-            inner.follow_up(id, policy, messages, options).await
+            inner
+                .follow_up(id, policy, messages, (options, trace))
+                .await
         })
     }),
     after_slice: Some(after_slice),
@@ -84,7 +87,10 @@ impl Inner {
             crate::provider_options::take(call.body).map_err(ApiError::validation)?;
         let (policy, body) = take_when_busy(&body)?;
         let messages = parse_body::<MessageBody>(&body)?.into_messages()?;
-        let followed = self.follow_up(call.id, policy, messages, options).await?;
+        let trace = super::trace_of(call.req);
+        let followed = self
+            .follow_up(call.id, policy, messages, (options, trace))
+            .await?;
         let body = match followed.queued {
             None => json!({ "runId": followed.run_id }),
             Some((queue_id, position)) => json!({
@@ -105,7 +111,7 @@ impl Inner {
         id: &str,
         policy: Option<WhenBusy>,
         messages: Vec<Message>,
-        options: Option<Value>,
+        (options, trace): (Option<Value>, Option<TraceContext>),
     ) -> Result<Followed, ApiError> {
         let parts = self.attach(id)?;
         let runner = &parts.runner;
@@ -132,7 +138,7 @@ impl Inner {
             // Started here, as without the feature: refused, it leaves nothing behind.
             Decision::Start => {
                 let run_id = runner
-                    .send_messages_as(id, messages, options, run_id)
+                    .send_messages_as(id, messages, options, run_id, trace)
                     .await?;
                 self.schedule(id);
                 return Ok(Followed {

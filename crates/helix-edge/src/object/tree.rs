@@ -116,6 +116,7 @@ impl Children for DoChildren {
                 last_event_id: None,
                 user: None,
                 session_token: false,
+                traceparent: None,
                 body: None,
             };
             let mut resp = call_object(&self.env, self.binding, child_id, request)

@@ -97,6 +97,8 @@ pub struct AnthropicDecoder {
     /// The provider's explanation of the stop (a refusal's), if it gave one.
     stop_detail: Option<String>,
     usage: Usage,
+    /// The model `message_start` names.
+    model: Option<String>,
     done: bool,
 }
 
@@ -298,9 +300,12 @@ impl Decoder for AnthropicDecoder {
         let index = count(&value, "index").unwrap_or(0);
         let frame = match kind {
             "message_start" => {
-                if let Some(usage) = value.get("message").and_then(|m| m.get("usage")) {
+                let message = value.get("message");
+                if let Some(usage) = message.and_then(|m| m.get("usage")) {
                     self.usage(usage);
                 }
+                let model = message.and_then(|m| m.get("model")).and_then(Value::as_str);
+                self.model = model.map(String::from);
                 Frame::Known
             }
             "content_block_start" => {
@@ -381,6 +386,7 @@ impl Decoder for AnthropicDecoder {
             stop,
             stop_detail: self.stop_detail,
             usage: self.usage,
+            model: self.model,
         })
     }
 }

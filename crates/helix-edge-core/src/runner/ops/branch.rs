@@ -63,7 +63,7 @@ impl<S: Store> Runner<S> {
         let options = self
             .options_of(&live.head, &restore.checkpoint.run_id)
             .await?;
-        self.start_run(&mut live, input, Some(restore), options, None)
+        self.start_run(&mut live, input, Some(restore), (options, None), None)
             .await
     }
 
@@ -121,6 +121,7 @@ impl<S: Store> Runner<S> {
             options,
             // A fork stays with the source's owner (who, or whose tenant, asked for it).
             owner: live.head.owner.clone(),
+            trace: None,
         })
     }
 

@@ -7,6 +7,7 @@ use crate::runner::{RunError, Runner};
 use crate::store::{
     CheckpointRecord, CheckpointStatus, NewSession, SessionHead, SessionStatus, Store,
 };
+use crate::trace::RunTrace;
 use serde_json::Value;
 
 impl<S: Store> Runner<S> {
@@ -49,6 +50,7 @@ impl<S: Store> Runner<S> {
         let idle = request.idle && request.fork.is_some() && input_at == messages.len() as u64;
         let mut run = new_run(run_id.clone(), 1, now, input_at);
         run.options = request.options;
+        run.trace = Some(RunTrace::new(&*self.host, request.trace.as_ref()));
         if idle {
             run.status = RunStatus::Completed;
             run.completed_at = Some(now);

@@ -48,6 +48,10 @@ pub struct CreateSession {
     /// Who owns it: the user who created it, or for a child its root's owner.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<crate::store::Owner>,
+    /// The caller's span the first run continues (a `traceparent`'s; for a child, its
+    /// parent run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 impl CreateSession {
@@ -68,6 +72,7 @@ impl CreateSession {
             idle: false,
             options: None,
             owner: None,
+            trace: None,
         }
     }
 }
@@ -179,10 +184,12 @@ pub(crate) fn new_run(run_id: String, turn: u32, now: u64, input_at: u64) -> Run
         completed_at: None,
         error: None,
         usage: Usage::default(),
+        usage_by_model: Default::default(),
         nudges: 0,
         deferred_output: None,
         input_at,
         options: None,
+        trace: None,
     }
 }
 

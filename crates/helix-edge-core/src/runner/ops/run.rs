@@ -13,6 +13,7 @@ use crate::store::{
     CheckpointRecord, CheckpointStatus, Commit, FollowUp, InterruptRequest, SessionStatus,
     StateChange, Store,
 };
+use crate::trace::{RunTrace, TraceContext};
 use serde_json::Value;
 
 impl<S: Store> Runner<S> {
@@ -22,7 +23,7 @@ impl<S: Store> Runner<S> {
         session_id: &str,
         message: String,
     ) -> Result<String, RunError> {
-        self.send_messages(session_id, vec![Message::user(message)], None)
+        self.send_messages(session_id, vec![Message::user(message)], None, None)
             .await
     }
 
@@ -34,6 +35,7 @@ impl<S: Store> Runner<S> {
         session_id: &str,
         messages: Vec<Message>,
         options: Option<Value>,
+        trace: Option<TraceContext>,
     ) -> Result<String, RunError> {
         let mut live = self.load(session_id).await?;
         if let Some(given) = &options {
@@ -41,8 +43,8 @@ impl<S: Store> Runner<S> {
             super::check_options(given, &agent)?;
         }
         ensure_idle(&live.head)?;
-        self.start_run(&mut live, messages, None, options, None)
-            .await
+        let start = (options, trace.as_ref());
+        self.start_run(&mut live, messages, None, start, None).await
     }
 
     /// [`Self::send_messages`] for a run whose id was fixed beforehand (a queued
@@ -53,6 +55,7 @@ impl<S: Store> Runner<S> {
         messages: Vec<Message>,
         options: Option<Value>,
         run_id: String,
+        trace: Option<TraceContext>,
     ) -> Result<String, RunError> {
         let mut live = self.load(session_id).await?;
         if let Some(given) = &options {
@@ -60,7 +63,8 @@ impl<S: Store> Runner<S> {
             super::check_options(given, &agent)?;
         }
         ensure_idle(&live.head)?;
-        self.start_run(&mut live, messages, None, options, Some(run_id))
+        let start = (options, trace.as_ref());
+        self.start_run(&mut live, messages, None, start, Some(run_id))
             .await
     }
 
@@ -72,7 +76,7 @@ impl<S: Store> Runner<S> {
         live: &mut Live,
         messages: Vec<Message>,
         restore: Option<Restore>,
-        options: Option<Value>,
+        (options, trace): (Option<Value>, Option<&TraceContext>),
         run_id: Option<String>,
     ) -> Result<String, RunError> {
         let now = self.host.now_ms();
@@ -85,6 +89,7 @@ impl<S: Store> Runner<S> {
         };
         head.run = new_run(run_id.clone(), live.head.run.turn + 1, now, input_at);
         head.run.options = options;
+        head.run.trace = Some(RunTrace::new(&*self.host, trace));
         head.status = SessionStatus::Active;
         head.pending.clear();
         head.suspended_reason = None;
@@ -209,8 +214,14 @@ impl<S: Store> Runner<S> {
         if let Some(parent) = live.head.parent.as_mut() {
             parent.tool_call_id = then.tool_call_id;
         }
-        self.start_run(live, vec![Message::user(then.message)], None, None, None)
-            .await
-            .map(drop)
+        self.start_run(
+            live,
+            vec![Message::user(then.message)],
+            None,
+            (None, None),
+            None,
+        )
+        .await
+        .map(drop)
     }
 }

@@ -31,6 +31,8 @@ pub enum ChildOrder {
         parent: ParentRef,
         /// Its root's owner, whom it belongs to as well.
         owner: Option<crate::store::Owner>,
+        /// The parent run's span, which the child's run continues.
+        trace: Option<crate::trace::TraceContext>,
     },
     /// End it for good.
     Abort {
@@ -90,10 +92,12 @@ impl ChildOrder {
                 message,
                 parent,
                 owner,
+                trace,
             } => {
                 let request = crate::runner::CreateSession {
                     parent: Some(parent.clone()),
                     owner: owner.clone(),
+                    trace: trace.clone(),
                     ..crate::runner::CreateSession::new(child_id, agent.clone(), message.clone())
                 };
                 let body = serde_json::to_value(&request).map_err(|e| e.to_string())?;
@@ -348,6 +352,7 @@ mod tests {
                 subject: "u1".into(),
                 tenant: None,
             }),
+            trace: None,
         };
         let r = start.request("p.sub-1").unwrap();
         assert_eq!((r.path.as_str(), r.accept), (CREATE_PATH, &[409][..]));

@@ -86,6 +86,7 @@ impl<S: Store> Waits<S> for Subagents {
                         message: call.arguments.to_string(),
                         parent: rt.parent_ref(live, &call.tool_call_id),
                         owner: live.head.owner.clone(),
+                        trace: live.head.run.trace.as_ref().map(|t| t.context()),
                     };
                     starts.push((call.tool_call_id, child_id, order));
                 }

@@ -398,6 +398,7 @@ impl Companions {
                             message: message.to_string(),
                             parent: rt.parent_ref(live, &p.tool_call_id),
                             owner: live.head.owner.clone(),
+                            trace: live.head.run.trace.as_ref().map(|t| t.context()),
                         }
                     } else {
                         ChildOrder::Message {
@@ -490,7 +491,8 @@ async fn turn_ended<S: Store>(
         SessionStatus::Completed | SessionStatus::Failed
     );
     if !stored && notice && finished && rt.agent(&live.head.agent)?.wakes_on_children() {
-        rt.start_run(live, Vec::new(), None, None, None).await?;
+        rt.start_run(live, Vec::new(), None, (None, None), None)
+            .await?;
         return Ok(true);
     }
     Ok(stored)
