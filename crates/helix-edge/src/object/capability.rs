@@ -95,13 +95,13 @@ pub(super) struct Wiring<'a> {
     pub database: &'a str,
 }
 
-/// Adds a kind of outside work to a session's runner.
-pub(super) type Waits = fn(Runner<ObjectStore>, &Wiring<'_>) -> Runner<ObjectStore>;
+/// Equips a session's runner: a kind of outside work it waits on, or what observes it.
+pub(super) type Equip = fn(Runner<ObjectStore>, &Wiring<'_>) -> Runner<ObjectStore>;
 
 /// What a capability adds to the object.
 pub(super) struct Capability {
-    /// The kind of outside work its sessions wait on.
-    pub waits: Option<Waits>,
+    /// What it equips the runner with (the kind of outside work its sessions wait on).
+    pub equip: Option<Equip>,
     /// Internal paths it answers (before the API's routes).
     pub routes: &'static [(&'static str, Handler)],
     /// API operations it serves.
@@ -134,7 +134,7 @@ pub(super) struct Capability {
     reason = "the base of the capabilities a build registers, if any"
 )]
 pub(super) const NOTHING: Capability = Capability {
-    waits: None,
+    equip: None,
     routes: &[],
     operations: &[],
     after_slice: None,

@@ -122,14 +122,14 @@ const CAPABILITIES: &[&Capability] = &[
     &tree::SUBAGENTS,
     #[cfg(feature = "persistent-children")]
     &Capability {
-        waits: Some(|runner, _| {
+        equip: Some(|runner, _| {
             runner.with_waits([crate::runner::WaitKind::persistent_children()])
         }),
         ..capability::NOTHING
     },
     #[cfg(feature = "remote-subagents")]
     &Capability {
-        waits: Some(|runner, w| crate::remote::register(runner, w.env, w.stream)),
+        equip: Some(|runner, w| crate::remote::register(runner, w.env, w.stream)),
         ..capability::NOTHING
     },
     #[cfg(feature = "time-travel")]
@@ -262,8 +262,8 @@ impl Inner {
             stream: &stream,
             database: &database,
         };
-        let waits = CAPABILITIES.iter().filter_map(|c| c.waits);
-        let runner = waits.fold(runner, |runner, add| add(runner, &wiring));
+        let equip = CAPABILITIES.iter().filter_map(|c| c.equip);
+        let runner = equip.fold(runner, |runner, add| add(runner, &wiring));
         let parts = Rc::new(Parts {
             sql,
             database,

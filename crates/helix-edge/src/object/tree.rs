@@ -32,7 +32,7 @@ const RELAY_BATCH: u64 = 500;
 
 /// Sub-agents: child sessions in Durable Objects of their own.
 pub(super) const SUBAGENTS: Capability = Capability {
-    waits: Some(|runner, wiring| with_children(runner, wiring).with_waits([WaitKind::subagents()])),
+    equip: Some(|runner, wiring| with_children(runner, wiring).with_waits([WaitKind::subagents()])),
     routes: &[
         (ENDED_PATH, |inner, call| {
             Box::pin(inner.child_ended(call.id, call.body))
