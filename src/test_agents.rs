@@ -11,11 +11,15 @@
 //! client tool whose results must match a declared output schema. `lister` owes a list
 //! of strings as its output (a typed output that is not an object). `thinker` takes notes
 //! with extended thinking on (a thinking budget). `painter`'s `render_chart` gives the
-//! model a picture with its result (a tool's attachments).
+//! model a picture with its result (a tool's attachments). `observed` meets every kind of
+//! human-in-the-loop boundary in one run — `delete_file` (approval), `ask_user` (client)
+//! and `research` (a sub-agent) — and its hooks keep an audit in its state (the traces'
+//! and the hooks' end-to-end tests).
 
-use helix_edge::agent::Agent;
+use helix_edge::agent::{Agent, HookContext, HookFuture, Hooks, Suspension};
 use helix_edge::attachment::Attachment;
 use helix_edge::error::{DefinitionError, ToolError};
+use helix_edge::message::Message;
 use helix_edge::model::{CacheTtl, ModelSettings};
 use helix_edge::tool::{Tool, ToolContext};
 use reference_agents::add_note_tool;
@@ -240,7 +244,61 @@ pub fn illustrator(files: helix_edge::objects::R2) -> Result<Agent, DefinitionEr
         .build()
 }
 
-/// `agents` with the test agents: `typed`, `lister`, `thinker`, `painter`, `ledger` when
+/// Writes each call's outcome to `/audit` after it, and why the run waits to `/waiting`.
+struct Audit;
+
+impl Hooks for Audit {
+    fn after_tool<'a>(&'a self, ctx: &'a HookContext, result: &'a Message) -> HookFuture<'a> {
+        Box::pin(async move {
+            let ok = matches!(
+                result,
+                Message::Tool {
+                    is_error: false,
+                    ..
+                }
+            );
+            let name = ctx.call.as_ref().map(|c| c.name.clone());
+            ctx.append(
+                "/audit",
+                json!({ "tool": name, "ok": ok, "step": ctx.step }),
+            )?;
+            Ok(())
+        })
+    }
+    fn on_agent_suspended<'a>(&'a self, ctx: &'a HookContext, s: Suspension<'a>) -> HookFuture<'a> {
+        Box::pin(async move {
+            ctx.set("/waiting", json!(s.reason.as_str()))?;
+            Ok(())
+        })
+    }
+    fn on_agent_resumed<'a>(&'a self, ctx: &'a HookContext) -> HookFuture<'a> {
+        Box::pin(async move {
+            ctx.set("/waiting", Value::Null)?;
+            Ok(())
+        })
+    }
+}
+
+/// `observed`: an approval, a client tool and a sub-agent, audited by its hooks.
+fn observed() -> Result<Agent, DefinitionError> {
+    Agent::builder("observed")
+        .system_prompt("Delete what is asked, ask the user, research, then answer.")
+        .initial_state(json!({ "audit": [], "waiting": null }))
+        .tool(reference_agents::delete_file_tool())
+        .tool(Tool::client::<reference_agents::AskUser>(
+            "ask_user",
+            "Ask the user a question; the client answers.",
+        ))
+        .tool(Tool::subagent::<reference_agents::Research>(
+            "research",
+            reference_agents::researcher()?,
+        ))
+        .hooks(Audit)
+        .build()
+}
+
+/// `agents` with the test agents: `typed`, `lister`, `thinker`, `painter`, `observed`,
+/// `ledger` when
 /// the suite gives it its `LEDGER_URL`, `illustrator` when FILES is bound and
 /// `librarian-kv` (the reference `librarian`, its skills under `skills/` of the KV
 /// namespace) when KV is.
@@ -269,5 +327,6 @@ pub fn add(
         .with(typed()?)?
         .with(lister()?)?
         .with(thinker()?)?
-        .with(painter()?)
+        .with(painter()?)?
+        .with(observed()?)
 }

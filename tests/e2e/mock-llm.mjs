@@ -11,7 +11,7 @@ let nextId = 1;
 
 /** The stream chunks of one scripted answer. */
 function chunks(answer) {
-  const base = { id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: 0, model: 'mock' };
+  const base = { id: 'chatcmpl-mock', object: 'chat.completion.chunk', created: 0, model: answer.model ?? 'mock' };
   const out = [{ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] }];
   if (answer.reasoning) {
     out.push({ ...base, choices: [{ index: 0, delta: { reasoning_content: answer.reasoning } }] });
@@ -37,7 +37,8 @@ function chunks(answer) {
   }
   const finish = answer.finish ?? ((answer.calls ?? []).length ? 'tool_calls' : 'stop');
   out.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] });
-  out.push({ ...base, choices: [], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
+  const [input, output] = answer.usage ?? [11, 7];
+  out.push({ ...base, choices: [], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } });
   return out;
 }
 

@@ -73,11 +73,11 @@ export class HelixClient {
 
   /**
    * The tokens of the runs that started in a window (`from`/`to`, ms), summed per agent,
-   * UTC day or session, with a total, from D1 (the `usage` feature; a user's token sees
-   * the sessions it reaches).
+   * UTC day, session or model, with a total, from D1 (the `usage` feature; a user's
+   * token sees the sessions it reaches).
    */
   usage(
-    query: { agent?: string; from?: number; to?: number; groupBy?: 'agent' | 'day' | 'session'; partial?: boolean } & Signal = {},
+    query: { agent?: string; from?: number; to?: number; groupBy?: 'agent' | 'day' | 'session' | 'model'; partial?: boolean } & Signal = {},
   ): Promise<UsageReport> {
     const { signal, ...q } = query;
     return this.transport.json('GET', '/v1/usage', { query: q, signal });

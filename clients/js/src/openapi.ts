@@ -219,6 +219,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/runs/{runId}/spans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description A run of the session (`GET …/runs`). */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The run's OpenTelemetry spans (GenAI conventions), oldest first as they ended: `invoke_agent {agent}` (the run, sent when it ends), `agent_slice {agent}` (each stretch of work: a start, a resumption, a continuation), `chat {model}`, `execute_tool {tool}`, `commit`, and `await_human` / `await_children` (each wait, from the suspension to the resumption). They are kept in the session's object (its newest 2000) whether or not an OTLP endpoint is configured; `export` says how the session's spans stand with it. Prompts, arguments and results are in them only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Served with helix-edge's `otel` feature; without it 404 not_found names the feature. */
+        get: operations["listRunSpans"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/checkpoints": {
         parameters: {
             query?: never;
@@ -398,7 +419,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The tokens of the runs that started in a window, summed per agent, per UTC day or per session, with a total, from D1 (the queryable record: each run's row carries its usage summed over its steps, so this is as fresh as replication). The API token sees every session's runs, a user's token (helix-edge's `users` feature) those of the sessions the user reaches; a session token gets 403. At most 1000 groups (`truncated` says when there were more; the total is of the groups listed). Served with helix-edge's `usage` feature; without it 404 not_found names the feature. */
+        /** @description The tokens of the runs that started in a window, summed per agent, per UTC day, per session or per model, with a total, from D1 (the queryable record: each run's row carries its usage summed over its steps, so this is as fresh as replication). The API token sees every session's runs, a user's token (helix-edge's `users` feature) those of the sessions the user reaches; a session token gets 403. At most 1000 groups (`truncated` says when there were more; the total is of the groups listed). Served with helix-edge's `usage` feature; without it 404 not_found names the feature. */
         get: operations["getUsage"];
         put?: never;
         post?: never;
@@ -862,6 +883,12 @@ export interface components {
                 error?: components["schemas"]["ErrorInfo"];
                 /** @description The run's total over its model calls. */
                 usage: components["schemas"]["Usage"];
+                /** @description The same tokens per model (as the provider names it; a run on several models has each). Absent on runs recorded before it was kept. */
+                usageByModel?: {
+                    [key: string]: components["schemas"]["Usage"];
+                };
+                /** @description The run's OpenTelemetry trace (kept through its suspensions; a `traceparent` given when it started continues the caller's). Its spans: `GET …/runs/{runId}/spans` (helix-edge's `otel` feature) or your OTLP backend. */
+                traceId?: string;
                 /** @description One entry per model step, in order. */
                 steps: {
                     /** @description The session's step count after this step. */
@@ -1392,7 +1419,7 @@ export interface components {
             missingShards?: string[];
         };
         UsageGroup: {
-            /** @description The agent, the UTC day (YYYY-MM-DD) or the session; `total` for the total. */
+            /** @description The agent, the UTC day (YYYY-MM-DD), the session or the model; `total` for the total. */
             key: string;
             runs: number;
             inputTokens: number;
@@ -1402,7 +1429,7 @@ export interface components {
         };
         UsageReport: {
             /** @enum {unknown} */
-            groupBy: "agent" | "day" | "session";
+            groupBy: "agent" | "day" | "session" | "model";
             from: number;
             to?: number;
             /** @description By key. */
@@ -1447,6 +1474,45 @@ export interface components {
             clientId?: string;
             authorizationEndpoint?: string;
             scope?: string;
+        };
+        /** @description A finished span, as helix-edge keeps it and exports it over OTLP (ids in lowercase hex, times in ms since the epoch). */
+        Span: {
+            traceId: string;
+            spanId: string;
+            /** @description Absent for the trace's root (a run no caller's `traceparent` continued). */
+            parentSpanId?: string;
+            /** @description `invoke_agent {agent}`, `agent_slice {agent}`, `chat {model}`, `execute_tool {tool}`, `commit`, `await_human`, `await_children`. */
+            name: string;
+            /** @enum {string} */
+            kind: "internal" | "client";
+            startMs: number;
+            endMs: number;
+            /** @description OpenTelemetry's GenAI attributes (`gen_ai.operation.name`, `gen_ai.system`, `gen_ai.request.model`, `gen_ai.response.model`, `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.conversation.id`, `gen_ai.agent.name`; with content capture `gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.system_instructions`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`) and helix-edge's (`helix.run.id`, `helix.step`, `helix.slice.cause`, `helix.slice.outcome`, `helix.suspend.reason`, `helix.tool.answer`: approved, denied, client, expired, child, answered or server, `helix.tool.decided_by`, `helix.wait.reason`, `helix.wait.calls`, `helix.wait.ms`, `helix.time_to_first_token_ms`). */
+            attributes: {
+                [key: string]: string | number | boolean | string[];
+            };
+            /** @description A slice's link to its run's span. */
+            links?: {
+                traceId: string;
+                spanId: string;
+            }[];
+            /** @description Why it failed (its status is then an error). */
+            error?: string;
+        };
+        RunSpans: {
+            runId: string;
+            /** @description The run's trace (null for a run recorded before traces). */
+            traceId?: string | null;
+            spans: components["schemas"]["Span"][];
+            /** @description How the session's kept spans stand with the OTLP endpoint. */
+            export: {
+                /** @description Whether the deployment configures one. */
+                endpoint: boolean;
+                unsent: number;
+                sent: number;
+                /** @description Given up on after the retries (each drop is also logged: `otel_spans_dropped`). */
+                dropped: number;
+            };
         };
     };
     responses: {
@@ -1914,6 +1980,43 @@ export interface operations {
             503: components["responses"]["Error"];
         };
     };
+    listRunSpans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+                /** @description A run of the session (`GET …/runs`). */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run's spans. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunSpans"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            /** @description No such session (`session_not_found`), or no such run in it (`run_not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Error"];
+        };
+    };
     listCheckpoints: {
         parameters: {
             query?: never;
@@ -2248,8 +2351,8 @@ export interface operations {
                 from?: number;
                 /** @description Runs started before this time (ms since the epoch); a window that ends before it starts is empty. */
                 to?: number;
-                /** @description What to sum by (default agent). */
-                groupBy?: "agent" | "day" | "session";
+                /** @description What to sum by (default agent). `model`: the model that answered, as its provider names it (a run on several models counts in each, with that model's tokens; runs recorded before models were kept are not in it). */
+                groupBy?: "agent" | "day" | "session" | "model";
                 /** @description Over a record spread on several D1 databases (shards): `true` answers with what the reachable databases hold and names the others in `missingShards`; without it a database that cannot be read makes the answer 503 `storage_unavailable` (naming it), never a short page. */
                 partial?: components["parameters"]["Partial"];
             };

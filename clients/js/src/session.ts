@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, Schedule, ScheduleRequest, Session, WhenBusy, SessionEvent, UserMessages } from './types.js';
+import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, RunSpans, Schedule, ScheduleRequest, Session, WhenBusy, SessionEvent, UserMessages } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -56,6 +56,11 @@ export class SessionHandle {
 
   async runs({ signal }: Signal = {}): Promise<Run[]> {
     return (await this.transport.json<{ runs: Run[] }>('GET', `${this.path}/runs`, { signal })).runs;
+  }
+
+  /** A run's OpenTelemetry spans as the session keeps them, and how its export stands (the `otel` feature). */
+  async spans(runId: string, { signal }: Signal = {}): Promise<RunSpans> {
+    return this.transport.json('GET', `${this.path}/runs/${encodeURIComponent(runId)}/spans`, { signal });
   }
 
   async checkpoints({ signal }: Signal = {}): Promise<Checkpoint[]> {

@@ -34,7 +34,11 @@ export type SchedulePage = Schemas['SchedulePage'];
 export type InboxPage = Schemas['InboxPage'];
 /** A call waiting on a person: its session and agent, the call, since when it waits. */
 export type InboxItem = Schemas['InboxItem'];
-/** Token usage summed per agent, day or session (`client.usage()`). */
+/** A run's spans (`session.spans(runId)`) and how the session's export stands. */
+export type RunSpans = Schemas['RunSpans'];
+/** One OpenTelemetry span as helix-edge keeps and exports it. */
+export type Span = Schemas['Span'];
+/** Token usage summed per agent, day, session or model (`client.usage()`). */
 export type UsageReport = Schemas['UsageReport'];
 /** The runs and tokens of one group of a usage report. */
 export type UsageGroup = Schemas['UsageGroup'];

@@ -5,16 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-#[path = "support/lite.rs"]
-mod lite;
 mod support;
 
 use helix_edge_core::model::{ModelTurn, StopReason, Usage};
 use helix_edge_core::runner::{Progress, Submission};
 use helix_edge_core::store::SessionStatus;
-use helix_edge_core::telemetry::{
-    Attr, Export, ExportCounts, KeptSpans, MAX_KEPT, Span, SpanSink, Telemetry,
-};
+use helix_edge_core::telemetry::{Attr, Span, SpanSink, Telemetry};
 use helix_edge_core::trace::TraceContext;
 use serde_json::json;
 use std::cell::RefCell;
@@ -83,8 +79,10 @@ fn traced_run(spans: &Rc<Spans>, content: bool) -> World {
     };
     w.model.turn(used(calls(vec![del.clone()]), 11, 3));
     w.model.turn(used(calls(vec![ask.clone()]), 21, 4));
+    // The last answer names the model that gave it (a router's pick).
     let done = ModelTurn {
         text: "All done.".into(),
+        model: Some("router-pick".into()),
         ..ModelTurn::default()
     };
     w.model.turn(used(done, 31, 5));
@@ -131,6 +129,17 @@ fn a_run_is_one_trace_across_its_suspensions_and_a_restart() {
         ("assistant", "completed")
     );
     assert_eq!(int(run, "gen_ai.usage.input_tokens"), 63);
+    let by_model: Vec<_> = head
+        .run
+        .usage_by_model
+        .iter()
+        .map(|(m, u)| (m.as_str(), u.input_tokens, u.output_tokens))
+        .collect();
+    assert_eq!(
+        by_model,
+        [("router-pick", 31, 5), ("unknown", 32, 7)],
+        "the model that answered, else the one asked for"
+    );
 
     let slices = spans.named("agent_slice ");
     let causes: Vec<_> = slices
@@ -242,88 +251,4 @@ fn a_callers_traceparent_is_the_parent_of_the_run() {
     let run = &spans.named("invoke_agent ")[0];
     assert_eq!(run.trace_id, caller.trace_id);
     assert_eq!(run.parent_span_id, Some(caller.span_id));
-}
-
-#[test]
-fn a_sessions_spans_are_kept_per_slice_and_are_the_exports_queue() {
-    let db = lite::Lite::object();
-    let kept = Rc::new(KeptSpans::new(db.clone()));
-    let w = World::new();
-    let r =
-        w.runner("p1")
-            .with_observer(Rc::new(Telemetry::new(kept.clone(), w.host.clone(), false)));
-    w.model
-        .calls(vec![w.model.call("add_note", json!({"text": "x"}))])
-        .text("Noted.");
-    w.create(&r, "assistant", "Note x.");
-    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
-    let run_id = w.session().head.run.run_id;
-
-    let spans = kept.of_run(&run_id).unwrap();
-    let names: Vec<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "chat unknown",
-            "execute_tool add_note",
-            // The first step's commit went out with the second model call.
-            "chat unknown",
-            "commit",
-            "commit",
-            "agent_slice assistant",
-            "invoke_agent assistant"
-        ],
-        "written when the slice ended, in the order they ended"
-    );
-    assert_eq!(spans[0]["attributes"]["gen_ai.operation.name"], "chat");
-    assert!(kept.of_run("run_other").unwrap().is_empty());
-
-    let all = kept.counts().unwrap();
-    assert_eq!(
-        all,
-        ExportCounts {
-            unsent: 7,
-            sent: 0,
-            dropped: 0
-        }
-    );
-    let first: Vec<i64> = kept.unsent(4).unwrap().iter().map(|(s, _)| *s).collect();
-    assert_eq!(first.len(), 4);
-    kept.mark(&first, Export::Sent).unwrap();
-    let rest: Vec<i64> = kept.unsent(10).unwrap().iter().map(|(s, _)| *s).collect();
-    assert!(rest.iter().all(|s| !first.contains(s)));
-    kept.mark(&rest, Export::Dropped).unwrap();
-    let all = kept.counts().unwrap();
-    assert_eq!(
-        all,
-        ExportCounts {
-            unsent: 0,
-            sent: 4,
-            dropped: 3
-        }
-    );
-
-    // The newest are kept.
-    for _ in 0..MAX_KEPT {
-        kept.record(spans_like(&run_id));
-    }
-    assert_eq!(kept.flush(), Ok(()));
-    let left = kept.counts().unwrap();
-    assert_eq!(left.unsent + left.sent + left.dropped, MAX_KEPT as u64);
-    assert_eq!(left.unsent, MAX_KEPT as u64, "the oldest went first");
-}
-
-fn spans_like(run_id: &str) -> Span {
-    Span {
-        trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
-        span_id: "b7ad6b7169203331".into(),
-        parent_span_id: None,
-        name: "commit".into(),
-        kind: helix_edge_core::telemetry::SpanKind::Internal,
-        start_ms: 1,
-        end_ms: 2,
-        attributes: vec![("helix.run.id", Attr::Str(run_id.into()))],
-        links: Vec::new(),
-        error: None,
-    }
 }

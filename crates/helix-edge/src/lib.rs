@@ -49,6 +49,8 @@
 //!   user told to the session's object, the object's door.
 //! - `oidc` (feature `users`): a page's sign-in through the identity provider — the
 //!   authorization code with PKCE, exchanged by the worker for the ID token.
+//! - [`otel`] (feature `otel`): runs' OpenTelemetry spans, kept per session and
+//!   exported over OTLP/HTTP after each slice of work.
 //! - `retention` (feature `retention`): the worker's cron trigger compacting and
 //!   erasing ended sessions in the record.
 //! - `allocator` (feature `talc`): the worker's global allocator.
@@ -66,6 +68,8 @@ pub use helix_edge_core::demo;
 pub use helix_edge_core::identity;
 #[cfg(feature = "schedules")]
 pub use helix_edge_core::schedule;
+#[cfg(feature = "otel")]
+pub use helix_edge_core::telemetry;
 #[cfg(feature = "testing")]
 pub use helix_edge_core::testing;
 pub use helix_edge_core::{
@@ -104,6 +108,8 @@ mod oidc;
 pub mod mcp;
 #[cfg(feature = "objects")]
 pub mod objects;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod outgoing;
 #[cfg(all(target_arch = "wasm32", feature = "remote-subagents"))]
 mod remote;

@@ -56,6 +56,10 @@ impl Host for WorkerHost {
         format!("{kind}_{}", random_hex(12))
     }
 
+    fn random_hex(&self, bytes: usize) -> String {
+        random_hex(bytes)
+    }
+
     fn log(&self, level: Level, event: &str, fields: &[(&str, LogValue<'_>)]) {
         if !enabled(level) {
             return;

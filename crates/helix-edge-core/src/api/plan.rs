@@ -79,6 +79,7 @@ impl Operation {
             | Self::Retry
             | Self::Fork => "time-travel",
             Self::ValidatePlan => "plans",
+            Self::ListSpans => "otel",
             Self::CreateSchedule
             | Self::ListSchedules
             | Self::DeleteSchedule

@@ -39,6 +39,8 @@ pub enum Operation {
     Abort,
     /// `GET /v1/sessions/{id}/runs`.
     ListRuns,
+    /// `GET /v1/sessions/{id}/runs/{runId}/spans`: the run's OpenTelemetry spans.
+    ListSpans,
     /// `GET /v1/sessions/{id}/checkpoints`.
     ListCheckpoints,
     /// `GET /v1/sessions/{id}/checkpoints/{checkpointId}`: the session as it was there.
@@ -117,6 +119,11 @@ pub const ROUTES: &[RouteSpec] = &[
     r("POST", "/v1/sessions/{id}/resume", Operation::Resume),
     r("POST", "/v1/sessions/{id}/abort", Operation::Abort),
     r("GET", "/v1/sessions/{id}/runs", Operation::ListRuns),
+    r(
+        "GET",
+        "/v1/sessions/{id}/runs/{runId}/spans",
+        Operation::ListSpans,
+    ),
     r(
         "GET",
         "/v1/sessions/{id}/checkpoints",
@@ -252,6 +259,7 @@ mod tests {
             let path = spec.path.replace("{id}", "s-1");
             let path = path.replace("{checkpointId}", "item_1");
             let path = path.replace("{scheduleId}", "item_1");
+            let path = path.replace("{runId}", "item_1");
             let route = route(spec.method, &path).unwrap();
             assert_eq!(route.operation, spec.operation, "{} {path}", spec.method);
             let expected = spec.path.contains("{id}").then_some("s-1");

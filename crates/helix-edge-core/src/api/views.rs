@@ -192,6 +192,10 @@ pub struct RunView {
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorInfo>,
     usage: Usage,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    usage_by_model: std::collections::BTreeMap<String, Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_id: Option<String>,
     steps: Vec<StepView>,
     waits: Vec<CallWait>,
 }
@@ -233,6 +237,8 @@ impl RunView {
             completed_at: r.completed_at,
             error: r.error,
             usage: r.usage,
+            usage_by_model: r.usage_by_model,
+            trace_id: r.trace.map(|t| t.trace_id),
             steps,
             waits,
         }

@@ -121,7 +121,9 @@ impl<S: Store> Runner<S> {
         };
         let mut head = live.head.clone();
         head.run.usage.add(&turn.usage);
-        let by_model = head.run.usage_by_model.entry(name.model).or_default();
+        // The model that answered, as it said (a router's pick), else the one asked.
+        let answered = turn.model.clone().unwrap_or(name.model);
+        let by_model = head.run.usage_by_model.entry(answered).or_default();
         by_model.add(&turn.usage);
         let conclusion = conclude_step(
             agent,

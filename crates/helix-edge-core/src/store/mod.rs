@@ -81,7 +81,8 @@ pub struct RunRecord {
     /// Tokens used by the run's model calls.
     #[serde(default)]
     pub usage: Usage,
-    /// The same tokens, per model (as [`crate::model::Model::name`] names it).
+    /// The same tokens, per model: the one that answered, as its provider named it in
+    /// the answer, else the one asked for ([`crate::model::Model::name`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub usage_by_model: BTreeMap<String, Usage>,
     /// Corrective nudges sent because a required output was missing.

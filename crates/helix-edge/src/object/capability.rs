@@ -93,6 +93,8 @@ pub(super) struct Wiring<'a> {
     pub stream: &'a Rc<SqliteStreamLog>,
     /// The D1 binding of the session's shard of the record (its children's too).
     pub database: &'a str,
+    /// The object's SQLite.
+    pub sql: &'a Rc<Sql>,
 }
 
 /// Equips a session's runner: a kind of outside work it waits on, or what observes it.

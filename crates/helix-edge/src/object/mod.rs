@@ -33,6 +33,8 @@ mod drive;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod ops;
+#[cfg(feature = "otel")]
+mod otel;
 #[cfg(feature = "plans")]
 mod plans;
 mod replicate;
@@ -136,6 +138,8 @@ const CAPABILITIES: &[&Capability] = &[
     &time_travel::TIME_TRAVEL,
     #[cfg(feature = "plans")]
     &plans::PLANS,
+    #[cfg(feature = "otel")]
+    &otel::OTEL,
     #[cfg(feature = "retention")]
     &retention::RETENTION,
     #[cfg(feature = "schedules")]
@@ -261,6 +265,7 @@ impl Inner {
             sessions: self.app.sessions(),
             stream: &stream,
             database: &database,
+            sql: &sql,
         };
         let equip = CAPABILITIES.iter().filter_map(|c| c.equip);
         let runner = equip.fold(runner, |runner, add| add(runner, &wiring));

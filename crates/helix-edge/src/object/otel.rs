@@ -1,0 +1,83 @@
+//! The `otel` capability: the runner observed by [`Telemetry`], its spans kept in the
+//! session's SQLite, exported after each slice (`wait_until`, after the response), and
+//! served per run (`GET /v1/sessions/{id}/runs/{runId}/spans`, the console's timeline).
+
+use super::capability::{Call, Capability, NOTHING};
+use super::{Inner, Reply};
+use crate::api::{ApiError, Operation};
+use crate::http::json_response;
+use crate::otel::{Endpoint, captures_content, export::export};
+use crate::runner::RunError;
+use crate::store::{Store, StoreError};
+use crate::telemetry::{KeptSpans, Telemetry};
+use crate::worker_host::{WorkerHost, config_value};
+use serde_json::json;
+use std::rc::Rc;
+
+pub(super) const OTEL: Capability = Capability {
+    equip: Some(|runner, wiring| {
+        let kept = Rc::new(KeptSpans::new(wiring.sql.clone()));
+        let content = captures_content(|name| config_value(wiring.env, name));
+        runner.with_observer(Rc::new(Telemetry::new(kept, Rc::new(WorkerHost), content)))
+    }),
+    operations: &[(Operation::ListSpans, |inner, call| {
+        Box::pin(inner.spans(call))
+    })],
+    after_slice: Some(|inner, id| {
+        inner.export_spans(id);
+        Box::pin(async { true })
+    }),
+    ..NOTHING
+};
+
+impl Inner {
+    /// Sends the session's unsent spans, after the response, when an endpoint is set.
+    fn export_spans(&self, id: &str) {
+        let Some(to) = Endpoint::configured(|name| config_value(&self.env, name)) else {
+            return;
+        };
+        let Ok(parts) = self.parts() else { return };
+        let kept = KeptSpans::new(parts.sql.clone());
+        let id = id.to_string();
+        self.state
+            .wait_until(async move { export(&id, &kept, &to).await });
+    }
+
+    /// `GET …/runs/{runId}/spans`: the run's kept spans, oldest first, and how the
+    /// session's export stands.
+    async fn spans(&self, call: &Call<'_>) -> Reply {
+        let parts = self.attach(call.id)?;
+        let run_id = call.item.unwrap_or_default();
+        let runs = parts
+            .runner
+            .store()
+            .runs(call.id)
+            .await
+            .map_err(RunError::from)?;
+        if runs.is_empty() {
+            return Err(RunError::Store(StoreError::NotFound(call.id.into())).into());
+        }
+        let Some(run) = runs.iter().find(|r| r.run_id == run_id) else {
+            let message = format!("No run '{run_id}' in this session.");
+            return Err(ApiError::client(404, "run_not_found", message));
+        };
+        let kept = KeptSpans::new(parts.sql.clone());
+        let spans = kept
+            .of_run(run_id)
+            .map_err(|e| crate::http::internal("spans", e))?;
+        let export = kept
+            .counts()
+            .map_err(|e| crate::http::internal("spans", e))?;
+        let exporting = Endpoint::configured(|name| config_value(&self.env, name)).is_some();
+        json_response(
+            200,
+            &json!({
+                "runId": run_id,
+                "traceId": run.trace.as_ref().map(|t| t.trace_id.as_str()),
+                "spans": spans,
+                "export": { "endpoint": exporting, "unsent": export.unsent,
+                    "sent": export.sent, "dropped": export.dropped },
+            }),
+        )
+    }
+}

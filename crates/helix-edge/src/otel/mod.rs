@@ -1,0 +1,137 @@
+//! OpenTelemetry traces of runs (feature `otel`): the core's spans
+//! ([`crate::telemetry`]), kept in each session's SQLite and exported over OTLP/HTTP
+//! (protobuf, [`otlp`]) after each slice of work, off the request's path — batched,
+//! retried with backoff, and dropped with a counted warning rather than ever failing or
+//! delaying a run.
+//!
+//! Configured by the deployment's vars and secrets, as OpenTelemetry's SDKs are:
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the whole URL) or `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! (`/v1/traces` is added), `OTEL_EXPORTER_OTLP_HEADERS` (`key=value,…`, a secret for
+//! a backend's key), `OTEL_SERVICE_NAME` (`helix-edge`), and
+//! `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` to record prompts,
+//! arguments and results (off by default). Without an endpoint, spans are only kept.
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) mod export;
+pub mod otlp;
+
+/// Where spans go, and as which service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The traces URL.
+    pub url: String,
+    /// Headers sent with each export (a backend's key).
+    pub headers: Vec<(String, String)>,
+    /// `service.name`.
+    pub service: String,
+}
+
+impl Endpoint {
+    /// The endpoint the deployment configures (`var` reads a var or secret), if any.
+    pub fn configured(var: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        let url = match var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+            Some(url) => url,
+            None => {
+                let base = var("OTEL_EXPORTER_OTLP_ENDPOINT")?;
+                format!("{}/v1/traces", base.trim_end_matches('/'))
+            }
+        };
+        let headers = var("OTEL_EXPORTER_OTLP_HEADERS").unwrap_or_default();
+        Some(Self {
+            url,
+            headers: headers_of(&headers),
+            service: var("OTEL_SERVICE_NAME").unwrap_or_else(|| "helix-edge".into()),
+        })
+    }
+}
+
+/// Whether prompts, arguments and results are recorded.
+pub fn captures_content(var: impl Fn(&str) -> Option<String>) -> bool {
+    var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// `key=value` pairs, comma-separated (OpenTelemetry's `OTEL_EXPORTER_OTLP_HEADERS`);
+/// `%XX` escapes in values are decoded, malformed pairs left out.
+fn headers_of(spec: &str) -> Vec<(String, String)> {
+    spec.split(',')
+        .filter_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            let key = key.trim();
+            (!key.is_empty()).then(|| (key.to_string(), unescape(value.trim())))
+        })
+        .collect()
+}
+
+fn unescape(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(set: &'a [(&str, &str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        |name| {
+            set.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_endpoint_is_read_as_opentelemetrys_sdks_read_it() {
+        assert_eq!(Endpoint::configured(vars(&[])), None);
+        let base = Endpoint::configured(vars(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://otel.example.com/"),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "x-api-key=a%3Db, bad,=x,dataset=agents",
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(base.url, "https://otel.example.com/v1/traces");
+        assert_eq!(
+            base.headers,
+            [
+                ("x-api-key".to_string(), "a=b".to_string()),
+                ("dataset".to_string(), "agents".to_string())
+            ]
+        );
+        assert_eq!(base.service, "helix-edge");
+        let whole = Endpoint::configured(vars(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://ignored"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "https://t.example.com/traces",
+            ),
+            ("OTEL_SERVICE_NAME", "support-agents"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (whole.url.as_str(), whole.service.as_str()),
+            ("https://t.example.com/traces", "support-agents")
+        );
+        let on = [("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "TRUE")];
+        assert!(captures_content(vars(&on)));
+        assert!(!captures_content(vars(&[])));
+    }
+}
