@@ -20,13 +20,16 @@
 // devtools relay, which costs wrangler's node process CPU for every subrequest and log
 // line and which production does not have; unset: off, see tests/e2e/harness.mjs).
 // BENCH_MODE=growth runs the growth benchmark instead (bench/growth.mjs: one session for
-// BENCH_TURNS turns, default 500).
+// BENCH_TURNS turns, default 500). BENCH_OTEL exports the spans (the `otel` feature keeps
+// them either way): `on` to an OTLP receiver on loopback that answers at once, `slow`
+// to one that answers after 15 s, `failing` to one that answers 500; unset: no endpoint.
 
 import { writeFileSync } from 'node:fs';
 import { cpuByRole, perUnit } from './cpu.mjs';
 import { growth } from './growth.mjs';
 import { crossingsCycle, floorCycle, hitlCycle, respond } from './cycles.mjs';
 import { api, startWithMock } from '../tests/e2e/client.mjs';
+import { startOtlpReceiver } from '../tests/e2e/otlp-receiver.mjs';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 200);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8').split(',').map(Number);
@@ -82,9 +85,15 @@ function stats(values) {
 const logLevel = process.env.BENCH_LOG_LEVEL;
 const devtools = process.env.BENCH_DEVTOOLS === 'on';
 const vars = logLevel ? { LOG_LEVEL: logLevel } : {};
+const otel = process.env.BENCH_OTEL;
+const receiver = otel ? await startOtlpReceiver() : undefined;
+if (receiver) {
+  receiver.mode = { on: 'ok', slow: 'slow', failing: 'fail' }[otel] ?? 'ok';
+  vars.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
+}
 const { llm, worker } = await startWithMock(vars, undefined, { devtools });
 llm.respondWith(respond);
-const out = { sessions: SESSIONS, logLevel: logLevel ?? 'info', devtools, runs: [], proxyDrops: 0 };
+const out = { sessions: SESSIONS, logLevel: logLevel ?? 'info', devtools, otel: otel ?? 'no endpoint', runs: [], proxyDrops: 0 };
 try {
   const tag = Date.now().toString(36);
   await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));
@@ -127,6 +136,8 @@ try {
   await worker.stop();
   worker.cleanup();
   await llm.close();
+  out.spansReceived = receiver?.spans().length;
+  await receiver?.close();
 }
 
 if (out.growth) {
@@ -138,7 +149,8 @@ if (out.growth) {
   console.log(`\nworker CPU per turn, last ten / first ten: ${out.growth.workerRatio}×`);
 }
 const row = (name, s) => `| ${name} | ${s.min} | ${s.median} | ${s.p95} |`;
-console.log(`wrangler dev's devtools relay: ${devtools ? 'on' : 'off'}; worker LOG_LEVEL: ${out.logLevel}`);
+console.log(`wrangler dev's devtools relay: ${devtools ? 'on' : 'off'}; worker LOG_LEVEL: ${out.logLevel}; `
+  + `span export: ${out.otel}${out.spansReceived === undefined ? '' : ` (${out.spansReceived} spans received)`}`);
 for (const run of out.runs) {
   console.log(`\nC=${run.concurrency}, ${SESSIONS} sessions (ms)\n`);
   console.log('| measure | min | median | p95 |\n|---|---|---|---|');

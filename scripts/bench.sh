@@ -26,6 +26,11 @@ HELIX_BUILD_FEATURES=test-routes bash scripts/build.sh
 node bench/e2e.mjs
 
 echo
+echo "## The same cycle with the spans exported over OTLP (a receiver on loopback), then to one that takes 15 s"
+BENCH_OTEL=on BENCH_CONCURRENCY=1 node bench/e2e.mjs
+BENCH_OTEL=slow BENCH_CONCURRENCY=1 node bench/e2e.mjs
+
+echo
 echo "## One session, many turns: does a turn cost more as the session grows?"
 BENCH_MODE=growth node bench/e2e.mjs
 

@@ -2,7 +2,7 @@
 // person across sessions, read from D1 — newest first, filtered, paged, API token only;
 // answered through the session as always, after which the call leaves the inbox; a
 // worker restart loses nothing (the inbox is the record, not memory). And token usage
-// (`GET /v1/usage`, the `usage` feature), summed from the same record.
+// (`GET /v1/usage`, the `usage` feature), summed from the same record, per model too.
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -115,14 +115,15 @@ test('the inbox lists approvals and client calls across sessions, newest first, 
   assert.deepEqual(mine(await inbox(again.worker)), []);
 });
 
-test('usage sums the runs\' tokens per agent, day and session, from D1', async () => {
+test('usage sums the runs\' tokens per agent, day, session and model, from D1', async () => {
   const started = await startWithMock();
   running.push(started);
   const { worker, llm } = started;
   const t0 = Date.now();
   const tag = `usage-${process.pid}`;
-  // The mock answers every call with 11 prompt and 7 completion tokens.
-  llm.push({ calls: [{ name: 'add_note', args: { text: 'n' } }] }, { text: 'Noted.' }, { text: 'Hi.' });
+  // The mock answers every call with 11 prompt and 7 completion tokens; the second
+  // session's model says it is another.
+  llm.push({ calls: [{ name: 'add_note', args: { text: 'n' } }] }, { text: 'Noted.' }, { text: 'Hi.', model: 'mock-large' });
   const ids = [`${tag}-two-steps`, `${tag}-one-step`];
   for (const id of ids) {
     const created = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'go' });
@@ -146,9 +147,12 @@ test('usage sums the runs\' tokens per agent, day and session, from D1', async (
   const days = [new Date(t0), new Date()].map((d) => d.toISOString().slice(0, 10));
   assert.ok(byDay.groups.every((g) => days.includes(g.key)), JSON.stringify(byDay.groups));
   assert.equal(byDay.total.runs, 2);
+  const byModel = await usage(`?${window}&groupBy=model`);
+  assert.deepEqual(byModel.groups.map((g) => [g.key, g.runs, g.inputTokens, g.outputTokens]),
+    [['mock', 1, 22, 14], ['mock-large', 1, 11, 7]], 'the model that answered, as it said');
   assert.deepEqual((await usage(`?from=${Date.now() + 60_000}`)).groups, [], 'a later window is empty');
   assert.deepEqual((await usage(`?${window}&agent=researcher`)).groups, []);
-  for (const bad of ['?groupBy=model', '?from=soon', '?limit=3']) {
+  for (const bad of ['?groupBy=models', '?from=soon', '?limit=3']) {
     const res = await api(worker, 'GET', `/v1/usage${bad}`);
     assert.deepEqual([res.status, res.body.error.code], [400, 'validation_error'], bad);
   }

@@ -1,6 +1,6 @@
 // The console's screenshots in docs/ (the Sessions workspace and the Inbox, 1280 and
-// 400 px wide), taken in headless Chromium against the reference worker with the mock
-// model: a finished session and one waiting on an approval. After a change to the
+// 400 px wide; a run's timeline), taken in headless Chromium against the reference
+// worker with the mock model: a finished session and one waiting on an approval. After a change to the
 // console: `HELIX_BUILD_FEATURES=test-routes bash scripts/build.sh && node tests/e2e/screenshots.mjs`.
 
 import { launchBrowser } from './browser.mjs';
@@ -14,7 +14,15 @@ try {
   llm.push({ calls: [{ name: 'add_note', args: { text: 'quarterly report' } }, { name: 'delete_file', args: { path: '/tmp/report-draft.txt' } }] });
   await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: 'demo-cleanup', input: 'note the report, then delete the draft' });
   await waitFor(worker, 'demo-cleanup', (s) => s.pendingToolCalls.length === 1);
-  for (const id of ['demo-notes', 'demo-cleanup']) await api(worker, 'POST', `/__test/replica/${id}`, {});
+  // A run that waited on a person for a while, for its timeline.
+  llm.push({ calls: [{ name: 'add_note', args: { text: 'ship it' } }, { name: 'delete_file', args: { path: '/tmp/old-release.txt' } }] }, { text: 'Done: noted and deleted.' });
+  await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: 'demo-release', input: 'note ship it, delete the old release' });
+  const asked = await waitFor(worker, 'demo-release', (s) => s.pendingToolCalls.length === 1);
+  await new Promise((r) => setTimeout(r, 2_500));
+  await api(worker, 'POST', '/v1/sessions/demo-release/tool-results',
+    { kind: 'approval-response', toolCallId: asked.pendingToolCalls[0].toolCallId, approved: true });
+  await waitFor(worker, 'demo-release', (s) => s.status === 'completed');
+  for (const id of ['demo-notes', 'demo-cleanup', 'demo-release']) await api(worker, 'POST', `/__test/replica/${id}`, {});
   for (const [w, hgt] of [[1280, 860], [400, 900]]) {
     const page = await browser.newPage();
     await page.setViewport({ width: w, height: hgt });
@@ -31,6 +39,15 @@ try {
     await page.screenshot({ path: `docs/inbox-${w}.png` });
     await page.close();
   }
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  await page.goto(`${worker.baseUrl}/?token=e2e-api-token&session=demo-release`);
+  await page.waitForFunction(() => /completed/.test(document.querySelector('#runs')?.textContent ?? ''));
+  await page.click('#runs li button');
+  await page.waitForSelector('#timeline .lane');
+  await page.evaluate(() => { document.activeElement?.blur(); document.querySelector('#runs-title').scrollIntoView(); });
+  await page.screenshot({ path: 'docs/console-timeline.png' });
+  await page.close();
 } finally {
   await browser.close(); await worker.stop(); await llm.close(); worker.cleanup();
 }

@@ -1,6 +1,7 @@
 // The browser console, a workspace: the caller's sessions (`sessions.ts`), the open
 // session's conversation — chat, approve or deny, answer client tools — and an inspector
-// of its state, runs and checkpoints (and, where the worker has schedules, its
+// of its state, runs (each run's spans as a timeline, `timeline.ts`) and checkpoints
+// (and, where the worker has schedules, its
 // schedules and the messages waiting their turn); and the Inbox (`inbox.ts`), the calls
 // waiting on the caller across sessions. On @helix-edge/client, with the DOM and
 // nothing else. Served by the worker's `console` feature at `/`.
@@ -22,6 +23,7 @@ import { h, jsonTree, text } from './dom.js';
 import { askCard, asks } from './asks.js';
 import { InboxView, approversNote } from './inbox.js';
 import { SessionList } from './sessions.js';
+import { showTimeline } from './timeline.js';
 import { completeSignIn, provider, signIn } from './signin.js';
 
 const TOKEN = 'helix-edge.token';
@@ -45,6 +47,7 @@ const ui = {
   message: byId<HTMLInputElement>('message'),
   state: byId('state'),
   runs: byId<HTMLOListElement>('runs'),
+  timeline: byId('timeline'),
   checkpoints: byId<HTMLOListElement>('checkpoints'),
   checkpoint: byId('checkpoint'),
   whenBusy: byId<HTMLSelectElement>('when-busy'),
@@ -187,7 +190,9 @@ async function refresh(): Promise<void> {
   liveText = undefined;
   toolCards.clear();
   ui.runs.replaceChildren(
-    ...runs.map((r) => h('li', {}, `${r.runId} · turn ${r.turn} · ${r.status} · ${r.stepCount} step${r.stepCount === 1 ? '' : 's'}`)),
+    ...runs.map((r) => h('li', {},
+      `${r.runId} · turn ${r.turn} · ${r.status} · ${r.stepCount} step${r.stepCount === 1 ? '' : 's'} `,
+      h('button', { type: 'button', class: 'link', onclick: () => attempt(() => showTimeline(s, r.runId, ui.timeline)) }, 'Timeline'))),
   );
   ui.checkpoints.replaceChildren(
     ...checkpoints.map((c) => {
