@@ -2351,7 +2351,7 @@ export interface operations {
                 from?: number;
                 /** @description Runs started before this time (ms since the epoch); a window that ends before it starts is empty. */
                 to?: number;
-                /** @description What to sum by (default agent). `model`: the model that answered, as its provider names it (a run on several models counts in each, with that model's tokens; runs recorded before models were kept are not in it). */
+                /** @description What to sum by (default agent). `model`: the model that answered, as its provider names it (a run on several models counts in each, with that model's tokens, and so in the total's `runs` once per model; runs recorded before models were kept are not in it). */
                 groupBy?: "agent" | "day" | "session" | "model";
                 /** @description Over a record spread on several D1 databases (shards): `true` answers with what the reachable databases hold and names the others in `missingShards`; without it a database that cannot be read makes the answer 503 `storage_unavailable` (naming it), never a short page. */
                 partial?: components["parameters"]["Partial"];

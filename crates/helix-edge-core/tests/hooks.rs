@@ -395,3 +395,33 @@ fn a_failing_hook_is_logged_and_loses_nothing_but_its_own_writes() {
     assert_eq!(failed[0].1["error"], "the audit service is down");
     assert_consistent(&w, &json!({"notes": [], "audit": []}));
 }
+
+#[test]
+fn a_hook_that_never_returns_fails_after_its_timeout_and_the_run_goes_on() {
+    let audit = Audit {
+        hang_once: Rc::new(std::cell::Cell::new(true)),
+        ..Audit::default()
+    };
+    let w = audited(&audit);
+    let r = w.runner("p1");
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "x"}))])
+        .text("done");
+    w.create(&r, "audited", "x");
+    let limit = helix_edge_core::agent::HOOK_TIMEOUT.as_millis() as u64;
+    let progress = drive_advancing(&w, &r, limit, 2);
+    assert_eq!(progress, Progress::Idle(SessionStatus::Completed));
+    assert_eq!(
+        w.session().state,
+        json!({"notes": [{"text": "x"}], "audit": []}),
+        "the hook's writes are dropped, the tool's kept"
+    );
+    let failed: Vec<_> = w
+        .host
+        .logs()
+        .into_iter()
+        .filter(|(event, _)| event == "hook_failed")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].1["error"], "it took longer than 30 s");
+}

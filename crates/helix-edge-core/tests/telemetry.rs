@@ -252,3 +252,46 @@ fn a_callers_traceparent_is_the_parent_of_the_run() {
     assert_eq!(run.trace_id, caller.trace_id);
     assert_eq!(run.parent_span_id, Some(caller.span_id));
 }
+
+#[test]
+fn an_aborted_run_and_one_left_interrupted_each_end_their_span() {
+    let spans = Rc::new(Spans::default());
+    let w = World::new();
+    let telemetry = Telemetry::new(spans.clone(), w.host.clone(), false);
+    let r = w.runner("p1").with_observer(Rc::new(telemetry));
+    let del = w.model.call("delete_file", json!({"path": "/a"}));
+    w.model.calls(vec![del]);
+    w.create(&r, "assistant", "Delete /a.");
+    assert!(matches!(drive(&r), Progress::Suspended { .. }));
+    // Aborted while it waits: no drive sees it end, the abort ends its span.
+    block(r.abort(SESSION, Some("changed my mind".into()))).unwrap();
+    let runs = spans.named("invoke_agent ");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(text(&runs[0], "helix.run.status"), "aborted");
+    assert!(
+        runs[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("changed my mind")
+    );
+
+    // A run interrupted at a step boundary ends its span when the next run starts.
+    let spans = Rc::new(Spans::default());
+    let w = World::new();
+    let telemetry = Telemetry::new(spans.clone(), w.host.clone(), false);
+    let r = w.runner("p1").with_observer(Rc::new(telemetry));
+    w.model
+        .calls(vec![w.model.call("add_note", json!({"text": "x"}))])
+        .text("Next.");
+    w.create(&r, "assistant", "Note x.");
+    block(r.interrupt(SESSION, None)).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Interrupted));
+    let first = w.session().head.run.run_id;
+    assert!(spans.named("invoke_agent ").is_empty(), "it may go on");
+    block(r.send_message(SESSION, "Something else.".into())).unwrap();
+    let runs = spans.named("invoke_agent ");
+    assert_eq!(runs.len(), 1, "the interrupted run ended as the next began");
+    assert_eq!(text(&runs[0], "helix.run.id"), first);
+    assert_eq!(text(&runs[0], "helix.run.status"), "interrupted");
+}

@@ -3,8 +3,10 @@
 //! the call) and able to write the state through it. A hook's writes join the step's
 //! (or the resumption's) commit like a tool's: applied after what came before them,
 //! streamed as `state_patch` once durable, and replayed identically after a crash (a
-//! step that did not commit runs again, its hooks with it). A hook that fails is logged
-//! (`hook_failed`) and its writes are dropped; the commit goes on.
+//! step that did not commit runs again, its hooks with it). A hook that fails, or takes
+//! longer than [`HOOK_TIMEOUT`], is logged (`hook_failed`) and its writes are dropped;
+//! the commit goes on. `before_tool`'s writes go with its call's (the call does not see
+//! them), and like them are dropped if the call fails.
 //!
 //! The order is canonical: `on_message` for the model's message; `before_tool` as each
 //! server call starts (parallel calls run together); then, once every call of the step
@@ -23,6 +25,10 @@ use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::rc::Rc;
+
+/// How long a hook may take: one that takes longer has failed (logged, its writes
+/// dropped), so that a hook stuck on the network never holds the session's work.
+pub const HOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What a hook returns: done, or why it failed (logged; its writes are dropped).
 pub type HookFuture<'a> = LocalBoxFuture<'a, Result<(), Box<dyn std::error::Error>>>;

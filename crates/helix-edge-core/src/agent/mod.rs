@@ -55,8 +55,8 @@ mod subagent;
 pub use builder::AgentBuilder;
 #[allow(unused_imports, reason = "the capabilities a build has use it")]
 pub(crate) use builder::Extension;
+pub use hooks::{HOOK_TIMEOUT, HookContext, HookFuture, Hooks, Suspension, done};
 pub(crate) use hooks::{Hook, HookPlace};
-pub use hooks::{HookContext, HookFuture, Hooks, Suspension, done};
 pub(crate) use output::OutputSpec;
 pub use persistent::{ChildMode, PersistentChild, persistent_child_id};
 pub use registry::Agents;

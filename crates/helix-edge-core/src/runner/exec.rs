@@ -128,7 +128,7 @@ impl ToolRunner<'_> {
     /// arguments it runs with (references resolved) and `run.output` is where its result
     /// is stored, if anywhere; who approved it is on its result (`metadata.decidedBy`)
     /// and its `tool_end`. The hooks on its result fire later, in call order
-    /// ([`result_hooks`](super::results::result_hooks)).
+    /// ([`Runner::result_hooks`](super::Runner::result_hooks)).
     async fn run_tool(
         &self,
         agent: &Agent,
@@ -144,8 +144,8 @@ impl ToolRunner<'_> {
             answer,
             ..
         } = *run;
-        // The hook's writes go ahead of the call's (dropped if the call waits: it runs,
-        // and the hook fires, again).
+        // The hook's writes go ahead of the call's, and like them are dropped if the call
+        // fails (or waits: it runs, and the hook fires, again). The call does not see them.
         let hook = (Hook::BeforeTool, Some(call));
         let before = hook_writes(&**self.host, agent, hook, base.clone(), emitter).await;
         if answer.is_none() {
@@ -206,8 +206,9 @@ impl ToolRunner<'_> {
                 ("code", code),
             ],
         );
-        let mut writes = before;
+        let mut writes = Vec::new();
         if result.is_ok() {
+            writes = before;
             writes.extend(ctx.take_writes());
         }
         let mut outcome = match result {

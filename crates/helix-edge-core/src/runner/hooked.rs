@@ -1,22 +1,23 @@
 //! Firing an agent's [`Hooks`](crate::agent::Hooks) in the runner: each over the state
 //! as it stands, its writes merged into the step's (or the resumption's) writes — so
-//! they are committed with them and streamed as `state_patch` — and a failure logged
-//! (`hook_failed`) with its writes dropped.
+//! they are committed with them and streamed as `state_patch` — and a failure (or a
+//! hook past [`HOOK_TIMEOUT`]) logged (`hook_failed`) with its writes dropped.
 
 use super::emit::Emitter;
 use super::exec::merge_into;
 use super::{Live, Runner};
-use crate::agent::{Agent, Hook, HookContext};
+use crate::agent::{Agent, HOOK_TIMEOUT, Hook, HookContext};
 use crate::host::LogValue::{self, Str};
 use crate::host::{Host, Level};
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
 use crate::store::Store;
+use futures::future::{Either, select};
 use serde_json::Value;
 use std::rc::Rc;
 
 /// Fires `hook` (about `call`, if any) where `emitter` stands, over `base`; returns its
-/// writes (none when it failed, which is logged).
+/// writes (none when it failed or took longer than [`HOOK_TIMEOUT`], which is logged).
 pub(crate) async fn hook_writes(
     host: &dyn Host,
     agent: &Agent,
@@ -29,7 +30,12 @@ pub(crate) async fn hook_writes(
     };
     let place = emitter.place();
     let ctx = HookContext::new(place, call, base);
-    match hook.call(hooks, &ctx).await {
+    let limit = u64::try_from(HOOK_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
+    let outcome = match select(hook.call(hooks, &ctx), host.sleep(limit)).await {
+        Either::Left((outcome, _)) => outcome,
+        Either::Right(_) => Err(format!("it took longer than {} s", HOOK_TIMEOUT.as_secs()).into()),
+    };
+    match outcome {
         Ok(()) => ctx.into_writes(),
         Err(error) => {
             let error = error.to_string();

@@ -20,6 +20,9 @@
 //!   streamed as they make them, corrected by the commit).
 //! - `resume`: a suspended step resumed from its answers; `waited`: how long each
 //!   call waited.
+//! - `hooked`: the agent's hooks fired in a step or a resumption, their writes joining
+//!   its commit. [`Observer`] (`observe`): what the runner tells an observer — slices,
+//!   model calls, tool calls, waits, commits (telemetry is built on it).
 //! - `pipeline`: the commit pipeline — commits landing, and a step's commit sent ahead
 //!   with the next model call.
 //! - [`waits`]: work a run waits on outside its session — one abstraction, each kind

@@ -36,7 +36,9 @@ pub struct ToolEnd<'a> {
     pub times: (u64, u64),
     /// Who approved or denied it, when a person did.
     pub decided_by: Option<&'a Owner>,
-    /// `approved`, `denied`, `client`, `expired` or `server` (no decision).
+    /// `approved`, `denied`, `client` (a client's result), `answered` (a question the
+    /// call asked mid-call, answered), `expired`, `child` (a sub-agent's) or `server`
+    /// (no decision).
     pub answer: &'static str,
 }
 
@@ -58,6 +60,11 @@ pub trait Observer {
     fn slice_started(&self, _head: &SessionHead, _now: u64) {}
     /// That drive stops at `now`, leaving `head` (suspended, ended or still going).
     fn slice_ended(&self, _head: &SessionHead, _now: u64) {}
+    /// A new run starts at `now` (`after`) where `before`'s ended or was interrupted;
+    /// within a drive, the slice goes on with it.
+    fn run_started(&self, _before: &SessionHead, _after: &SessionHead, _now: u64) {}
+    /// A run ended outside any drive (an abort): `head` as committed.
+    fn run_ended(&self, _head: &SessionHead, _now: u64) {}
     /// A model call ended.
     fn model_called(&self, _session: &str, _call: &ModelCall<'_>) {}
     /// A tool call ended.

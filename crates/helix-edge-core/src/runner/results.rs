@@ -1,6 +1,6 @@
 //! How a call ends: the tool message the model reads (a result, stored in the state when
-//! the call has an output path; or an error) and the `tool_end` chunk the stream shows,
-//! and the hooks on a step's results. Nothing here runs a tool.
+//! the call has an output path; or an error) and the `tool_end` chunk the stream shows.
+//! Nothing here runs a tool.
 
 use super::emit::Emitter;
 use crate::chunk::ChunkBody;

@@ -185,13 +185,20 @@ impl<S: Store> Runner<S> {
             };
             let (decided_by, answer) = match answer {
                 Some(Answer::Approval {
-                    approved: false,
+                    approved,
                     decided_by,
                     ..
-                }) => (decided_by.as_ref(), "denied"),
+                }) => (
+                    decided_by.as_ref(),
+                    if *approved { "approved" } else { "denied" },
+                ),
                 Some(Answer::ClientResult { .. } | Answer::ClientError { .. }) => (None, "client"),
                 Some(Answer::Expired) | None => (None, "expired"),
-                Some(_) => (None, "child"),
+                Some(
+                    Answer::ChildOutput { .. }
+                    | Answer::ChildFailed { .. }
+                    | Answer::CompanionResult { .. },
+                ) => (None, "child"),
             };
             let end = ToolEnd {
                 step: live.head.step_count,

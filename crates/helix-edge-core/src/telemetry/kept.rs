@@ -1,7 +1,7 @@
 //! A session's spans, kept in its object's SQLite ([`KeptSpans`]): written once per
 //! slice, read back per run (the console's timeline), and the export's durable queue —
 //! each span `unsent` until an export took it (`sent`) or gave up on it (`dropped`,
-//! counted). The newest [`MAX_KEPT`] are kept.
+//! counted). The newest [`MAX_KEPT`] are kept (an older one is forgotten, sent or not).
 
 use super::{Span, SpanSink};
 use crate::sqlite::{Db, Row, int, text};
@@ -72,22 +72,21 @@ impl KeptSpans {
             return Ok(0);
         }
         self.table()?;
-        let mut sql = String::from("INSERT INTO spans (run_id, body) VALUES ");
-        let mut args = Vec::with_capacity(spans.len() * 2);
-        for (i, span) in spans.iter().enumerate() {
+        // A statement per span, in one transaction: a statement's bound parameters are
+        // few on the platform (100), and a slice may have many spans.
+        let insert = "INSERT INTO spans (run_id, body) VALUES (?1, ?2)";
+        let mut statements = Vec::with_capacity(spans.len() + 1);
+        for span in &spans {
             let run = match span.attr("helix.run.id") {
                 Some(super::Attr::Str(run)) => run.clone(),
                 _ => String::new(),
             };
             let body = serde_json::to_string(span).map_err(|e| e.to_string())?;
-            sql.push_str(if i == 0 { "(?, ?)" } else { ", (?, ?)" });
-            args.extend([Arg::Text(run), Arg::Text(body)]);
+            statements.push((insert.to_string(), vec![Arg::Text(run), Arg::Text(body)]));
         }
         let prune = "DELETE FROM spans WHERE seq <= (SELECT MAX(seq) FROM spans) - ?1";
-        self.db.atomically(&[
-            (sql, args),
-            (prune.to_string(), vec![Arg::Int(MAX_KEPT as u64)]),
-        ])?;
+        statements.push((prune.to_string(), vec![Arg::Int(MAX_KEPT as u64)]));
+        self.db.atomically(&statements)?;
         Ok(spans.len())
     }
 

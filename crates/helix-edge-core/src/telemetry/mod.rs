@@ -100,6 +100,14 @@ impl Telemetry {
         self.sink.record(span);
     }
 
+    /// Writes out what was recorded (a slice's spans, together).
+    fn flush(&self, session: &str) {
+        if let Err(e) = self.sink.flush() {
+            let fields = [("session", Str(session)), ("error", Str(&e))];
+            self.host.log(Level::Warn, "spans_not_kept", &fields);
+        }
+    }
+
     /// `text`, cut to [`MAX_CONTENT_BYTES`].
     fn content(text: String) -> Attr {
         if text.len() <= MAX_CONTENT_BYTES {
@@ -110,6 +118,23 @@ impl Telemetry {
             end -= 1;
         }
         Attr::Str(format!("{}…", &text[..end]))
+    }
+
+    /// The newest of `messages` that fit in [`MAX_CONTENT_BYTES`], as a JSON array in
+    /// their order (each serialized once; the transcript's older part is left out).
+    fn newest(messages: &[Message]) -> Attr {
+        let mut kept: Vec<String> = Vec::new();
+        let mut size = 2;
+        for message in messages.iter().rev() {
+            let json = serde_json::to_string(message).unwrap_or_default();
+            if size + json.len() + 1 > MAX_CONTENT_BYTES && !kept.is_empty() {
+                break;
+            }
+            size += json.len() + 1;
+            kept.push(json);
+        }
+        kept.reverse();
+        Self::content(format!("[{}]", kept.join(",")))
     }
 
     /// The run's own span, once it ended.
@@ -193,7 +218,7 @@ impl Observer for Telemetry {
             ("gen_ai.operation.name", "invoke_agent".into()),
             ("gen_ai.agent.name", slice.agent.as_str().into()),
             ("gen_ai.conversation.id", head.id.as_str().into()),
-            ("helix.run.id", head.run.run_id.as_str().into()),
+            ("helix.run.id", slice.run_id.as_str().into()),
             ("helix.slice.cause", slice.cause.into()),
             ("helix.slice.outcome", outcome.into()),
         ];
@@ -216,9 +241,28 @@ impl Observer for Telemetry {
         if !slice.ended && head.run.status.is_terminal() {
             self.sink.record(self.run_span(head, &slice.trace, now));
         }
-        if let Err(e) = self.sink.flush() {
-            let fields = [("session", Str(&head.id)), ("error", Str(&e))];
-            self.host.log(Level::Warn, "spans_not_kept", &fields);
+        self.flush(&head.id);
+    }
+
+    fn run_started(&self, before: &SessionHead, after: &SessionHead, now: u64) {
+        let open = self.slices.borrow().iter().any(|s| s.session == after.id);
+        if open {
+            self.slice_ended(before, now);
+        }
+        // A run that was interrupted, never to go on, ends as the next one starts.
+        if let (Some(trace), false) = (&before.run.trace, before.run.status.is_terminal()) {
+            self.sink.record(self.run_span(before, trace, now));
+            self.flush(&before.id);
+        }
+        if open {
+            self.slice_started(after, now);
+        }
+    }
+
+    fn run_ended(&self, head: &SessionHead, now: u64) {
+        if let Some(trace) = &head.run.trace {
+            self.sink.record(self.run_span(head, trace, now));
+            self.flush(&head.id);
         }
     }
 
@@ -242,8 +286,7 @@ impl Observer for Telemetry {
             if self.content {
                 let (system, messages) = call.prompt;
                 attrs.push(("gen_ai.system_instructions", Self::content(system.into())));
-                let input = serde_json::to_string(messages).unwrap_or_default();
-                attrs.push(("gen_ai.input.messages", Self::content(input)));
+                attrs.push(("gen_ai.input.messages", Self::newest(messages)));
             }
             match call.outcome {
                 Ok(turn) => {

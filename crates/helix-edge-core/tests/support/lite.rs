@@ -69,6 +69,10 @@ fn cell(v: ValueRef<'_>) -> Cell {
 
 impl Db for Lite {
     fn query(&self, sql: &str, args: &[Arg]) -> Result<Vec<Row>, String> {
+        // As a Durable Object's SQLite (and D1): at most 100 bound parameters.
+        if args.len() > 100 {
+            return Err(format!("too many SQL variables: {}", args.len()));
+        }
         let mut stmt = self.0.prepare(sql).map_err(|e| e.to_string())?;
         let columns = stmt.column_count();
         let params: Vec<ToSqlOutput<'_>> = args.iter().map(bind).collect();

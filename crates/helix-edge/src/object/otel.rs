@@ -1,6 +1,7 @@
 //! The `otel` capability: the runner observed by [`Telemetry`], its spans kept in the
-//! session's SQLite, exported after each slice (`wait_until`, after the response), and
-//! served per run (`GET /v1/sessions/{id}/runs/{runId}/spans`, the console's timeline).
+//! session's SQLite, exported after each slice and after an abort (`wait_until`, after
+//! the response), and served per run (`GET /v1/sessions/{id}/runs/{runId}/spans`, the
+//! console's timeline).
 
 use super::capability::{Call, Capability, NOTHING};
 use super::{Inner, Reply};
@@ -20,9 +21,20 @@ pub(super) const OTEL: Capability = Capability {
         let content = captures_content(|name| config_value(wiring.env, name));
         runner.with_observer(Rc::new(Telemetry::new(kept, Rc::new(WorkerHost), content)))
     }),
-    operations: &[(Operation::ListSpans, |inner, call| {
-        Box::pin(inner.spans(call))
-    })],
+    operations: &[
+        (Operation::ListSpans, |inner, call| {
+            Box::pin(inner.spans(call))
+        }),
+        // An abort ends its run outside any slice: its span goes out at once.
+        (Operation::Abort, |inner, call| {
+            Box::pin(async move {
+                let parts = inner.attach(call.id)?;
+                let reply = inner.abort(&parts.runner, call.id, call.body).await;
+                inner.export_spans(call.id);
+                reply
+            })
+        }),
+    ],
     after_slice: Some(|inner, id| {
         inner.export_spans(id);
         Box::pin(async { true })

@@ -25,21 +25,35 @@ thread_local! {
     static EXPORTING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Session `id`'s place in [`EXPORTING`], given back however its export ends (a
+/// dropped future included).
+struct Exporting(String);
+
+impl Exporting {
+    fn take(id: &str) -> Option<Self> {
+        EXPORTING.with(|e| {
+            let mut exporting = e.borrow_mut();
+            if exporting.iter().any(|s| s == id) {
+                return None;
+            }
+            exporting.push(id.to_string());
+            Some(Self(id.to_string()))
+        })
+    }
+}
+
+impl Drop for Exporting {
+    fn drop(&mut self) {
+        EXPORTING.with(|e| e.borrow_mut().retain(|s| *s != self.0));
+    }
+}
+
 /// Sends session `id`'s unsent spans; returns once each was sent or dropped.
 pub async fn export(id: &str, kept: &KeptSpans, to: &Endpoint) {
-    let taken = EXPORTING.with(|e| {
-        let mut exporting = e.borrow_mut();
-        let free = !exporting.iter().any(|s| s == id);
-        if free {
-            exporting.push(id.to_string());
-        }
-        free
-    });
-    if !taken {
+    let Some(_exporting) = Exporting::take(id) else {
         return; // the export under way takes the new ones too
-    }
+    };
     export_all(id, kept, to).await;
-    EXPORTING.with(|e| e.borrow_mut().retain(|s| s != id));
 }
 
 async fn export_all(id: &str, kept: &KeptSpans, to: &Endpoint) {
@@ -105,15 +119,20 @@ async fn send(to: &Endpoint, body: &[u8]) -> Result<(), Failure> {
         retryable: true,
         reason,
     };
+    // What the configuration gets wrong (a header, the URL) will not pass on a retry.
+    let configured = |e: worker::Error| Failure {
+        retryable: false,
+        reason: format!("the endpoint's configuration: {e}"),
+    };
     let headers = Headers::new();
-    let set = |k: &str, v: &str| headers.set(k, v).map_err(|e| network(e.to_string()));
+    let set = |k: &str, v: &str| headers.set(k, v).map_err(configured);
     set("content-type", "application/x-protobuf")?;
     for (key, value) in &to.headers {
         set(key, value)?;
     }
     let body = worker::js_sys::Uint8Array::from(body).into();
-    let request = crate::outgoing::request(&to.url, "POST", &headers, Some(body))
-        .map_err(|e| network(e.to_string()))?;
+    let request =
+        crate::outgoing::request(&to.url, "POST", &headers, Some(body)).map_err(configured)?;
     let controller = AbortController::default();
     let signal = controller.signal();
     let fetch = Fetch::Request(request);

@@ -128,6 +128,9 @@ impl<S: Store> Runner<S> {
             match committed {
                 Err(RunError::Store(StoreError::Stale { .. })) => continue,
                 Ok(()) => {
+                    if waited_on.run.status != live.head.run.status {
+                        self.observer.run_ended(&live.head, now);
+                    }
                     let reason = reason.unwrap_or_else(|| "The parent session was aborted".into());
                     let order = ChildOrder::Abort { reason };
                     // What it waits on ends with it (and its persistent children).

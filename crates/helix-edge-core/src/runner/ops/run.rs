@@ -90,6 +90,7 @@ impl<S: Store> Runner<S> {
         head.run = new_run(run_id.clone(), live.head.run.turn + 1, now, input_at);
         head.run.options = options;
         head.run.trace = Some(RunTrace::new(&*self.host, trace));
+        self.observer.run_started(&live.head, &head, now);
         head.status = SessionStatus::Active;
         head.pending.clear();
         head.suspended_reason = None;
