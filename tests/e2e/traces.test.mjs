@@ -157,6 +157,13 @@ test('a run across an approval, a client tool, a sub-agent and a restart is one 
   assert.deepEqual(waits.map((w) => w.name), ['await_human', 'await_human', 'await_children']);
   assert.ok(waits.every((w) => w.parentSpanId === runSpan.spanId && attr(w, 'helix.wait.ms') >= 0));
   assert.ok(ours.some((s) => s.name === 'commit' && sliceIds.has(s.parentSpanId)));
+  // Each replication to D1 is a span of the run.
+  const replications = await eventually(() => receiver.spans().filter((s) => s.name === 'replicate'
+    && attr(s, 'gen_ai.conversation.id') === id), (r) => r.length > 0);
+  assert.ok(replications.length > 0, 'the replications to D1');
+  assert.ok(replications.every((r) => r.parentSpanId === runSpan.spanId && r.kind === 3
+    && attr(r, 'helix.replication.commits') >= 1 && attr(r, 'db.system.name') === 'cloudflare.d1'),
+    JSON.stringify({ run: runSpan.spanId, replications }));
 
   // The sub-agent's run is a child of the parent's run, in the same trace.
   const child = ours.find((s) => s.name === 'invoke_agent researcher');

@@ -230,7 +230,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description The run's OpenTelemetry spans (GenAI conventions), oldest first as they ended: `invoke_agent {agent}` (the run, sent when it ends), `agent_slice {agent}` (each stretch of work: a start, a resumption, a continuation), `chat {model}`, `execute_tool {tool}`, `commit`, and `await_human` / `await_children` (each wait, from the suspension to the resumption). They are kept in the session's object (its newest 2000) whether or not an OTLP endpoint is configured; `export` says how the session's spans stand with it. Prompts, arguments and results are in them only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Served with helix-edge's `otel` feature; without it 404 not_found names the feature. */
+        /** @description The run's OpenTelemetry spans (GenAI conventions), oldest first as they ended: `invoke_agent {agent}` (the run, sent when it ends), `agent_slice {agent}` (each stretch of work: a start, a resumption, a continuation), `chat {model}`, `execute_tool {tool}`, `commit`, `replicate` (each replication to D1), and `await_human` / `await_children` (each wait, from the suspension to the resumption). They are kept in the session's object (its newest 2000) whether or not an OTLP endpoint is configured; `export` says how the session's spans stand with it. Prompts, arguments and results are in them only with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Served with helix-edge's `otel` feature; without it 404 not_found names the feature. */
         get: operations["listRunSpans"];
         put?: never;
         post?: never;
@@ -1481,7 +1481,7 @@ export interface components {
             spanId: string;
             /** @description Absent for the trace's root (a run no caller's `traceparent` continued). */
             parentSpanId?: string;
-            /** @description `invoke_agent {agent}`, `agent_slice {agent}`, `chat {model}`, `execute_tool {tool}`, `commit`, `await_human`, `await_children`. */
+            /** @description `invoke_agent {agent}`, `agent_slice {agent}`, `chat {model}`, `execute_tool {tool}`, `commit`, `replicate` (to D1), `await_human`, `await_children`. */
             name: string;
             /** @enum {string} */
             kind: "internal" | "client";

@@ -76,9 +76,9 @@ pub(super) type AddToView = fn(&super::Parts, &mut serde_json::Map<String, serde
 /// When work a capability keeps falls due next (ms), as its last after-slice hook found.
 pub(super) type NextDue = fn(&Inner) -> Option<u64>;
 
-/// Told, after a replication, each commit's lag (ms) and each batch D1 took (as
-/// [`crate::sqlite::sends`] reads them).
-pub(super) type OnReplicated = fn(&Sql, &[u64], &[u64]);
+/// Told, after a replication of session `id`, each commit's lag (ms) and each batch D1
+/// took (as [`crate::sqlite::sends`] reads them).
+pub(super) type OnReplicated = fn(&Inner, &str, &[u64], &[u64]);
 
 /// What a kind of outside work needs of the object to reach the other side.
 #[allow(

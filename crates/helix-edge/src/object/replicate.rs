@@ -35,7 +35,7 @@ impl Inner {
         let outcome = parts.replica.replicate().await;
         if let Replicated::Caught { lags, sends, .. } = &outcome {
             for record in CAPABILITIES.iter().filter_map(|c| c.on_replicated) {
-                record(&parts.sql, lags, sends);
+                record(self, id, lags, sends);
             }
             self.clear_fallback().await;
         }

@@ -68,7 +68,9 @@ fn replication(sql: &Sql) -> (Vec<Value>, Vec<Value>) {
 }
 
 /// Records the lags of commits D1 just took, and its batches.
-fn record_replication(sql: &Sql, lags: &[u64], sent: &[u64]) {
+fn record_replication(inner: &Inner, _id: &str, lags: &[u64], sent: &[u64]) {
+    let Ok(parts) = inner.parts() else { return };
+    let sql = &*parts.sql;
     let (mut all_lags, mut all_sends) = replication(sql);
     all_lags.extend(lags.iter().map(|&lag| json!(lag)));
     all_sends.extend(sqlite::sends(sent).map(|s| json!([s.commits, s.bytes, s.ms])));
