@@ -277,6 +277,14 @@ impl Hooks for Audit {
     }
 }
 
+/// The fields of each `hook_failed` line logged so far.
+fn hook_failures(w: &World) -> Vec<Value> {
+    let logs = w.host.logs().into_iter();
+    logs.filter(|(event, _)| event == "hook_failed")
+        .map(|(_, fields)| fields)
+        .collect()
+}
+
 fn audited(audit: &Audit) -> World {
     let agent = Agent::builder("audited")
         .initial_state(json!({"notes": [], "audit": []}))
@@ -384,15 +392,10 @@ fn a_failing_hook_is_logged_and_loses_nothing_but_its_own_writes() {
         json!({"notes": [{"text": "x"}], "audit": []}),
         "the tool's write is committed, the failed hook's is not"
     );
-    let failed: Vec<_> = w
-        .host
-        .logs()
-        .into_iter()
-        .filter(|(event, _)| event == "hook_failed")
-        .collect();
+    let failed = hook_failures(&w);
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].1["hook"], "after_tool");
-    assert_eq!(failed[0].1["error"], "the audit service is down");
+    assert_eq!(failed[0]["hook"], "after_tool");
+    assert_eq!(failed[0]["error"], "the audit service is down");
     assert_consistent(&w, &json!({"notes": [], "audit": []}));
 }
 
@@ -416,12 +419,7 @@ fn a_hook_that_never_returns_fails_after_its_timeout_and_the_run_goes_on() {
         json!({"notes": [{"text": "x"}], "audit": []}),
         "the hook's writes are dropped, the tool's kept"
     );
-    let failed: Vec<_> = w
-        .host
-        .logs()
-        .into_iter()
-        .filter(|(event, _)| event == "hook_failed")
-        .collect();
+    let failed = hook_failures(&w);
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].1["error"], "it took longer than 30 s");
+    assert_eq!(failed[0]["error"], "it took longer than 30 s");
 }

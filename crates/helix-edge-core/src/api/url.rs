@@ -17,7 +17,8 @@ pub fn query_pairs(url: &str) -> Vec<(String, String)> {
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k), percent_decode(v))
+            let form = |s: &str| percent_decode(&s.replace('+', " "));
+            (form(k), form(v))
         })
         .collect()
 }
@@ -55,7 +56,9 @@ impl StreamQuery {
     }
 }
 
-fn percent_decode(text: &str) -> String {
+/// `text` with its `%XX` escapes decoded (a malformed one is kept as it is; bytes that
+/// are not UTF-8 become U+FFFD).
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -66,10 +69,6 @@ fn percent_decode(text: &str) -> String {
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u8::from_str_radix(h, 16).ok());
         match (bytes[i], hex) {
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
             (b'%', Some(byte)) => {
                 out.push(byte);
                 i += 3;

@@ -96,9 +96,14 @@ impl Inner {
         }
     }
 
+    /// The OTLP endpoint the deployment configures, if any.
+    fn endpoint(&self) -> Option<Endpoint> {
+        Endpoint::configured(|name| config_value(&self.env, name))
+    }
+
     /// Sends the session's unsent spans, after the response, when an endpoint is set.
     fn export_spans(&self, id: &str) {
-        let Some(to) = Endpoint::configured(|name| config_value(&self.env, name)) else {
+        let Some(to) = self.endpoint() else {
             return;
         };
         let Ok(parts) = self.parts() else { return };
@@ -133,7 +138,7 @@ impl Inner {
         let export = kept
             .counts()
             .map_err(|e| crate::http::internal("spans", e))?;
-        let exporting = Endpoint::configured(|name| config_value(&self.env, name)).is_some();
+        let exporting = self.endpoint().is_some();
         json_response(
             200,
             &json!({

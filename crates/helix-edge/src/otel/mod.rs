@@ -15,6 +15,8 @@
 pub(crate) mod export;
 pub mod otlp;
 
+use crate::api::percent_decode;
+
 /// Where spans go, and as which service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -58,31 +60,9 @@ fn headers_of(spec: &str) -> Vec<(String, String)> {
         .filter_map(|pair| {
             let (key, value) = pair.split_once('=')?;
             let key = key.trim();
-            (!key.is_empty()).then(|| (key.to_string(), unescape(value.trim())))
+            (!key.is_empty()).then(|| (key.to_string(), percent_decode(value.trim())))
         })
         .collect()
-}
-
-fn unescape(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
