@@ -54,7 +54,7 @@ const PAUSE_MS = 400;
 const INPUT_BYTES = [0, 1_000, 4_000, 16_000];
 const OUT = join(ROOT, '.bench');
 
-const { llm, worker } = await startWithMock({ LOG_LEVEL: 'warn' }, undefined, { devtools: false });
+const { llm, worker } = await startWithMock({ LOG_LEVEL: 'warn' }, undefined, { flavour: 'test', devtools: false });
 llm.respondWith(respond);
 const tag = Date.now().toString(36);
 const sends = [];

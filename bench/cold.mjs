@@ -2,16 +2,15 @@
 // isolate) `BENCH_STARTS` times (default 3): the worker process's CPU once it is ready
 // (workerd's start, compiling and instantiating the wasm, the script's top level), then
 // the isolate's first requests against the same requests warm — `GET /healthz` (the
-// worker alone), the floor (worker → a new Durable Object → one D1 write; test build
-// only) and a session create (a new session object: its tables, the agents) — for the
-// reference worker (test build) and the minimal example. Reports numbers only.
+// worker alone) and a session create (a new session object: its tables, the agents) —
+// for the reference worker as deployed (every capability) and the minimal example.
+// Reports numbers only; `--json` prints one JSON line of medians (scripts/costs.sh).
 //
-// Run with: node bench/cold.mjs (the reference worker must be built: scripts/bench.sh).
+// Run with: node bench/cold.mjs (the artifacts must be built: scripts/artifacts.sh).
 
-import { join } from 'node:path';
 import { cpuByRole } from './cpu.mjs';
 import { API_TOKEN, api } from '../tests/e2e/client.mjs';
-import { ROOT, startWorker } from '../tests/e2e/harness.mjs';
+import { EXAMPLE, ROOT, startWorker } from '../tests/e2e/harness.mjs';
 import { startMockLlm } from '../tests/e2e/mock-llm.mjs';
 
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
@@ -27,9 +26,10 @@ async function timed(worker, method, path, body, status) {
 }
 
 const TARGETS = [
-  { name: 'reference worker (test build)', dir: ROOT, agent: 'assistant', floor: true },
-  { name: 'minimal example', dir: join(ROOT, 'examples', 'minimal-worker'), agent: 'support', floor: false },
+  { name: 'the full reference', dir: ROOT, agent: 'assistant', floor: false },
+  { name: 'the minimal example', dir: EXAMPLE, agent: 'support', floor: false },
 ];
+const json = process.argv.includes('--json');
 
 const llm = await startMockLlm();
 llm.respondWith(() => ({ text: 'Hello.' }));
@@ -70,6 +70,17 @@ try {
   }
 } finally {
   await llm.close();
+}
+
+if (json) {
+  const med = (runs, f) => r(median(runs.map(f)));
+  console.log(JSON.stringify({
+    starts: STARTS,
+    rows: rows.map(({ target, runs }) => ({
+      target, readyCpuMs: med(runs, (x) => x.readyCpuMs), healthz: med(runs, (x) => x.healthz), create: med(runs, (x) => x.create),
+    })),
+  }));
+  process.exit(0);
 }
 
 const range = (runs, f) => {

@@ -91,7 +91,7 @@ if (receiver) {
   receiver.mode = { on: 'ok', slow: 'slow', failing: 'fail' }[otel] ?? 'ok';
   vars.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
 }
-const { llm, worker } = await startWithMock(vars, undefined, { devtools });
+const { llm, worker } = await startWithMock(vars, undefined, { flavour: 'test', devtools });
 llm.respondWith(respond);
 const out = { sessions: SESSIONS, logLevel: logLevel ?? 'info', devtools, otel: otel ?? 'no endpoint', runs: [], proxyDrops: 0 };
 try {

@@ -60,7 +60,7 @@ function cdp(url) {
   };
 }
 
-const { worker, llm } = await startWithMock({}, undefined, { devtools: false });
+const { worker, llm } = await startWithMock({}, undefined, { flavour: 'test', devtools: false });
 llm.respondWith(respond);
 try {
   const tag = Date.now().toString(36);

@@ -13,16 +13,12 @@ cd "$(dirname "$0")/.."
 cargo bench --bench hot_paths
 
 echo
-echo "## Bundle (wrangler deploy --dry-run, production build)"
-rm -rf .bench/bundle
-mkdir -p .bench
-HELIX_BUILD_FEATURES= WRANGLER_SEND_METRICS=false "$WRANGLER" deploy --dry-run --outdir .bench/bundle 2>&1 \
-  | grep -E "Total Upload" || { echo "wrangler deploy --dry-run failed" >&2; exit 1; }
+echo "## Bundle (wrangler deploy --dry-run) and the test flavour, built once"
+bash scripts/artifacts.sh
 
 echo
 echo "## End-to-end human-in-the-loop cycle (wrangler dev, local D1 and Durable Objects)"
-# The floor route is test-only: the end-to-end run uses the test build.
-HELIX_BUILD_FEATURES=test-routes bash scripts/build.sh
+# The floor routes are the test flavour's: the end-to-end run uses it.
 node bench/e2e.mjs
 
 echo

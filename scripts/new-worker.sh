@@ -2,8 +2,8 @@
 # Generates a worker crate of your own from templates/worker: the entry, one agent with
 # an approval-gated tool and typed state, its native test, a dev script with the demo
 # model scripted for it, .gitignore, .dev.vars.example and wrangler pinned in a
-# package.json. It depends on this checkout by path and points wrangler at the
-# library's D1 migrations.
+# package.json. It depends on this checkout by path and gets a copy of the library's D1
+# migrations in its own migrations/ (its tests/migrations.rs keeps the copy current).
 #
 #   scripts/new-worker.sh NAME [DIR]    # DIR defaults to ../NAME
 set -euo pipefail
@@ -23,13 +23,14 @@ dir="$(cd "$dir" && pwd)"
 cp -R "$root/templates/worker/." "$dir/"
 rel() { node -e 'console.log(require("path").relative(process.argv[1], process.argv[2]) || ".")' "$dir" "$1"; }
 helix="$(rel "$root/crates/helix-edge")"
-migrations="$(rel "$root/crates/helix-edge/migrations")"
 readme="$(rel "$root/README.md")"
 find "$dir" -type f -print0 | while IFS= read -r -d '' f; do
   sed -i.bak -e "s#{{name}}#$name#g" -e "s#{{helix_edge}}#$helix#g" \
-    -e "s#{{migrations}}#$migrations#g" -e "s#{{helix_readme}}#$readme#g" "$f"
+    -e "s#{{helix_readme}}#$readme#g" "$f"
   rm -f "$f.bak"
 done
+mkdir -p "$dir/migrations"
+cp "$root"/crates/helix-edge/migrations/*.sql "$dir/migrations/"
 echo "Created $dir. Next:"
 echo "  cd $dir"
 echo "  cargo test        # the agent, natively"

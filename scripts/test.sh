@@ -1,9 +1,32 @@
 #!/usr/bin/env bash
 # README command 2: sets up what is missing, then runs every check in order:
-# formatting, clippy (native and wasm32), native tests, wasm tests under Node, and the
-# end-to-end suite against the real worker in `wrangler dev` (schemathesis included).
+# formatting, clippy (native and wasm32), native tests, wasm tests under Node, the
+# TypeScript client's tests, the two artifacts of the reference worker (what `wrangler
+# deploy` uploads, and the test flavour), and the end-to-end suite against them in
+# `wrangler dev` (schemathesis included). Ends with a report: each phase's time, the
+# test counts and the ten slowest end-to-end tests.
+#
+#   scripts/test.sh           everything (what CI runs)
+#   scripts/test.sh --quick   the quick loop for an edit (scripts/check.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --quick ]; then exec bash scripts/check.sh; fi
+
+report=target/test-report
+mkdir -p "$report"
+: > "$report/phases"
+started=$SECONDS
+phase_start=$SECONDS
+phase_name=
+# Starts phase $1 (ending the one before it).
+phase() {
+  [ -n "$phase_name" ] && printf '%s\t%s\n' "$phase_name" "$((SECONDS - phase_start))" >> "$report/phases"
+  phase_name="$1"
+  phase_start=$SECONDS
+  printf '\n==> %s\n' "$1"
+}
+
+phase "installs (toolchain, npm packages, schemathesis, chromium)"
 . scripts/bootstrap.sh
 # The example worker (its own lockfile) shares the workspace's build artifacts.
 export CARGO_TARGET_DIR="$PWD/target"
@@ -12,8 +35,6 @@ export CARGO_TARGET_DIR="$PWD/target"
 # a run wrote ~9 GB, more than a CI machine short of disk has.
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-
-step() { printf '\n==> %s\n' "$*"; }
 
 for component in rustfmt clippy; do
   if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
@@ -25,7 +46,7 @@ done
 SCHEMATHESIS_VERSION=4.32.5
 export SCHEMATHESIS_BIN="$CARGO_TARGET_DIR/schemathesis/bin/st"
 if ! "$SCHEMATHESIS_BIN" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-  step "installing schemathesis $SCHEMATHESIS_VERSION (PyPI)"
+  echo "installing schemathesis $SCHEMATHESIS_VERSION (PyPI)"
   command -v python3 >/dev/null || { echo "python3 (3.10 or later, with venv) is needed" >&2; exit 1; }
   python3 -m venv "$CARGO_TARGET_DIR/schemathesis"
   "$CARGO_TARGET_DIR/schemathesis/bin/pip" install --quiet --disable-pip-version-check \
@@ -34,49 +55,85 @@ fi
 
 # A real browser for the console's test: Debian's chromium (puppeteer-core drives it).
 if [ -z "${CHROMIUM_BIN:-}" ] && ! command -v chromium >/dev/null; then
-  step "installing chromium (apt-get) for the browser test"
+  echo "installing chromium (apt-get) for the browser test"
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
-step "cargo fmt --check"
+phase "cargo fmt --check"
 cargo fmt --all --check
 (cd examples/minimal-worker && cargo fmt --check)
 
-step "cargo clippy (native)"
+phase "cargo clippy (native)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo clippy (wasm32-unknown-unknown)"
-# The capacity model (crates/helix-edge-capacity) is a native tool: it is not built for wasm.
-cargo clippy --workspace --exclude helix-edge-capacity --all-targets --locked --target wasm32-unknown-unknown -- -D warnings
-cargo clippy --workspace --exclude helix-edge-capacity --all-targets --locked --target wasm32-unknown-unknown --features test-routes -- -D warnings
-cargo clippy -p helix-edge --all-targets --locked --target wasm32-unknown-unknown --features console,users -- -D warnings
+phase "cargo clippy (wasm32-unknown-unknown)"
+# One pass over everything: every capability (the reference's default), the test
+# flavour's code and the embeddable console; the minimal example covers the paths with
+# the capabilities off. The capacity model (crates/helix-edge-capacity) is a native tool.
+cargo clippy --workspace --exclude helix-edge-capacity --all-targets --locked --target wasm32-unknown-unknown \
+  --features test-flavour,helix-edge/console -- -D warnings
 (cd examples/minimal-worker && cargo clippy --locked --target wasm32-unknown-unknown -- -D warnings)
 
-step "cargo test (native)"
-cargo test --workspace --locked
+phase "cargo test (native)"
+cargo test --workspace --locked 2>&1 | tee "$report/native.log"
 # A worker crate's own tests, as a user runs them (plain `cargo test`).
-(cd examples/minimal-worker && cargo clippy --locked --all-targets -- -D warnings && cargo test --locked)
+(cd examples/minimal-worker && cargo clippy --locked --all-targets -- -D warnings && cargo test --locked) 2>&1 |
+  tee -a "$report/native.log"
 # The README's own worker, from its snippets as pasted.
-bash scripts/check-readme-worker.sh
+bash scripts/check-readme-worker.sh 2>&1 | tee -a "$report/native.log"
 
-step "wasm-bindgen tests (wasm32, under Node)"
+phase "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --tests --features console,users
+  cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --tests --features console,users,schedules 2>&1 |
+  tee "$report/wasm.log"
 
-step "TypeScript client (clients/js): typecheck, build, unit tests; the console's typecheck"
-npm --workspace clients/js test
+phase "TypeScript client (clients/js): typecheck, build, unit tests; the console's typecheck"
+npm --workspace clients/js test 2>&1 | tee "$report/client.log"
 "$PWD/node_modules/.bin/tsc" -p crates/helix-edge/console/tsconfig.json
 
-step "build the worker (with the test-only routes)"
-export HELIX_BUILD_FEATURES=test-routes
-bash scripts/build.sh
+phase "the reference worker and the example as wrangler deploy builds them; the test flavour"
+bash scripts/artifacts.sh
 
-step "build the example worker as a user does (wrangler deploy --dry-run)"
-(cd examples/minimal-worker && "$WRANGLER" deploy --dry-run --outdir "$CARGO_TARGET_DIR/example-bundle" 2>&1 | tail -n 5)
+phase "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
+# Files run two at a time (most of a test's time is waiting on the worker, the model or
+# a timer); --test-force-exit: a handle a failed test leaves open (a server, a socket)
+# must not keep the run alive; --test-timeout bounds any one test.
+node --test --test-concurrency="${E2E_CONCURRENCY:-2}" --test-force-exit --test-timeout=600000 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$report/e2e.tap" \
+  tests/e2e/
+phase ""
 
-step "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
-# --test-force-exit: a handle a failed test leaves open (a server, a socket) must not keep
-# the run alive; --test-timeout bounds any one test (the longest take about 90 s).
-node --test --test-concurrency=1 --test-force-exit --test-timeout=600000 tests/e2e/
+# The report: where the time went, what ran, and the slowest end-to-end tests.
+node - "$report" "$((SECONDS - started))" <<'JS'
+const { readFileSync } = require('node:fs');
+const [dir, total] = process.argv.slice(2);
+const read = (f) => { try { return readFileSync(`${dir}/${f}`, 'utf8'); } catch { return ''; } };
+const sum = (text, re) => [...text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+const fmt = (s) => `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+console.log('\n==> report');
+console.log('| phase | time |\n|---|---|');
+for (const line of read('phases').trim().split('\n')) {
+  const [name, secs] = line.split('\t');
+  console.log(`| ${name} | ${fmt(Number(secs))} |`);
+}
+console.log(`| **total** | **${fmt(Number(total))}** |`);
+const rust = sum(read('native.log'), /test result: ok\. (\d+) passed/g);
+const wasm = sum(read('wasm.log'), /test result: ok\. (\d+) passed/g);
+const client = sum(read('client.log'), /^# pass (\d+)/gm);
+const tap = read('e2e.tap');
+const e2e = sum(tap, /^# pass (\d+)/gm);
+console.log(`\ntests: ${rust} Rust (native), ${wasm} wasm, ${client} client, ${e2e} end-to-end`);
+const tests = [];
+let name;
+for (const line of tap.split('\n')) {
+  const m = /^\s*(?:ok|not ok) \d+ - (.*)$/.exec(line);
+  if (m) name = m[1];
+  const d = /^\s*duration_ms: ([\d.]+)/.exec(line);
+  if (d && name) { tests.push([Number(d[1]), name]); name = undefined; }
+}
+console.log('\nthe ten slowest end-to-end tests (or files):');
+for (const [ms, n] of tests.sort((a, b) => b[0] - a[0]).slice(0, 10)) console.log(`  ${(ms / 1000).toFixed(1).padStart(6)} s  ${n}`);
+JS

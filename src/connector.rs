@@ -1,5 +1,5 @@
-//! `connector` (with MCP_SERVER_URL set): an assistant with the tools of that MCP
-//! server, named `{MCP_SERVER_NAME}__…` (`remote` unless set), with MCP_SERVER_TOKEN
+//! `connector`: an assistant with the tools of the MCP server at MCP_SERVER_URL (without
+//! it, offered as not configured: asking for it answers 503 naming MCP_SERVER_URL), named `{MCP_SERVER_NAME}__…` (`remote` unless set), with MCP_SERVER_TOKEN
 //! sent as its bearer token — or, with MCP_SERVER_OAUTH=true, connected through the
 //! server's OAuth, the user coming back to `{PUBLIC_URL}/v1/mcp/callback` (PUBLIC_URL
 //! defaults to `http://127.0.0.1:8787`; MCP_SERVER_CLIENT_ID names a registered client
@@ -16,10 +16,17 @@ fn secret(env: &Env, name: &str) -> Option<String> {
     found.ok().filter(|v| !v.is_empty())
 }
 
-/// `agents` with `connector`, when MCP_SERVER_URL is set.
+/// What `connector` does.
+const DESCRIPTION: &str = "An assistant with the tools of the MCP server at MCP_SERVER_URL.";
+
+/// `agents` with `connector` (not configured without MCP_SERVER_URL).
 pub fn add(agents: Agents, env: &Env) -> Result<Agents, DefinitionError> {
     let Some(url) = secret(env, "MCP_SERVER_URL") else {
-        return Ok(agents);
+        return agents.unconfigured(
+            "connector",
+            DESCRIPTION,
+            "MCP_SERVER_URL (the MCP server's URL)",
+        );
     };
     let name = secret(env, "MCP_SERVER_NAME").unwrap_or_else(|| "remote".into());
     let mut server = helix_edge::mcp::server(name, url);
@@ -34,7 +41,7 @@ pub fn add(agents: Agents, env: &Env) -> Result<Agents, DefinitionError> {
         }
     }
     let agent = Agent::builder("connector")
-        .description("An assistant with the tools of the MCP server at MCP_SERVER_URL.")
+        .description(DESCRIPTION)
         .system_prompt("You help the user, using your tools when they help.")
         .mcp_server(server)
         .build()?;

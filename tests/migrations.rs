@@ -1,48 +1,59 @@
-//! Every worker here applies exactly the D1 migrations the library ships
-//! (`crates/helix-edge/migrations`), from the library's own directory, as a generated
-//! worker does.
+//! Every worker here applies helix-edge's D1 migrations from its own `migrations/`
+//! (wrangler.toml's `migrations_dir`), a copy of the library's (`crates/helix-edge/migrations`,
+//! embedded as `helix_edge::migrations::FILES`): this fails when a copy differs.
+//! `HELIX_EDGE_WRITE_MIGRATIONS=1 cargo test migrations` writes the reference worker's.
 
+#![cfg(not(target_arch = "wasm32"))] // Native: it reads files of the checkout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail by panicking.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The `.sql` files of `dir`, by name.
-fn migrations(dir: &Path) -> BTreeMap<String, String> {
-    std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "sql"))
-        .map(|path| {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read_to_string(&path).unwrap())
-        })
-        .collect()
+#[test]
+fn migrations_are_the_librarys() {
+    helix_edge::migrations::sync(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"));
 }
 
 #[test]
-fn every_worker_here_applies_the_librarys_own_migrations() {
+fn every_worker_here_applies_its_own_copy() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let library = root.join("crates/helix-edge/migrations");
-    let shipped = migrations(&library);
-    assert!(!shipped.is_empty());
     for dir in [".", "examples/minimal-worker", "templates/worker"] {
         let config = std::fs::read_to_string(root.join(dir).join("wrangler.toml")).unwrap();
         let line = config
             .lines()
             .find_map(|l| l.strip_prefix("migrations_dir = "))
             .unwrap_or_else(|| panic!("{dir}/wrangler.toml names its migrations_dir"));
-        let named = line.split('"').nth(1).unwrap();
-        if dir == "templates/worker" {
-            // Filled in by scripts/new-worker.sh with the path to this checkout's.
-            assert_eq!(named, "{{migrations}}");
-            continue;
-        }
-        let resolved = root.join(dir).join(named).canonicalize().unwrap();
+        assert_eq!(line, "\"migrations\"", "{dir} applies its own migrations/");
+        let test = std::fs::read_to_string(root.join(dir).join("tests/migrations.rs"));
+        let test = test.unwrap_or_else(|e| panic!("{dir}/tests/migrations.rs: {e}"));
+        assert!(
+            test.contains("helix_edge::migrations::sync("),
+            "{dir} checks its copy"
+        );
+    }
+    // The example's copy, checked here too (its own test runs in its own workspace).
+    helix_edge::migrations::sync(root.join("examples/minimal-worker/migrations"));
+}
+
+#[test]
+fn the_embedded_files_are_the_crates_migrations_in_order() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/helix-edge/migrations");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".sql"))
+        .collect();
+    on_disk.sort();
+    let embedded: Vec<&str> = helix_edge::migrations::FILES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(on_disk, embedded);
+    assert_eq!(embedded, helix_edge::migrations::MIGRATIONS);
+    for (name, sql) in helix_edge::migrations::FILES {
         assert_eq!(
-            resolved,
-            library.canonicalize().unwrap(),
-            "{dir} applies the library's migrations"
+            std::fs::read_to_string(dir.join(name)).unwrap(),
+            *sql,
+            "{name}"
         );
     }
 }

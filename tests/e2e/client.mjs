@@ -1,7 +1,7 @@
 // HTTP helpers for the end-to-end suite.
 
 import { createServer, request } from 'node:http';
-import { startWorker } from './harness.mjs';
+import { d1Rows, startWorker } from './harness.mjs';
 import { startMockLlm } from './mock-llm.mjs';
 
 export const API_TOKEN = 'e2e-api-token';
@@ -131,6 +131,26 @@ export async function eventually(read, done, timeoutMs = 30_000) {
     if (done(value) || Date.now() > deadline) return value;
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/**
+ * Waits until the record (D1 `binding`) has each session of `ids` at least at the
+ * version its object reports: every commit so far replicated. Black-box — the API and
+ * `wrangler d1 execute` on the local database — so it holds on the deployed artifact.
+ */
+export async function replicated(worker, ids, { binding = 'DB', timeoutMs = 30_000 } = {}) {
+  ids = [].concat(ids);
+  const want = {};
+  for (const id of ids) {
+    const session = await api(worker, 'GET', `/v1/sessions/${id}`);
+    if (session.status !== 200) throw new Error(`session ${id}: ${JSON.stringify(session.body)}`);
+    want[id] = session.body.version;
+  }
+  const list = ids.map((id) => `'${id.replaceAll("'", "''")}'`).join(',');
+  const caughtUp = (rows) => ids.every((id) => (rows.find((r) => r.id === id)?.version ?? -1) >= want[id]);
+  const rows = await eventually(() => d1Rows(worker, binding, `SELECT id, version FROM sessions WHERE id IN (${list})`),
+    caughtUp, timeoutMs);
+  if (!caughtUp(rows)) throw new Error(`not replicated to ${binding}: ${JSON.stringify(rows)} (want ${JSON.stringify(want)})`);
 }
 
 /**

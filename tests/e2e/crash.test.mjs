@@ -50,6 +50,7 @@ function respond(body) {
 
 async function start(migrate) {
   worker = await startWorker({
+    flavour: 'test',
     persistDir,
     migrate,
     vars: {

@@ -1,13 +1,12 @@
-// The minimal example worker (examples/minimal-worker), built as a user builds it and
-// run in wrangler dev: a create, the approval request on the stream, the approval, the
+// The minimal example worker (examples/minimal-worker), as its `wrangler deploy --dry-run`
+// builds it (scripts/artifacts.sh), run in wrangler dev: a create, the approval request on the stream, the approval, the
 // tool calling "the shop's API" once with the worker's secret, and `end`; the routes of
 // the features it leaves out answer 404 naming them.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { API_TOKEN, api, gapFree } from './client.mjs';
-import { ROOT, startWorker } from './harness.mjs';
+import { EXAMPLE, startWorker } from './harness.mjs';
 import { startMockLlm } from './mock-llm.mjs';
 import { openStream } from './sse.mjs';
 
@@ -16,9 +15,7 @@ let llm;
 before(async () => {
   llm = await startMockLlm();
   worker = await startWorker({
-    dir: join(ROOT, 'examples', 'minimal-worker'),
-    // Its [build] runs worker-build (wasm-bindgen and wasm-opt), twice as wrangler starts.
-    timeoutMs: 300_000,
+    dir: EXAMPLE,
     vars: {
       API_TOKEN,
       LLM_PROVIDER: 'openai',

@@ -16,7 +16,7 @@ let worker;
 let llm;
 const tokens = []; // every session token handed out, for the log check
 before(async () => {
-  ({ worker, llm } = await startWithMock({ LLM_API_KEY: LLM_KEY, LLM_TIMEOUT_MS: '1500', LLM_MAX_RETRIES: '2' }));
+  ({ worker, llm } = await startWithMock({ LLM_API_KEY: LLM_KEY, LLM_TIMEOUT_MS: '1500', LLM_MAX_RETRIES: '2' }, undefined, { flavour: 'test' }));
 });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 beforeEach(() => llm?.reset());

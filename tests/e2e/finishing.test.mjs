@@ -10,7 +10,7 @@ import { startWorker } from './harness.mjs';
 
 let worker;
 let llm;
-before(async () => { ({ worker, llm } = await startWithMock()); });
+before(async () => { ({ worker, llm } = await startWithMock({}, undefined, { flavour: 'test' })); });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 
 test('a finish waits for its step\'s approval across a SIGKILL, then runs once, after it', async () => {
@@ -25,6 +25,7 @@ test('a finish waits for its step\'s approval across a SIGKILL, then runs once, 
   const persistDir = worker.persistDir;
   await worker.kill();
   worker = await startWorker({
+    flavour: 'test',
     persistDir,
     migrate: false,
     vars: { API_TOKEN, LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key', LEDGER_URL: llm.ledgerUrl },

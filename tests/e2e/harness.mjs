@@ -2,17 +2,23 @@
 // Objects) on a free loopback port, with a persist directory of its own and the D1
 // migrations applied, and always stops what it started, by process group.
 //
-// The worker bundle must already be built (scripts/test.sh builds it once); wrangler's
-// [build] step then finds it up to date and starts in seconds.
+// The reference worker runs as one of two artifacts that scripts/artifacts.sh builds
+// (scripts/test.sh builds them once): `production`, the very bundle `wrangler deploy`
+// uploads (the suite checks its hash), and `test`, the test flavour — the product plus
+// the test-only routes, fault injection and the `ledger` agent — for the tests that
+// inject faults or count executions. Either starts with no build step (wrangler is
+// given a config whose `main` is the artifact), in seconds.
 
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** Where scripts/artifacts.sh puts the reference worker's two artifacts. */
+export const ARTIFACTS = join(ROOT, 'target', 'artifacts');
 const WRANGLER = process.env.WRANGLER ?? join(ROOT, 'node_modules', '.bin', 'wrangler');
 const E2E_DIR = join(ROOT, '.e2e');
 const START_TIMEOUT_MS = 90_000;
@@ -79,7 +85,9 @@ export function wrangler(args, opts = {}) {
  * reloads the server; a request that meets the reload fails with "Your worker restarted
  * mid-request". So a worker is ready only after that.
  */
-function settled(log) {
+function settled(log, built) {
+  // With no [build] step (the reference worker's artifacts) there is nothing to rebuild.
+  if (!built) return log.includes('Ready on');
   const rebuilt = log.indexOf('changed, restarting build');
   if (rebuilt < 0) return false;
   const after = log.slice(rebuilt);
@@ -95,19 +103,36 @@ export const shardOf = (id, n) => Number(createHash('sha256').update(id).digest(
 /** The D1 bindings of the reference worker's record over `n` shards: DB, DB_1, … */
 export const shardBindings = (n) => Array.from({ length: n }, (_, i) => (i === 0 ? 'DB' : `DB_${i}`));
 
+/** The example worker's directory (its artifact is `example`). */
+export const EXAMPLE = join(ROOT, 'examples', 'minimal-worker');
+
 /**
- * A wrangler config for the reference worker with its record over `n` local D1
- * databases: wrangler.toml with the other bindings added, written beside it (its paths
- * are relative to it) as `.wrangler-shards-{n}.toml` (ignored by git).
+ * A wrangler config for the worker in `dir` (the reference worker at the root, or the
+ * example) as artifact `artifact` of target/artifacts (`production`, `test`,
+ * `example`), with the reference's record over `shards` local D1 databases when given:
+ * its wrangler.toml with `main` at the artifact, no [build] step (nothing is built or
+ * watched) and the other D1 bindings added, written beside it (its paths are relative
+ * to it) as `.wrangler-e2e-….toml` (ignored by git). Written whole and renamed into
+ * place, as test files running at once may write the same one.
  */
-function shardConfig(n) {
-  const path = join(ROOT, `.wrangler-shards-${n}.toml`);
-  const added = shardBindings(n).slice(1).map((binding, i) => [
+function artifactConfig(dir, artifact, shards) {
+  const main = join(ARTIFACTS, artifact, 'worker', 'shim.mjs');
+  if (!existsSync(main)) {
+    throw new Error(`no ${artifact} artifact at ${main}: build it with scripts/artifacts.sh (scripts/test.sh does)`);
+  }
+  const name = `.wrangler-e2e-${artifact}${shards ? `-shards-${shards}` : ''}.toml`;
+  const added = shardBindings(shards ?? 1).slice(1).map((binding, i) => [
     '', '[[d1_databases]]', `binding = "${binding}"`, `database_name = "helix-edge-${i + 1}"`,
     `database_id = "00000000-0000-0000-0000-${String(i + 1).padStart(12, '0')}"`,
-    'migrations_dir = "crates/helix-edge/migrations"', '',
+    'migrations_dir = "migrations"', '',
   ].join('\n'));
-  writeFileSync(path, readFileSync(join(ROOT, 'wrangler.toml'), 'utf8') + added.join(''));
+  const text = readFileSync(join(dir, 'wrangler.toml'), 'utf8')
+    .replace(/^main = .*$/m, `main = ${JSON.stringify(main)}`)
+    .replace(/^\[build\]\n[\s\S]*?(?=^\[)/m, '') + added.join('');
+  const path = join(dir, name);
+  const tmp = `${path}.${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
   return path;
 }
 
@@ -130,18 +155,21 @@ export function d1Rows(worker, binding, sql) {
 }
 
 /**
- * Starts a worker: the reference worker at the root, or the worker in `dir` (the
- * example). `persistDir` defaults to a fresh directory; pass the same one to a second
+ * Starts a worker: the reference worker at the root (as artifact `flavour`: `production`
+ * unless a test needs the test flavour), the example (`dir: EXAMPLE`, as its `wrangler
+ * deploy` built it), or the worker in another `dir` (a generated one, built by its own
+ * [build] step). `persistDir` defaults to a fresh directory; pass the same one to a second
  * `startWorker` (after `stop()`) to prove that state survives a restart.
  * `devtools: false` starts it without wrangler's devtools relay (see `launch`).
  * `shards: n` spreads the reference worker's record over n local D1 databases
  * (`DATABASE_SHARDS`), each migrated; `scheduled: true` lets `GET /__scheduled` run the
  * worker's cron trigger (`--test-scheduled`).
  */
-export async function startWorker({ dir = ROOT, persistDir, vars = {}, migrate = true, devtools = true, timeoutMs, shards, scheduled } = {}) {
+export async function startWorker({ dir = ROOT, flavour = 'production', persistDir, vars = {}, migrate = true, devtools = true, timeoutMs, shards, scheduled } = {}) {
   mkdirSync(E2E_DIR, { recursive: true });
   persistDir ??= mkdtempSync(join(E2E_DIR, 'state-'));
-  const config = shards ? shardConfig(shards) : undefined;
+  const artifact = { [ROOT]: flavour, [EXAMPLE]: 'example' }[dir];
+  const config = artifact ? artifactConfig(dir, artifact, shards) : undefined;
   const configArgs = config ? ['--config', config] : [];
   for (const binding of migrate ? shardBindings(shards ?? 1) : []) {
     const migrated = wrangler(['d1', 'migrations', 'apply', binding, '--local', '--persist-to', persistDir, ...configArgs], { cwd: dir });
@@ -192,11 +220,9 @@ async function launch(dir, persistDir, allVars, devtools, timeoutMs, configArgs 
     cwd: dir,
     detached: true, // its own process group, so stop() reaches workerd too
     stdio: ['ignore', log, log],
-    // The [build] step must keep the test build (with the test-only routes).
     env: {
       ...process.env,
       WRANGLER_SEND_METRICS: 'false',
-      HELIX_BUILD_FEATURES: 'test-routes',
       ...(devtools ? {} : NO_DEVTOOLS_ENV),
     },
   });
@@ -208,6 +234,7 @@ async function launch(dir, persistDir, allVars, devtools, timeoutMs, configArgs 
   const worker = {
     baseUrl,
     persistDir,
+    built: !configArgs.includes('--config'),
     /** wrangler's process group (it and its workerd processes). */
     pid: child.pid,
     logPath,
@@ -243,7 +270,7 @@ async function launch(dir, persistDir, allVars, devtools, timeoutMs, configArgs 
   let early = false;
   exited.then(() => { early = true; });
   while (Date.now() < deadline && !early) {
-    if (settled(readFileSync(logPath, 'utf8'))) {
+    if (settled(readFileSync(logPath, 'utf8'), worker.built)) {
       try {
         const t0 = performance.now();
         const res = await fetch(`${baseUrl}/healthz`);

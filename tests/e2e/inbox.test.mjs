@@ -6,7 +6,7 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { api, startWithMock, waitFor } from './client.mjs';
+import { api, replicated, startWithMock, waitFor } from './client.mjs';
 
 const running = [];
 after(async () => {
@@ -18,10 +18,6 @@ after(async () => {
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const replicated = async (worker, id) => {
-  const r = (await api(worker, 'POST', `/__test/replica/${id}`, {})).body;
-  assert.ok(r.caughtUp, JSON.stringify(r));
-};
 const inbox = async (worker, query = '') => {
   const res = await api(worker, 'GET', `/v1/inbox${query}`);
   assert.equal(res.status, 200, JSON.stringify(res.body));

@@ -15,7 +15,7 @@ import { openStream } from './sse.mjs';
 
 let worker;
 let llm;
-before(async () => { ({ worker, llm } = await startWithMock()); });
+before(async () => { ({ worker, llm } = await startWithMock({}, undefined, { flavour: 'test' })); });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 
 const stream = (id) => openStream(`${worker.baseUrl}/v1/sessions/${id}/stream`, {
@@ -76,6 +76,7 @@ test('a SIGKILL mid-tool: the live patch is disowned, and the client mirror equa
     llm.setLedgerDelay(0);
     llm.push({ calls: [{ name: 'track', args: { label: 'eggs' } }] }, { text: 'Tracked again.' });
     worker = await startWorker({
+      flavour: 'test',
       persistDir,
       migrate: false,
       vars: { API_TOKEN, LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key', LEDGER_URL: llm.ledgerUrl },

@@ -18,7 +18,7 @@ const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 let worker;
 let llm;
 before(async () => {
-  ({ worker, llm } = await startWithMock({ SSE_PING_MS: '5000' }));
+  ({ worker, llm } = await startWithMock({ SSE_PING_MS: '5000' }, undefined, { flavour: 'test' }));
   llm.respondWith((body) => {
     const last = body?.messages?.at(-1) ?? {};
     if (last.role === 'tool') return { text: 'Deleted.' };

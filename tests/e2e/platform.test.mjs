@@ -1,5 +1,5 @@
-// Auth (SPEC §2), the store conformance suite against the real local D1, and the
-// stateless resume of a suspended session across a full restart of wrangler dev.
+// Auth (SPEC §2) and the stateless resume of a suspended session across a full restart
+// of wrangler dev. (The store conformance suite on the platform is conformance.test.mjs.)
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,17 +11,6 @@ let llm;
 before(async () => { ({ worker, llm } = await startWithMock()); });
 after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup(); });
 beforeEach(() => llm?.reset());
-
-test('the session object\'s SQLite passes the store and journal conformance suites', async () => {
-  const res = await api(worker, 'POST', '/__test/conformance', {});
-  assert.equal(res.status, 200);
-  const failed = res.body.results.filter((r) => !r.ok);
-  assert.deepEqual(failed, []);
-  const modes = res.body.results.map((r) => r.name.split(':')[0]);
-  const count = (mode) => modes.filter((m) => m === mode).length;
-  const parts = ['store', 'journal stream log', 'journal step attempts', 'journal suspension'];
-  assert.deepEqual(parts.map(count), [12, 6, 1, 5]);
-});
 
 test('auth fails closed: 401 without or with bad credentials, 403 with another session\'s token', async () => {
   const none = await api(worker, 'GET', '/v1/agents', undefined, null);

@@ -20,7 +20,7 @@ after(async () => {
 });
 
 async function start(vars = {}, persistDir) {
-  const started = await startWithMock(vars, persistDir);
+  const started = await startWithMock(vars, persistDir, { flavour: 'test' });
   running.push(started);
   return started;
 }

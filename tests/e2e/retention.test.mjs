@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { api, byRole, eventually, startWithMock, waitFor } from './client.mjs';
+import { api, byRole, eventually, replicated, startWithMock, waitFor } from './client.mjs';
 import { d1Rows, shardBindings, shardOf as shardOfN } from './harness.mjs';
 
 const SHARDS = 2;
@@ -73,12 +73,10 @@ test('ended sessions are compacted to their index; the one that waits keeps its 
   await waitFor(worker, waiting, (s) => s.pendingToolCalls?.length === 1);
   [{ id: child }] = await eventually(
     () => d1Rows(worker, BINDINGS[0], `SELECT id FROM sessions WHERE head ->> '$.parent.rootId' = '${tree}'`), (r) => r.length === 1);
-  // Every commit in the record first (the test build's replica check): compaction is
-  // for sessions that ended days ago, long replicated.
+  // Every commit in the record first: compaction is for sessions that ended days ago,
+  // long replicated.
   for (const id of [tree, child, noted, other, waiting]) {
-    const report = await eventually(async () => (await api(worker, 'POST', `/__test/replica/${id}`, {})).body,
-      (r) => r.caughtUp && r.equal);
-    assert.ok(report.caughtUp && report.equal, JSON.stringify(report));
+    await replicated(worker, id, { binding: BINDINGS[shardOf(id === child ? tree : id)] });
   }
 
   await cron();
@@ -148,9 +146,7 @@ test('a record that keeps the index only gets the session row and runs, never th
   const [id] = idsOn('index', 0, 1);
   assert.equal((await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'note it' })).status, 201);
   await waitFor(worker, id, (s) => s.status === 'completed', 30_000);
-  const report = await eventually(async () => (await api(worker, 'POST', `/__test/replica/${id}`, {})).body,
-    (r) => r.caughtUp && r.equal);
-  assert.ok(report.caughtUp && report.equal, JSON.stringify(report));
+  await replicated(worker, id, { binding: BINDINGS[shardOf(id)] });
   assert.equal(await rowsOf(id, 'sessions', 'id'), 1);
   assert.ok(await rowsOf(id, 'runs') > 0);
   for (const table of ['messages', 'checkpoints', 'state_log']) assert.equal(await rowsOf(id, table), 0, table);

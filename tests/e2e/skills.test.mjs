@@ -7,7 +7,10 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { API_TOKEN, api, startWithMock, waitFor } from './client.mjs';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { api, startWithMock, waitFor } from './client.mjs';
+import { wrangler } from './harness.mjs';
 
 let worker;
 let llm;
@@ -17,11 +20,17 @@ after(async () => { await worker?.stop(); await llm?.close(); worker?.cleanup();
 const skillMd = (description, allowed) => `---\nname: release-notes\ndescription: ${description}\n${
   allowed ? `allowed-tools: ${allowed}\n` : ''}---\nGroup the changes; see \`templates/notes.md\`.\n`;
 
+/** Writes `text` at `key` of the local FILES bucket (`objects`) or KV namespace (`kv`)
+ *  with wrangler, as an operator edits a skill: the running worker reads it there. */
 async function put(key, text, store = 'objects') {
-  const res = await worker.fetch(`/__test/${store}/${key}`, {
-    method: 'PUT', headers: { authorization: `Bearer ${API_TOKEN}` }, body: text,
-  });
-  assert.equal(res.status, 204, await res.text());
+  const file = join(worker.persistDir, 'upload.txt');
+  writeFileSync(file, text);
+  const local = ['--local', '--persist-to', worker.persistDir, '--config', worker.config];
+  const args = store === 'objects'
+    ? ['r2', 'object', 'put', `helix-edge-files/${key}`, '--file', file, ...local]
+    : ['kv', 'key', 'put', key, '--binding', 'KV', '--path', file, ...local];
+  const res = wrangler(args);
+  assert.equal(res.status, 0, `${res.stdout}\n${res.stderr}`);
 }
 
 /** The tool results the model was sent in its request `n` (from 0). */

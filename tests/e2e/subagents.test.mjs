@@ -7,31 +7,14 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { api, gapFree, startWithMock, waitFor } from './client.mjs';
 import { openStream } from './sse.mjs';
+import { research } from './research.mjs';
 
 let worker;
 let llm;
 
-/** The scripted behaviour of both agents. */
-function respond(body) {
-  const system = body?.messages?.[0]?.content ?? '';
-  const last = body?.messages?.at(-1) ?? {};
-  if (system.startsWith('You are a researcher')) {
-    if (last.role === 'tool') {
-      return { calls: [{ name: '__finish__', args: { summary: `done: ${last.content}` } }] };
-    }
-    const topic = JSON.parse(last.content).topic;
-    if (topic.startsWith('fail')) return { status: 400, body: { error: { message: 'scripted failure' } } };
-    if (topic.startsWith('delete ')) return { calls: [{ name: 'delete_file', args: { path: topic.slice(7) } }] };
-    return { calls: [{ name: '__finish__', args: { summary: `summary of ${topic}` } }] };
-  }
-  if (last.role === 'tool') return { text: 'All research is in.' };
-  const topics = String(last.content).split(',').map((t) => t.trim());
-  return { calls: topics.map((topic) => ({ name: 'research', args: { topic } })) };
-}
-
 async function start(persistDir) {
   ({ worker, llm } = await startWithMock({ SSE_PING_MS: '300' }, persistDir));
-  llm.respondWith(respond);
+  llm.respondWith(research);
 }
 
 before(async () => { await start(); });
@@ -130,42 +113,6 @@ test('a child needing approval is approved through the root session and everythi
   const [result] = await toolMessages(id);
   assert.match(result.content.summary, /deleted/);
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).body.status, 'completed');
-});
-
-test('DELETE removes a waiting session, its children and every row of them; a child alone is refused; again is 404', async () => {
-  const id = newId('erase');
-  await create(id, 'delete /tmp/secret');
-  const sse = await stream(id);
-  const seen = await sse.until((e) => e.type === 'tool_approval_request');
-  const childId = seen.find((e) => e.type === 'tool_approval_request').json.sessionId;
-  const rows = async (session) => {
-    const report = await api(worker, 'POST', `/__test/replica/${session}`);
-    assert.equal(report.status, 200, JSON.stringify(report.body));
-    assert.equal(report.body.caughtUp, true);
-    return report.body.rows;
-  };
-  const before = await rows(id);
-  assert.ok(before.local > 0 && before.remote === before.local, JSON.stringify(before));
-
-  const child = await api(worker, 'DELETE', `/v1/sessions/${childId}`);
-  assert.deepEqual([child.status, child.body.error.code], [409, 'session_is_subagent']);
-  assert.match(child.body.error.message, new RegExp(id));
-
-  const gone = await api(worker, 'DELETE', `/v1/sessions/${id}`);
-  assert.equal(gone.status, 204, JSON.stringify(gone.body));
-  await sse.closed; // the open stream ends
-  for (const session of [id, childId]) {
-    const got = await api(worker, 'GET', `/v1/sessions/${session}`);
-    assert.deepEqual([got.status, got.body.error.code], [404, 'session_not_found'], session);
-    assert.deepEqual(await rows(session), { local: 0, remote: 0 }, `nothing of ${session} is left`);
-  }
-  const listed = await api(worker, 'GET', '/v1/sessions?limit=100');
-  assert.ok(!listed.body.sessions.some((s) => s.sessionId === id || s.sessionId === childId));
-  const again = await api(worker, 'DELETE', `/v1/sessions/${id}`);
-  assert.deepEqual([again.status, again.body.error.code], [404, 'session_not_found']);
-  const approve = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
-    { kind: 'approval-response', toolCallId: 'x', approved: true });
-  assert.equal(approve.status, 404, 'nothing can be done in it');
 });
 
 test('a failing child becomes a tool error and the parent continues', async () => {

@@ -133,6 +133,8 @@ test('a run across an approval, a client tool, a sub-agent and a restart is one 
   assert.equal(attr(runSpan, 'gen_ai.conversation.id'), id);
   assert.equal(attr(runSpan, 'helix.run.status'), 'completed');
   assert.deepEqual(receiver.headers.at(-1)['x-backend-key'], 'k=1', 'the configured headers');
+  assert.equal(receiver.headers.at(-1)['content-type'], 'application/json', "OTLP/HTTP's JSON encoding");
+  assert.deepEqual(receiver.malformed, [], 'every payload is OTLP as the official definitions have it');
 
   const slices = ours.filter((s) => s.name === 'agent_slice observed');
   assert.deepEqual(slices.map((s) => attr(s, 'helix.slice.cause')).sort(),

@@ -13,7 +13,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { generateKeyPairSync, createHmac, sign } from 'node:crypto';
-import { api, startWithMock, waitFor } from './client.mjs';
+import { api, replicated, startWithMock, waitFor } from './client.mjs';
 
 const ISSUER = 'https://id.example.test';
 const AUDIENCE = 'helix-edge-e2e';
@@ -162,7 +162,7 @@ test('every route, every user and session token, every session: the tenant\'s an
 
   // Lists and the inbox: exactly what each reaches, then an answer takes a call out.
   for (const s of Object.values(sessions)) {
-    assert.ok((await api(worker, 'POST', `/__test/replica/${s.id}`, {})).body.caughtUp);
+    await replicated(worker, s.id);
   }
   const ours = new Set(Object.values(sessions).map((s) => s.id));
   const inbox = async (token) => (await api(worker, 'GET', '/v1/inbox?limit=100', undefined, token)).body.items
@@ -179,7 +179,7 @@ test('every route, every user and session token, every session: the tenant\'s an
     { kind: 'approval-response', toolCallId: sessions.ann.call, approved: true }, users.bob.token);
   assert.equal(answered.status, 202, 'a tenant member answers a shared session\'s call');
   await waitFor(worker, sessions.ann.id, (s) => s.status === 'completed');
-  assert.ok((await api(worker, 'POST', `/__test/replica/${sessions.ann.id}`, {})).body.caughtUp);
+  await replicated(worker, sessions.ann.id);
   assert.deepEqual(await inbox(users.ann.token), [sessions.bob.call], 'the answered call left the inbox');
 
   // A payment: its approval needs `finance`, never its requester's.

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
-import { api, startWithMock, waitFor } from './client.mjs';
+import { api, replicated, startWithMock, waitFor } from './client.mjs';
 import { openStream } from './sse.mjs';
 
 const running = [];
@@ -78,8 +78,7 @@ test('a user owns what they create and reaches nothing else; the API token reach
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, created.body.sessionToken)).status, 200, 'and its session token');
 
   // Lists and the inbox: each user's own (D1, once replicated).
-  const replica = (await api(worker, 'POST', `/__test/replica/${id}`, {})).body;
-  assert.ok(replica.caughtUp, JSON.stringify(replica));
+  await replicated(worker, id);
   const listed = async (token) => (await api(worker, 'GET', '/v1/sessions?limit=100', undefined, token)).body.sessions.map((s) => s.sessionId);
   assert.ok((await listed(ann)).includes(id));
   assert.ok(!(await listed(bob)).includes(id));
@@ -247,8 +246,7 @@ test('a payment needs a finance approver other than its requester: the owner is 
   assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`, undefined, bob)).status, 404, 'an approver answers, and reads nothing');
 
   // The inbox of every finance holder of the tenant has it (and its owner's).
-  const replica = (await api(worker, 'POST', `/__test/replica/${id}`, {})).body;
-  assert.ok(replica.caughtUp, JSON.stringify(replica));
+  await replicated(worker, id);
   const inbox = async (who) => (await api(worker, 'GET', '/v1/inbox?tool=pay_invoice', undefined, who)).body.items;
   const [item] = await inbox(bob);
   assert.deepEqual([item?.sessionId, item?.toolCallId, item?.approvers?.role], [id, pending.toolCallId, 'finance']);

@@ -866,6 +866,8 @@ export interface components {
                     name: string;
                     toolPrefix: string;
                 }[];
+                /** @description For an agent this deployment offers but cannot run until something is configured: what to set (a var, a secret or a binding). Such an agent has no tools listed, and every request that would run it answers 503 `agent_not_configured` naming the same. */
+                needs?: string;
             }[];
         };
         RunList: {

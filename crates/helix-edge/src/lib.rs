@@ -53,6 +53,8 @@
 //!   exported over OTLP/HTTP after each slice of work.
 //! - `retention` (feature `retention`): the worker's cron trigger compacting and
 //!   erasing ended sessions in the record.
+//! - `zones` (feature `schedules`): time zone rules from the runtime (`Intl`), for
+//!   the core's cron arithmetic; no zone database in the bundle.
 //! - `allocator` (feature `talc`): the worker's global allocator.
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
@@ -126,6 +128,8 @@ mod test_routes;
 mod users;
 #[cfg(target_arch = "wasm32")]
 mod worker_host;
+#[cfg(all(target_arch = "wasm32", feature = "schedules"))]
+pub mod zones;
 
 #[cfg(target_arch = "wasm32")]
 pub use app::{App, IntoApp};

@@ -1,12 +1,86 @@
-//! The D1 schema this version of helix-edge needs ([`MIGRATIONS`], shipped in the
-//! crate's `migrations/` and applied by a worker with `wrangler d1 migrations apply`),
-//! and the check that the worker's database has them all (wasm only).
+//! The D1 schema this version of helix-edge needs ([`MIGRATIONS`], their SQL in
+//! [`FILES`], shipped in the crate's `migrations/`), the copy of them a worker keeps in
+//! its own `migrations/` for `wrangler d1 migrations apply` ([`sync`], natively), and the
+//! check that the worker's database has them all (wasm only).
+//!
+//! A worker keeps its copy current with one test, which fails when the copy and the
+//! library differ and writes the library's files when told to:
+//!
+//! ```no_run
+//! #[test]
+//! fn migrations_are_the_librarys() {
+//!     helix_edge::migrations::sync(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"));
+//! }
+//! ```
+//!
+//! `HELIX_EDGE_WRITE_MIGRATIONS=1 cargo test migrations` writes them (after an upgrade
+//! of helix-edge, or to start a worker's `migrations/`).
 //!
 //! The check runs once per isolate, after the first request that needs it, in the
 //! background (the request itself never waits on D1); while the database is behind, it
 //! runs again at most every [`RECHECK_MS`].
 
 pub use crate::store::migrations::{MIGRATIONS, RECHECK_MS, missing};
+
+/// Each migration of [`MIGRATIONS`], in order: its file name and its SQL.
+pub const FILES: &[(&str, &str)] = &[
+    ("0001_init.sql", include_str!("../migrations/0001_init.sql")),
+    (
+        "0002_sessions_by_update.sql",
+        include_str!("../migrations/0002_sessions_by_update.sql"),
+    ),
+    (
+        "0003_persistent_children.sql",
+        include_str!("../migrations/0003_persistent_children.sql"),
+    ),
+    (
+        "0004_schedules.sql",
+        include_str!("../migrations/0004_schedules.sql"),
+    ),
+    (
+        "0005_inbox.sql",
+        include_str!("../migrations/0005_inbox.sql"),
+    ),
+];
+
+/// The variable that makes [`sync`] write the library's migrations instead of failing.
+pub const WRITE_VAR: &str = "HELIX_EDGE_WRITE_MIGRATIONS";
+
+/// Checks that directory `dir` (a worker's `migrations/`) holds exactly the library's
+/// [`FILES`], byte for byte (a worker's own migrations, named after the library's, may
+/// sit beside them); panics naming what differs and the command that fixes it. With
+/// `HELIX_EDGE_WRITE_MIGRATIONS=1` in the environment it writes the files that differ
+/// instead (creating `dir`). For a worker crate's tests.
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(clippy::panic, reason = "a test's assertion: it fails by panicking")]
+pub fn sync(dir: impl AsRef<std::path::Path>) {
+    let dir = dir.as_ref();
+    let write = std::env::var(WRITE_VAR).is_ok_and(|v| v == "1");
+    let differs: Vec<&str> = FILES
+        .iter()
+        .filter(|(name, sql)| std::fs::read_to_string(dir.join(name)).ok().as_deref() != Some(sql))
+        .map(|(name, _)| *name)
+        .collect();
+    if differs.is_empty() {
+        return;
+    }
+    if !write {
+        panic!(
+            "{} differs from helix-edge's D1 migrations ({}): run `{WRITE_VAR}=1 cargo test` \
+             to write them, then apply them with `wrangler d1 migrations apply DB`",
+            dir.display(),
+            differs.join(", ")
+        );
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        panic!("cannot create {}: {e}", dir.display());
+    }
+    for (name, sql) in FILES.iter().filter(|(name, _)| differs.contains(name)) {
+        if let Err(e) = std::fs::write(dir.join(name), sql) {
+            panic!("cannot write {}: {e}", dir.join(name).display());
+        }
+    }
+}
 
 #[cfg(target_arch = "wasm32")]
 pub use check::{known_outdated, outdated, refresh};

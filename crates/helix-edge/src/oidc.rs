@@ -63,10 +63,10 @@ async fn answer(req: &RawRequest, path: &str, env: &Env, get: bool) -> Reply {
             }),
         );
     }
-    let url = worker::Url::parse(&req.url()).map_err(|e| internal("url", e))?;
-    let origin = url.origin().ascii_serialization();
+    let url = req.url();
+    let origin = crate::api::origin(&url);
     let body = read_body(req).await?;
-    let exchange = Exchange::parse(&body, &origin).map_err(ApiError::validation)?;
+    let exchange = Exchange::parse(&body, origin).map_err(ApiError::validation)?;
     let headers = Headers::new();
     let set = |k: &str, v: &str| headers.set(k, v).map_err(|e| internal("headers", e));
     set("content-type", "application/x-www-form-urlencoded")?;

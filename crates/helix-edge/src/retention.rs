@@ -20,6 +20,7 @@ use worker::Env;
 
 /// Runs one pass of the deployment's retention (the `scheduled` event's work).
 pub async fn scheduled(env: Env, app: App) {
+    crate::worker_host::start(&env);
     let var = |name: &str| config_value(&env, name);
     let policy = Retention::from_vars(
         var("RETAIN_DAYS").as_deref(),

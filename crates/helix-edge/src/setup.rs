@@ -50,7 +50,7 @@ impl Setup {
         if let Some(setup) = SETUP.with_borrow(|s| s.clone()) {
             return Ok(setup);
         }
-        crate::worker_host::init_log_level(env);
+        crate::worker_host::start(env);
         let number = |name: &str, default: u64| {
             config_value(env, name)
                 .and_then(|v| v.parse().ok())

@@ -11,10 +11,12 @@ thread_local! {
     static MIN_LEVEL: Cell<Option<Level>> = const { Cell::new(None) };
 }
 
-/// Reads `LOG_LEVEL` (`debug`, `info`, `warn`, `error`; unset or anything else: `info`)
-/// once per isolate.
-pub fn init_log_level(env: &worker::Env) {
+/// What every entry does first, once per isolate: installs the panic hook (a panic's
+/// message and location reach the Workers logs before the instance resets) and reads
+/// `LOG_LEVEL` (`debug`, `info`, `warn`, `error`; unset or anything else: `info`).
+pub fn start(env: &worker::Env) {
     if MIN_LEVEL.get().is_none() {
+        console_error_panic_hook::set_once();
         let configured = config_value(env, "LOG_LEVEL");
         let level = configured.as_deref().and_then(Level::parse);
         MIN_LEVEL.set(Some(level.unwrap_or(Level::Info)));

@@ -22,6 +22,7 @@ mod librarian;
 mod orders;
 #[cfg(feature = "schedules")]
 mod secretary;
+mod showcase;
 #[cfg(feature = "persistent-children")]
 mod team;
 mod treasurer;
@@ -37,6 +38,11 @@ pub use dispatcher::{REMOTE_TASK_TIMEOUT, RemoteTask, dispatcher};
 pub use librarian::{Note, Publish, librarian};
 #[cfg(feature = "schedules")]
 pub use secretary::secretary;
+#[cfg(feature = "attachment-store")]
+pub use showcase::illustrator;
+#[cfg(feature = "subagents")]
+pub use showcase::observed;
+pub use showcase::{Measured, PIXEL_PNG, Task, Tasks, lister, painter, thinker, typed};
 #[cfg(feature = "persistent-children")]
 pub use team::team;
 pub use treasurer::{PAYMENT_APPROVER_ROLE, PayInvoice, treasurer};
@@ -148,6 +154,7 @@ pub fn researcher() -> Result<Agent, DefinitionError> {
         .build()
 }
 
+#[cfg(feature = "subagents")]
 /// The `coordinator` agent of SPEC §6: notes, and `research`, a sub-agent tool running
 /// `researcher` whose result is the child's output.
 pub fn coordinator() -> Result<Agent, DefinitionError> {
@@ -201,9 +208,11 @@ pub fn assistant() -> Result<Agent, DefinitionError> {
     assistant_with_deadline(ASK_USER_DEADLINE)
 }
 
-/// The reference agents of SPEC §6 (`orders`, a demo, is registered on its own).
+/// The reference agents of SPEC §6 (`coordinator` and `researcher` with feature
+/// `subagents`); the demonstration agents are registered on their own.
 pub fn reference_agents(ask_deadline: Duration) -> Result<Agents, DefinitionError> {
-    Agents::new()
-        .with(assistant_with_deadline(ask_deadline)?)?
-        .with(coordinator()?)
+    let agents = Agents::new().with(assistant_with_deadline(ask_deadline)?)?;
+    #[cfg(feature = "subagents")]
+    let agents = agents.with(coordinator()?)?;
+    Ok(agents)
 }

@@ -59,7 +59,7 @@ pub use hooks::{HOOK_TIMEOUT, HookContext, HookFuture, Hooks, Suspension, done};
 pub(crate) use hooks::{Hook, HookPlace};
 pub(crate) use output::OutputSpec;
 pub use persistent::{ChildMode, PersistentChild, persistent_child_id};
-pub use registry::Agents;
+pub use registry::{Agents, Unconfigured};
 #[cfg(feature = "plans")]
 pub use saved_plans::{MAX_SAVED_CALLS, RUN_PLAN, SavedPlan};
 pub use subagent::{AgentTool, SubAgentTool};

@@ -10,6 +10,21 @@ pub struct Agents {
     /// Each agent, and whether it was added as the child of a sub-agent tool (such an
     /// entry gives way to an agent registered under its name).
     agents: Vec<(Rc<Agent>, bool)>,
+    /// The agents it offers but cannot run until something is configured.
+    unconfigured: Vec<Unconfigured>,
+}
+
+/// An agent a deployment offers but cannot run until something is configured (a var,
+/// a secret or a binding): listed by `GET /v1/agents` with what it needs, and every
+/// request that would run it answers 503 `agent_not_configured` naming that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unconfigured {
+    /// Its name.
+    pub name: String,
+    /// What it does, once configured.
+    pub description: String,
+    /// What to set: `REMOTE_AGENT_URL`, or `the FILES bucket binding`.
+    pub needs: String,
 }
 
 impl Agents {
@@ -22,6 +37,9 @@ impl Agents {
     /// (child sessions look them up by name). An agent registered under a name already
     /// taken is refused, unless the name was only taken by a sub-agent's child.
     pub fn with(mut self, agent: Agent) -> Result<Self, DefinitionError> {
+        if self.needs(&agent.name).is_some() {
+            return Err(DefinitionError::DuplicateAgent(agent.name));
+        }
         match self.agents.iter().position(|(a, _)| a.name == agent.name) {
             Some(at) if self.agents[at].1 => {
                 self.agents.remove(at);
@@ -47,6 +65,40 @@ impl Agents {
         for grandchild in grandchildren {
             self.add_child(grandchild);
         }
+    }
+
+    /// Offers agent `name` (`description`) as one that needs `needs` configured before it
+    /// runs: what a worker registers instead of an agent whose var, secret or binding is
+    /// missing, so that asking for it says what to set rather than that it does not
+    /// exist.
+    pub fn unconfigured(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        needs: impl Into<String>,
+    ) -> Result<Self, DefinitionError> {
+        let name = name.into();
+        if self.get(&name).is_some() || self.needs(&name).is_some() {
+            return Err(DefinitionError::DuplicateAgent(name));
+        }
+        let (description, needs) = (description.into(), needs.into());
+        self.unconfigured.push(Unconfigured {
+            name,
+            description,
+            needs,
+        });
+        Ok(self)
+    }
+
+    /// What agent `name` needs configured, if it is offered but cannot run yet.
+    pub fn needs(&self, name: &str) -> Option<&str> {
+        let found = self.unconfigured.iter().find(|u| u.name == name);
+        found.map(|u| u.needs.as_str())
+    }
+
+    /// The agents offered but not configured, in the order added.
+    pub fn unconfigured_agents(&self) -> &[Unconfigured] {
+        &self.unconfigured
     }
 
     /// The agent called `name`.

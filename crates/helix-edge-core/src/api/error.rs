@@ -150,7 +150,7 @@ impl From<RunError> for ApiError {
             }
             RunError::NotAnswerer { .. } => 403,
             RunError::Provider(_) => 502,
-            RunError::RemoteUnavailable(_) => 503,
+            RunError::RemoteUnavailable(_) | RunError::AgentNotConfigured { .. } => 503,
         };
         // Internal detail stays in the logs; clients get the safe sentence.
         let message = match &e {
@@ -196,6 +196,14 @@ mod tests {
                 "session_not_found",
             ),
             (RunError::AgentNotFound("x".into()), 404, "agent_not_found"),
+            (
+                RunError::AgentNotConfigured {
+                    agent: "x".into(),
+                    needs: "X_URL".into(),
+                },
+                503,
+                "agent_not_configured",
+            ),
             (
                 RunError::ToolCallNotFound("c".into()),
                 404,

@@ -36,7 +36,9 @@ pub use list::{
 };
 pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
-pub use url::{MessagesQuery, StreamQuery, page, path_and_query, percent_decode, query_pairs};
+pub use url::{
+    MessagesQuery, StreamQuery, origin, page, path_and_query, percent_decode, query_pairs,
+};
 #[cfg(feature = "usage")]
 pub use usage::{GroupBy, MAX_GROUPS, UsageGroup, UsageQuery, UsageReport};
 pub use views::{

@@ -9,6 +9,18 @@ pub fn path_and_query(url: &str) -> &str {
     rest.split('#').next().unwrap_or("/")
 }
 
+/// A URL's origin, `scheme://host[:port]` (the runtime's request URLs are normalised:
+/// a lower-case host, no default port); the whole text when it has no `://`.
+pub fn origin(url: &str) -> &str {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url;
+    };
+    let end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    &url[..end]
+}
+
 /// The decoded `key=value` pairs of a URL's query (`+` is a space, `%XX` a byte).
 pub fn query_pairs(url: &str) -> Vec<(String, String)> {
     let query = path_and_query(url).split_once('?').map_or("", |(_, q)| q);
@@ -129,6 +141,27 @@ pub struct MessagesQuery {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_origin_is_the_scheme_host_and_port() {
+        assert_eq!(
+            origin("http://127.0.0.1:8787/v1/auth?x=1"),
+            "http://127.0.0.1:8787"
+        );
+        assert_eq!(
+            origin("https://agents.example.com"),
+            "https://agents.example.com"
+        );
+        assert_eq!(
+            origin("https://agents.example.com?q"),
+            "https://agents.example.com"
+        );
+        assert_eq!(
+            origin("https://agents.example.com#f"),
+            "https://agents.example.com"
+        );
+        assert_eq!(origin("no scheme"), "no scheme");
+    }
+
     #[test]
     fn a_stream_starts_after_the_last_event_id_then_the_after_parameter() {
         let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {

@@ -363,6 +363,9 @@ struct AgentView {
     /// What capabilities show of it ([`AGENT_EXTRAS`]).
     #[serde(flatten)]
     extras: serde_json::Map<String, Value>,
+    /// What to set before it runs, for an agent offered but not configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    needs: Option<String>,
 }
 
 /// A capability's part of an agent's view: a key and its value, if it has one.
@@ -410,9 +413,19 @@ impl From<&Agents> for AgentsView {
                 }
                 extras
             },
+            needs: None,
         };
+        let unconfigured = agents.unconfigured_agents().iter().map(|u| AgentView {
+            name: u.name.clone(),
+            description: u.description.clone(),
+            tools: Vec::new(),
+            state_schema: None,
+            output_schema: None,
+            extras: serde_json::Map::new(),
+            needs: Some(u.needs.clone()),
+        });
         Self {
-            agents: agents.iter().map(agent).collect(),
+            agents: agents.iter().map(agent).chain(unconfigured).collect(),
         }
     }
 }

@@ -12,6 +12,14 @@ pub enum RunError {
     /// No agent of that name.
     #[error("Agent '{0}' does not exist")]
     AgentNotFound(String),
+    /// The agent is offered but needs configuration this deployment lacks.
+    #[error("Agent '{agent}' is not configured on this deployment: set {needs}")]
+    AgentNotConfigured {
+        /// The agent.
+        agent: String,
+        /// What to set.
+        needs: String,
+    },
     /// A run is active or calls are pending.
     #[error("The session is busy: {0}")]
     Busy(&'static str),
@@ -77,6 +85,7 @@ impl Coded for RunError {
         match self {
             Self::Store(e) => e.code(),
             Self::AgentNotFound(_) => "agent_not_found",
+            Self::AgentNotConfigured { .. } => "agent_not_configured",
             Self::Busy(_) => "session_busy",
             Self::Aborted => "session_aborted",
             Self::NotResumable(_) => "session_not_resumable",

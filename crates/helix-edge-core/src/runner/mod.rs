@@ -269,7 +269,13 @@ impl<S: Store> Runner<S> {
     pub(crate) fn agent(&self, name: &str) -> Result<Rc<Agent>, RunError> {
         self.agents
             .get(name)
-            .ok_or_else(|| RunError::AgentNotFound(name.into()))
+            .ok_or_else(|| match self.agents.needs(name) {
+                Some(needs) => RunError::AgentNotConfigured {
+                    agent: name.into(),
+                    needs: needs.into(),
+                },
+                None => RunError::AgentNotFound(name.into()),
+            })
     }
 
     /// A structured log event about `live`'s current run.

@@ -73,12 +73,12 @@ impl DueQuery {
             match key.as_str() {
                 "dueBefore" if value == "now" => query.due_before = Some(now_ms + 1),
                 "dueBefore" => {
-                    let at: jiff::Timestamp = value.parse().map_err(|e| {
+                    let at = super::civil::parse_rfc3339(value).map_err(|e| {
                         let why = format!("dueBefore: not `now` or an RFC 3339 time ({e}).");
                         ApiError::validation(why)
                     })?;
                     // Before 1970 nothing is due.
-                    query.due_before = Some(at.as_millisecond().max(0) as u64);
+                    query.due_before = Some(at.max(0) as u64);
                 }
                 "agent" if crate::tool::valid_name(value) => query.agent = Some(value.clone()),
                 "agent" => return Err(ApiError::validation("agent is not a valid agent name.")),

@@ -3,8 +3,12 @@
 //! messages that wait while a run is busy (`whenBusy`). Both live in the session
 //! object's storage; its one alarm serves the schedules together with its other work.
 //!
-//! - [`when`]: when a schedule fires, and the arithmetic of its next fire (croner's
-//!   cron patterns, jiff's time zones).
+//! - [`when`]: when a schedule fires, and the arithmetic of its next fire across
+//!   daylight-saving changes.
+//! - [`cron`]: cron patterns, parsed and matched against civil times.
+//! - [`civil`]: civil dates and times, and RFC 3339 timestamps.
+//! - [`zone`]: the offsets of IANA time zones, from the platform (natively, the IANA
+//!   database).
 //! - [`body`]: the API's schedule body, checked into the record a session keeps, and
 //!   its view.
 //! - [`busy`]: what a message does while the session is busy: the policies and the
@@ -23,6 +27,8 @@
 pub mod body;
 pub mod busy;
 pub mod cancel;
+pub mod civil;
+pub mod cron;
 pub mod drain;
 pub mod listing;
 pub mod notice;
@@ -30,6 +36,7 @@ pub mod record;
 pub mod table;
 pub mod tools;
 pub mod when;
+pub mod zone;
 
 pub use body::{MAX_SCHEDULES, Schedule, ScheduleBody, ScheduleView};
 pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide, policy_of, take_when_busy};

@@ -180,7 +180,7 @@ const DOOR: Option<capability::Door> = {
 impl SessionHost {
     /// The object for `state`, serving `app`.
     pub fn new(state: State, env: Env, app: App) -> Self {
-        crate::worker_host::init_log_level(&env);
+        crate::worker_host::start(&env);
         let instance = crate::worker_host::random_hex(8);
         Self {
             inner: Rc::new_cyclic(|me| Inner {

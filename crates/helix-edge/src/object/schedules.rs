@@ -57,6 +57,13 @@ pub(super) const SCHEDULES: Capability = Capability {
     }),
     after_slice: Some(after_slice),
     next_due: Some(|inner| inner.due.take()),
+    // Cron patterns are read in time zones by the runtime's own rules.
+    equip: Some(|runner, _| {
+        if !crate::schedule::zone::installed() {
+            crate::schedule::zone::install(Rc::new(crate::zones::Intl));
+        }
+        runner
+    }),
     // The agent's own scheduling tools reach the session's schedules by its id.
     identified: Some(|parts, id| {
         let db: Rc<dyn crate::sqlite::Db> = parts.sql.clone();

@@ -126,7 +126,7 @@ async fn send(to: &Endpoint, body: &[u8]) -> Result<(), Failure> {
     };
     let headers = Headers::new();
     let set = |k: &str, v: &str| headers.set(k, v).map_err(configured);
-    set("content-type", "application/x-protobuf")?;
+    set("content-type", otlp::CONTENT_TYPE)?;
     for (key, value) in &to.headers {
         set(key, value)?;
     }
