@@ -81,8 +81,8 @@ cargo test --workspace --locked 2>&1 | tee "$report/native.log"
 # A worker crate's own tests, as a user runs them (plain `cargo test`).
 (cd examples/minimal-worker && cargo clippy --locked --all-targets -- -D warnings && cargo test --locked) 2>&1 |
   tee -a "$report/native.log"
-# The README's own worker, from its snippets as pasted.
-bash scripts/check-readme-worker.sh 2>&1 | tee -a "$report/native.log"
+# The book's worker, from its snippets as pasted.
+bash scripts/check-book.sh 2>&1 | tee -a "$report/native.log"
 
 phase "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
