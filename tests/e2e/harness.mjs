@@ -11,7 +11,7 @@
 
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -155,6 +155,35 @@ export function d1Rows(worker, binding, sql) {
 }
 
 /**
+ * Local D1 state with `bindings` migrated (`wrangler d1 migrations apply`) for the
+ * worker in `dir` with `configArgs`: made once per worker, config and set of migration
+ * files (its key) under .e2e/, and copied into each new persist directory — a start
+ * without wrangler's two-second migration run. Made in a directory of its own and
+ * renamed into place, as test files running at once may make the same one.
+ */
+function migratedState(dir, configArgs, bindings) {
+  const migrations = join(dir, 'migrations');
+  const hash = createHash('sha256').update(JSON.stringify([dir, configArgs, bindings]));
+  for (const file of readdirSync(migrations).sort()) hash.update(file).update(readFileSync(join(migrations, file)));
+  const path = join(E2E_DIR, `migrated-${hash.digest('hex').slice(0, 16)}`);
+  if (existsSync(path)) return path;
+  const making = mkdtempSync(join(E2E_DIR, 'migrating-'));
+  for (const binding of bindings) {
+    const migrated = wrangler(['d1', 'migrations', 'apply', binding, '--local', '--persist-to', making, ...configArgs], { cwd: dir });
+    if (migrated.status !== 0) {
+      rmSync(making, { recursive: true, force: true });
+      throw new Error(`d1 migrations apply ${binding} failed:\n${migrated.stdout}\n${migrated.stderr}`);
+    }
+  }
+  try {
+    renameSync(making, path);
+  } catch {
+    rmSync(making, { recursive: true, force: true }); // another file made it first
+  }
+  return path;
+}
+
+/**
  * Starts a worker: the reference worker at the root (as artifact `flavour`: `production`
  * unless a test needs the test flavour), the example (`dir: EXAMPLE`, as its `wrangler
  * deploy` built it), or the worker in another `dir` (a generated one, built by its own
@@ -171,11 +200,8 @@ export async function startWorker({ dir = ROOT, flavour = 'production', persistD
   const artifact = { [ROOT]: flavour, [EXAMPLE]: 'example' }[dir];
   const config = artifact ? artifactConfig(dir, artifact, shards) : undefined;
   const configArgs = config ? ['--config', config] : [];
-  for (const binding of migrate ? shardBindings(shards ?? 1) : []) {
-    const migrated = wrangler(['d1', 'migrations', 'apply', binding, '--local', '--persist-to', persistDir, ...configArgs], { cwd: dir });
-    if (migrated.status !== 0) {
-      throw new Error(`d1 migrations apply ${binding} failed:\n${migrated.stdout}\n${migrated.stderr}`);
-    }
+  if (migrate && !existsSync(join(persistDir, 'v3', 'd1'))) {
+    cpSync(migratedState(dir, configArgs, shardBindings(shards ?? 1)), persistDir, { recursive: true });
   }
   const sharded = shards ? { DATABASE_SHARDS: shardBindings(shards).join(',') } : {};
   const allVars = dir === ROOT ? { ...DEFAULT_VARS, ...sharded, ...vars } : vars;

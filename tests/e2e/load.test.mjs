@@ -1,6 +1,6 @@
 // A bounded load test against one `wrangler dev` (local D1 and Durable Objects) with a
 // zero-latency mock model: LOAD_CLIENTS concurrent clients (default 64) run full
-// approval cycles for LOAD_SECONDS (default 60) — create, `tool_approval_request` on
+// approval cycles for LOAD_SECONDS (default 20) — create, `tool_approval_request` on
 // the SSE stream, approve, `end` — then every session is checked for consistency and
 // the worker must have answered nothing but the expected statuses and logged no failed
 // run. Throughput and cycle latency are reported, not asserted (this is not a benchmark
@@ -13,7 +13,7 @@ import { API_TOKEN, api, gapFree, replayPatches, startWithMock } from './client.
 import { openStream } from './sse.mjs';
 
 const CLIENTS = Number(process.env.LOAD_CLIENTS ?? 64);
-const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
+const SECONDS = Number(process.env.LOAD_SECONDS ?? 20);
 
 let worker;
 let llm;

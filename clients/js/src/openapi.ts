@@ -752,6 +752,8 @@ export interface components {
             approved: boolean;
             /** @description Why. With a denial the model sees it beside the denial: {"error": "Tool call was not approved by the user", "code": "tool_denied", "reason": …}. */
             reason?: string;
+            /** @description Who decided, for a deployment that passes on a decision its user made (a remote sub-agent's parent, which checks the call's approver rule itself): recorded as the decider. Only the API token may name one; from anyone else the answer is refused (403 `forbidden`) and nothing changes. */
+            decidedBy?: components["schemas"]["Owner"];
         } | {
             /** @constant */
             kind: "client-tool-result";

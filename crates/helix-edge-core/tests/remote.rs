@@ -12,7 +12,9 @@ mod support;
 use futures::future::LocalBoxFuture;
 use helix_edge_core::agent::{Agent, Agents};
 use helix_edge_core::api::ToolResultBody;
+use helix_edge_core::auth::{Caller, Principal};
 use helix_edge_core::chunk::SuspendReason;
+use helix_edge_core::error::ToolError;
 use helix_edge_core::host::{Host, ManualHost};
 use helix_edge_core::journal::MemoryJournal;
 use helix_edge_core::message::Message;
@@ -25,7 +27,9 @@ use helix_edge_core::runner::{
     child_session_id,
 };
 use helix_edge_core::scripted::ScriptedModel;
-use helix_edge_core::store::{ChildStatus, MemoryStore, SessionStatus, Store, StoreError};
+use helix_edge_core::store::{
+    ChildStatus, MemoryStore, Owner, PendingKind, SessionStatus, Store, StoreError,
+};
 use helix_edge_core::tool::{RemoteAgent, Tool};
 use schemars::JsonSchema;
 use serde_json::{Value, json};
@@ -62,6 +66,8 @@ struct Deployment {
     /// Every create request, with whether it created the session.
     creates: RefCell<Vec<(String, bool)>>,
     orders: RefCell<Vec<(String, RemoteOrder)>>,
+    /// Every answer it was sent.
+    answers: RefCell<Vec<ToolResultBody>>,
 }
 
 impl Deployment {
@@ -157,8 +163,15 @@ impl Remotes for Deployment {
         Box::pin(async move {
             self.check()?;
             let body: ToolResultBody = serde_json::from_value(body.clone()).unwrap();
+            self.answers.borrow_mut().push(body.clone());
+            let decided = body.decided_by();
             let submission = body.into_submission().unwrap();
-            Ok(match self.runner.submit(child_id, submission).await {
+            // The deployment's token: the API token there.
+            let answered = self
+                .runner
+                .submit_on_behalf(child_id, submission, &Principal::Admin, decided)
+                .await;
+            Ok(match answered {
                 Ok(_) => RemoteAnswer::Taken,
                 Err(RunError::ToolCallNotFound(_)) => RemoteAnswer::NotThere,
                 Err(e) => RemoteAnswer::Refused(e),
@@ -191,11 +204,14 @@ fn lead() -> Agent {
 
 impl Setup {
     fn new() -> Self {
+        Self::with_remote(support::agents::assistant().unwrap())
+    }
+
+    /// A parent whose remote deployment's `assistant` is `assistant`.
+    fn with_remote(assistant: Agent) -> Self {
         let host = Rc::new(ManualHost::new(1_795_000_000_000, ""));
         let remote_model = Rc::new(ScriptedModel::new());
-        let remote_agents = Agents::new()
-            .with(support::agents::assistant().unwrap())
-            .unwrap();
+        let remote_agents = Agents::new().with(assistant).unwrap();
         let remote = Rc::new(Deployment {
             runner: Runner::new(
                 Rc::new(MemoryStore::new()),
@@ -208,6 +224,7 @@ impl Setup {
             fault: Cell::new(Fault::None),
             creates: RefCell::new(Vec::new()),
             orders: RefCell::new(Vec::new()),
+            answers: RefCell::new(Vec::new()),
         });
         let store = Rc::new(MemoryStore::new());
         let journal = Rc::new(MemoryJournal::new());
@@ -573,4 +590,128 @@ fn interrupt_resume_and_abort_are_passed_on() {
         ]
     );
     assert_eq!(s.remote_status(&child), SessionStatus::Aborted);
+}
+
+/// A user of tenant `acme` with `roles`.
+fn acme(subject: &str, roles: &[&str]) -> Principal {
+    Principal::User(Caller {
+        user: Owner {
+            subject: subject.into(),
+            tenant: Some("acme".into()),
+        },
+        tenant_wide: false,
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+    })
+}
+
+#[test]
+fn an_answer_to_a_remote_role_gated_call_obeys_the_approver_rule_at_the_parent() {
+    // The remote deployment's assistant pays only with a `finance` approver other than
+    // the session's owner; the parent session is Ann's.
+    let pay = Tool::new("pay", "Pay", |_: Task2, _| async {
+        Ok::<_, ToolError>(json!({"paid": true}))
+    });
+    let gated = Agent::builder("assistant")
+        .tool(
+            pay.approval_always()
+                .approval_by_role("finance")
+                .not_by_owner(),
+        )
+        .build()
+        .unwrap();
+    let s = Setup::with_remote(gated);
+    let call = s.model.call("delegate", json!({ "task": "pay the rent" }));
+    s.model.calls(vec![call.clone()]);
+    let ann = Owner {
+        subject: "ann".into(),
+        tenant: Some("acme".into()),
+    };
+    let create = CreateSession {
+        owner: Some(ann),
+        ..CreateSession::new(ROOT, "lead", "go")
+    };
+    block(s.parent.create(create)).unwrap();
+    let child = child_session_id(ROOT, &call.id);
+    let pay_call = s.remote_model.call("pay", json!({"amount": 1}));
+    s.remote_model.calls(vec![pay_call.clone()]).text("Paid.");
+    s.drive();
+    s.drive_remote(&child);
+    // The parent lists the remote's call with who may approve it.
+    let listed = block(s.parent.descendant_calls(&s.head())).unwrap();
+    let pending = listed
+        .iter()
+        .find(|p| p.tool_call_id == pay_call.id)
+        .unwrap();
+    assert_eq!(pending.kind, PendingKind::Approval);
+    assert_eq!(
+        pending.approvers.as_ref().map(|a| a.role.as_str()),
+        Some("finance")
+    );
+
+    for (who, by) in [
+        ("a session token", Principal::Session(ROOT.into())),
+        ("the owner, holding the role", acme("ann", &["finance"])),
+        ("a member without the role", acme("cy", &["ops"])),
+    ] {
+        let refused = block(s.parent.submit_as(ROOT, approval(&pay_call.id), &by));
+        assert!(
+            matches!(&refused, Err(RunError::NotAnswerer { .. })),
+            "{who}: {refused:?}"
+        );
+    }
+    assert!(s.remote.answers.borrow().is_empty(), "nothing was sent");
+    let still = block(s.remote.runner.store().load(&child))
+        .unwrap()
+        .unwrap();
+    assert_eq!(still.head.pending.len(), 1, "the remote call still waits");
+
+    // A holder decides; the remote is told who.
+    let routed = block(s.parent.submit_as(
+        ROOT,
+        approval(&pay_call.id),
+        &acme("bob", &["finance"]),
+    ));
+    assert!(matches!(routed, Ok(Routed::Here)), "{routed:?}");
+    let sent = s.remote.answers.borrow();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].decided_by().map(|o| o.subject), Some("bob".into()));
+    drop(sent);
+    s.drive_remote(&child);
+    let done = block(s.remote.runner.store().messages(&child, 0, 100)).unwrap();
+    let metadata = done.iter().find_map(|m| match m {
+        Message::Tool { metadata, .. } => metadata.clone(),
+        _ => None,
+    });
+    assert_eq!(
+        metadata.unwrap()["decidedBy"]["subject"],
+        "bob",
+        "the remote records the decider"
+    );
+    // Only the API token may name a decider.
+    let named = ToolResultBody::ApprovalResponse {
+        tool_call_id: "x".into(),
+        approved: true,
+        reason: None,
+        decided_by: Some(Owner {
+            subject: "mallory".into(),
+            tenant: None,
+        }),
+    };
+    let by_session = block(s.remote.runner.submit_on_behalf(
+        &child,
+        named.into_submission().unwrap(),
+        &Principal::Session(child.clone()),
+        Some(Owner {
+            subject: "mallory".into(),
+            tenant: None,
+        }),
+    ));
+    assert!(by_session.is_err());
+}
+
+/// Input of the gated remote tool.
+#[derive(Debug, serde::Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Task2 {
+    amount: u32,
 }

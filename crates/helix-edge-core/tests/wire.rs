@@ -193,6 +193,7 @@ fn tool_result_bodies_take_only_the_fields_of_their_kind() {
             tool_call_id: "c".into(),
             approved: false,
             reason: None,
+            decided_by: None,
         })
     );
     // `null` is a result; `error` and `reason` are strings, as the document says.

@@ -107,6 +107,9 @@ pub enum ToolResultBody {
         approved: bool,
         /// Why.
         reason: Option<String>,
+        /// Who decided, as a deployment that passes on its user's decision says (the
+        /// API token only).
+        decided_by: Option<crate::store::Owner>,
     },
     /// Delivers a client tool's result or error.
     ClientToolResult {
@@ -152,6 +155,8 @@ struct ToolResultWire {
     content: Option<Value>,
     code: Option<String>,
     state: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    decided_by: Option<crate::store::Owner>,
 }
 
 wire_enum! {
@@ -190,6 +195,7 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
             ToolResultKind::ElicitationResponse | ToolResultKind::AuthorizationResponse => {
                 let tag = w.kind.as_str();
                 absent(&w.approved, "approved", tag)?;
+                absent(&w.decided_by, "decidedBy", tag)?;
                 absent(&w.result, "result", tag)?;
                 absent(&w.reason, "reason", tag)?;
                 absent(&w.error, "error", tag)?;
@@ -213,11 +219,13 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
                     tool_call_id,
                     approved: required(w.approved, "approved")?,
                     reason: w.reason,
+                    decided_by: w.decided_by,
                 }
             }
             ToolResultKind::ClientToolResult => {
                 let kind = "client-tool-result";
                 absent(&w.approved, "approved", kind)?;
+                absent(&w.decided_by, "decidedBy", kind)?;
                 absent(&w.reason, "reason", kind)?;
                 Self::ClientToolResult {
                     tool_call_id,
@@ -231,6 +239,15 @@ impl TryFrom<ToolResultWire> for ToolResultBody {
 }
 
 impl ToolResultBody {
+    /// Who decided, when the answer names them (`decidedBy`, an approval passed on by
+    /// another deployment).
+    pub fn decided_by(&self) -> Option<crate::store::Owner> {
+        match self {
+            Self::ApprovalResponse { decided_by, .. } => decided_by.clone(),
+            _ => None,
+        }
+    }
+
     /// The runner's form of the answer.
     pub fn into_submission(self) -> Result<Submission, ApiError> {
         match self {
@@ -238,6 +255,7 @@ impl ToolResultBody {
                 tool_call_id,
                 approved,
                 reason,
+                ..
             } => Ok(Submission::Approval {
                 tool_call_id,
                 approved,

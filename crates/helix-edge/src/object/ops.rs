@@ -113,9 +113,12 @@ impl Inner {
         body: Vec<u8>,
         by: &Principal,
     ) -> Reply {
-        let submission = parse_body::<ToolResultBody>(&body)?.into_submission()?;
+        let parsed = parse_body::<ToolResultBody>(&body)?;
+        let decided = parsed.decided_by();
+        let submission = parsed.into_submission()?;
         let call_id = submission.call_id().to_string();
-        let (children, otherwise) = match runner.submit_as(id, submission, by).await? {
+        let routed = runner.submit_on_behalf(id, submission, by, decided).await?;
+        let (children, otherwise) = match routed {
             Routed::Here => {
                 self.schedule(id);
                 return accepted();

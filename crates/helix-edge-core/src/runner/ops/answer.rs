@@ -32,6 +32,21 @@ impl<S: Store> Runner<S> {
         submission: Submission,
         by: &Principal,
     ) -> Result<Routed, RunError> {
+        self.submit_on_behalf(session_id, submission, by, None)
+            .await
+    }
+
+    /// [`submit_as`](Runner::submit_as), for an answer that names who decided it
+    /// (`decidedBy`): a deployment that passed on a decision its user made in a session
+    /// there. Only the API token may name a decider (anyone else is refused, 403); the
+    /// answer records that user.
+    pub async fn submit_on_behalf(
+        &self,
+        session_id: &str,
+        submission: Submission,
+        by: &Principal,
+        decided: Option<Owner>,
+    ) -> Result<Routed, RunError> {
         let live = self.load(session_id).await?;
         let call_id = submission.call_id().to_string();
         let call_id = call_id.as_str();
@@ -52,9 +67,9 @@ impl<S: Store> Runner<S> {
                 },
                 None => RunError::ToolCallNotFound(call_id.into()),
             };
-            return self.route(&live, &submission, not_found).await;
+            return self.route(&live, &submission, by, not_found).await;
         };
-        let decided_by = answerer(by, pending, live.head.owner.as_ref())?;
+        let decided_by = answerer(by, pending, live.head.owner.as_ref(), decided)?;
         let answered_at = self.host.now_ms();
         let answer = match (pending.kind, submission) {
             (
@@ -128,6 +143,7 @@ impl<S: Store> Runner<S> {
         &self,
         live: &Live,
         submission: &Submission,
+        by: &Principal,
         otherwise: RunError,
     ) -> Result<Routed, RunError> {
         let call_id = submission.call_id();
@@ -138,7 +154,7 @@ impl<S: Store> Runner<S> {
             return Err(RunError::AlreadyResolved(call_id.into()));
         }
         // Passed on beyond this deployment (a remote session that has it).
-        if self.route_beyond(&live.head, submission).await? {
+        if self.route_beyond(&live.head, submission, by).await? {
             return Ok(Routed::Here);
         }
         let children = self.asked_children(&live.head).await?;
@@ -159,14 +175,16 @@ impl<S: Store> Runner<S> {
     }
 }
 
-/// The user an answer from `by` to `pending` records (none for the API token and session
-/// tokens), or why `by` may not give it: a call whose approval needs a role takes it
-/// from a holder of the role in the owner's tenant (never the owner, where the tool says
-/// so) or the API token; any other call, from whoever reaches the session.
-fn answerer(
+/// The user an answer from `by` to `pending` records (for the API token, the decider
+/// it names, `decided`; none for session tokens), or why `by` may not give it: a call
+/// whose approval needs a role takes it from a holder of the role in the owner's tenant
+/// (never the owner, where the tool says so) or the API token; any other call, from
+/// whoever reaches the session. Only the API token names a decider.
+pub(crate) fn answerer(
     by: &Principal,
     pending: &PendingCall,
     owner: Option<&Owner>,
+    decided: Option<Owner>,
 ) -> Result<Option<Owner>, RunError> {
     let approvers = pending
         .approvers
@@ -186,8 +204,15 @@ fn answerer(
             who,
         }
     };
+    if decided.is_some() && !matches!(by, Principal::Admin) {
+        return Err(RunError::NotAnswerer {
+            call: pending.tool_call_id.clone(),
+            who: "the API token, when an answer names who decided it".into(),
+        });
+    }
     match (by, approvers) {
-        (Principal::Admin, _) | (Principal::Session(_), None) => Ok(None),
+        (Principal::Admin, _) => Ok(decided),
+        (Principal::Session(_), None) => Ok(None),
         (Principal::User(caller), None) if caller.reaches(owner) => Ok(Some(caller.user.clone())),
         (Principal::User(caller), Some(a)) if caller.approves(a, owner) => {
             Ok(Some(caller.user.clone()))

@@ -12,6 +12,7 @@
 //! `requests` has the requests and answers they share.
 
 mod answer;
+pub(crate) use answer::answerer;
 mod branch;
 mod check;
 mod control;

@@ -131,12 +131,15 @@ pub(crate) trait Waits<S: Store> {
         Box::pin(async { Vec::new() })
     }
 
-    /// Passes `submission` on beyond this deployment; `true` once taken there.
+    /// Passes `submission` from `by` on beyond this deployment, once `by` may give it
+    /// (the rule of a local call, checked here: the deployment beyond is told with a
+    /// credential that may answer anything); `true` once taken there.
     fn route<'a>(
         &'a self,
         _rt: &'a Runner<S>,
         _head: &'a SessionHead,
         _submission: &'a Submission,
+        _by: &'a crate::auth::Principal,
     ) -> Fut<'a, Result<bool, RunError>> {
         Box::pin(async { Ok(false) })
     }
@@ -321,9 +324,10 @@ impl<S: Store> Runner<S> {
         &self,
         head: &SessionHead,
         submission: &Submission,
+        by: &crate::auth::Principal,
     ) -> Result<bool, RunError> {
         for kind in &self.waits {
-            if kind.0.route(self, head, submission).await? {
+            if kind.0.route(self, head, submission, by).await? {
                 return Ok(true);
             }
         }

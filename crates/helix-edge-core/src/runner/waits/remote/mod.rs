@@ -183,20 +183,38 @@ impl<S: Store> Waits<S> for RemoteCalls {
         })
     }
 
-    /// Forwards `submission` to the remote sessions `head` waits on until one takes it
-    /// (the route is recorded so a second answer is refused here). A remote that
-    /// refuses it gives the client its refusal.
+    /// Forwards `submission` to the remote session of `head` that has the call pending,
+    /// once `by` may give the answer by the rule of a local call (the remote's pending
+    /// call names its `approvers`; the root's owner is the owner): the remote is told
+    /// with the deployment's token, which may answer anything, so the rule is kept
+    /// here, and the remote is told who decided (`decidedBy`). The route is recorded so
+    /// a second answer is refused here. A remote that refuses it gives the client its
+    /// refusal.
     fn route<'a>(
         &'a self,
         rt: &'a Runner<S>,
         head: &'a SessionHead,
         submission: &'a Submission,
+        by: &'a crate::auth::Principal,
     ) -> Fut<'a, Result<bool, RunError>> {
         Box::pin(async move {
-            let body = submission_body(submission);
             let call_id = submission.call_id();
             let mut unreachable = None;
             for (remote, child_id) in open_remotes(rt, head) {
+                let pending = match self.remotes.view(&remote, &child_id).await {
+                    Ok(view) => view.pending.into_iter().find(|p| p.tool_call_id == call_id),
+                    Err(e) => {
+                        unreachable = Some(e);
+                        continue;
+                    }
+                };
+                let Some(pending) = pending else { continue };
+                let decided_by =
+                    crate::runner::ops::answerer(by, &pending, head.owner.as_ref(), None)?;
+                let mut body = submission_body(submission);
+                if let (Some(decider), Some(fields)) = (decided_by, body.as_object_mut()) {
+                    fields.insert("decidedBy".into(), decider.to_json());
+                }
                 match self.remotes.answer(&remote, &child_id, &body).await {
                     Ok(RemoteAnswer::Taken) => {
                         rt.record_route(call_id, &child_id)?;
