@@ -155,6 +155,20 @@ export function d1Rows(worker, binding, sql) {
 }
 
 /**
+ * The worker's log once it matches `pattern` (wrangler writes a line a little after the
+ * response that logged it went out); fails after `timeoutMs` with the log's tail.
+ */
+export async function logged(worker, pattern, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const log = readFileSync(worker.logPath, 'utf8');
+    if (pattern.test(log)) return log;
+    if (Date.now() > deadline) throw new Error(`no ${pattern} in the log within ${timeoutMs} ms:\n${log.slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
  * Local D1 state with `bindings` migrated (`wrangler d1 migrations apply`) for the
  * worker in `dir` with `configArgs`: made once per worker, config and set of migration
  * files (its key) under .e2e/, and copied into each new persist directory — a start

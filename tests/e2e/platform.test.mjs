@@ -3,6 +3,7 @@
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { API_TOKEN, api, startWithMock, waitFor } from './client.mjs';
 import { startWorker } from './harness.mjs';
 
@@ -128,3 +129,32 @@ async function startWithMockAt(persistDir) {
     vars: { API_TOKEN, LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.url, LLM_API_KEY: 'test-key' },
   });
 }
+
+/** POSTs a body that never ends (64 KiB every 10 ms) to `path`: the answer, or
+ *  `timeout` after 15 s. */
+function endless(path, token) {
+  return new Promise((resolve) => {
+    const url = new URL(worker.baseUrl + path);
+    const headers = { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
+    let timer;
+    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => { clearInterval(timer); req.destroy(); resolve({ status: res.statusCode, body: JSON.parse(body) }); });
+    });
+    req.on('error', () => {});
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    req.write('{"message":"');
+    timer = setInterval(() => req.write(chunk), 10);
+    setTimeout(() => { clearInterval(timer); req.destroy(); resolve({ status: 'timeout' }); }, 15_000);
+  });
+}
+
+test('a body is read only after the credential holds, and no further than the limit (chunked, no length)', async () => {
+  const nobody = await endless('/v1/chat');
+  assert.deepEqual([nobody.status, nobody.body?.error?.code], [401, 'unauthorized'], 'refused before its body is read');
+  const forged = await endless('/v1/sessions/x/messages', 'not-a-token');
+  assert.equal(forged.status, 401);
+  const large = await endless(`/v1/sessions/chunked-${process.pid}/messages`, API_TOKEN);
+  assert.deepEqual([large.status, large.body?.error?.code], [413, 'payload_too_large'], 'stopped at 1 MiB');
+});

@@ -114,3 +114,27 @@ test('only the API token may name who decided an answer', async () => {
     { kind: 'client-tool-result', toolCallId: 'call_1', result: 1, decidedBy: { subject: 'mallory' } }, REMOTE_TOKEN);
   assert.equal(client.status, 400, 'decidedBy belongs to approvals only');
 });
+
+test('a remote token never travels in the clear: plain http to another host fails the call, nothing sent', async () => {
+  const clear = await startWorker({
+    vars: {
+      API_TOKEN: PARENT_TOKEN, LLM_PROVIDER: 'openai', LLM_BASE_URL: llm.url, LLM_API_KEY: 'k',
+      REMOTE_AGENT_URL: 'http://remote.example.test', REMOTE_AGENT_TOKEN: REMOTE_TOKEN,
+    },
+  });
+  try {
+    const id = `clear-${process.pid}`;
+    const created = await api(clear, 'POST', '/v1/sessions', { agent: 'dispatcher', sessionId: id, input: 'pay INV-8' }, PARENT_TOKEN);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const done = await waitFor(clear, id, (s) => s.status !== 'active', 30_000, PARENT_TOKEN);
+    assert.equal(done.status, 'completed');
+    const messages = (await api(clear, 'GET', `/v1/sessions/${id}/messages`, undefined, PARENT_TOKEN)).body.messages;
+    const failed = messages.find((m) => m.role === 'tool');
+    assert.ok(failed.isError, JSON.stringify(failed));
+    assert.equal(failed.content.code, 'subagent_remote_rejected');
+    assert.match(failed.content.error ?? failed.content.message ?? JSON.stringify(failed.content), /in the clear/);
+  } finally {
+    await clear.stop();
+    clear.cleanup();
+  }
+});

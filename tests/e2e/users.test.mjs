@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import { api, replicated, startWithMock, waitFor } from './client.mjs';
 import { openStream } from './sse.mjs';
+import { logged } from './harness.mjs';
 
 const running = [];
 after(async () => {
@@ -149,6 +150,7 @@ test('a user owns what they create and reaches nothing else; the API token reach
     ['another issuer', hs256(claims('ann', { iss: 'https://evil.example' }))],
     ['alg none', `${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims('ann'))}.`],
     ['no subject', hs256({ ...claims('ann'), sub: undefined })],
+    ['a critical extension (RFC 7515 §4.1.11)', hs256(claims('ann'), { header: { crit: ['exp'] } })],
   ]) {
     const res = await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: `${id}-bad`, input: 'go' }, token);
     assert.deepEqual([res.status, res.body.error?.code], [401, 'unauthorized'], why);
@@ -269,6 +271,25 @@ test('a payment needs a finance approver other than its requester: the owner is 
   sse.close();
   const ended = events.find((e) => e.type === 'tool_end' && e.json.toolName === 'pay_invoice');
   assert.deepEqual(ended?.json.decidedBy, { subject: 'bob', tenant: 'acme' }, 'and so does its tool_end');
-  const logged = readFileSync(worker.logPath, 'utf8').split('\n').filter((l) => l.includes('"tool_call_submitted"'));
-  assert.ok(logged.some((l) => l.includes('"decidedBy":"bob"')), `and the log line: ${logged.join('\n')}`);
+  const submitted = readFileSync(worker.logPath, 'utf8').split('\n').filter((l) => l.includes('"tool_call_submitted"'));
+  assert.ok(submitted.some((l) => l.includes('"decidedBy":"bob"')), `and the log line: ${submitted.join('\n')}`);
+});
+
+test('what is wrong with the configuration, and where the keys are, go to the log, not to the caller', async () => {
+  const hidden = 'keys-at-a-secret-path';
+  const { worker } = await start({
+    JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE, JWT_ALGORITHMS: 'RS256',
+    JWT_JWKS_URL: `http://127.0.0.1:9/${hidden}`,
+  });
+  const rs256 = `${b64({ alg: 'RS256', typ: 'JWT', kid: 'k1' })}.${b64(claims('ann'))}.c2ln`;
+  const res = await api(worker, 'GET', '/v1/agents', undefined, rs256);
+  assert.deepEqual([res.status, res.body.error?.code], [503, 'auth_unavailable'], JSON.stringify(res.body));
+  assert.doesNotMatch(JSON.stringify(res.body), new RegExp(`${hidden}|127\\.0\\.0\\.1`), 'no URL, no fetch error');
+  await logged(worker, new RegExp(hidden)); // the operator finds it in the log
+
+  const { worker: broken } = await start({ JWT_ISSUER: ISSUER, JWT_ALGORITHMS: 'HS256', JWT_SECRET: 'short' });
+  const bad = await api(broken, 'GET', '/v1/agents', undefined, hs256(claims('ann')));
+  assert.deepEqual([bad.status, bad.body.error?.code], [503, 'auth_not_configured'], JSON.stringify(bad.body));
+  assert.doesNotMatch(bad.body.error.message, /JWT_|secret|audience/i, 'what is missing is not told to the caller');
+  await logged(broken, /"auth_error"/);
 });

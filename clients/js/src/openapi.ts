@@ -1339,7 +1339,7 @@ export interface components {
             attachments: unknown;
         }) | unknown));
         /**
-         * @description What a message does while the session is busy (a run is active or waits on a human, or messages wait in its queue): `reject` (409 session_busy; a schedule's fire is skipped), `enqueue` (its own run after the others, in order), `interrupt` (the current run stops at its next step boundary — a run waiting on a human has its calls cancelled with a result the model sees — then this message runs first), `merge` (joins the last queued message, one run for both).
+         * @description What a message does while the session is busy (a run is active or waits on a human, or messages wait in its queue): `reject` (409 session_busy; a schedule's fire is skipped), `enqueue` (its own run after the others, in order), `interrupt` (the current run stops at its next step boundary — a run waiting on a human has its calls cancelled with a result the model sees — then this message runs first), `merge` (joins the last queued message, one run for both, while that one holds fewer than 20 messages and 1 MiB; else it queues on its own). The queue is bounded: 50 messages and 8 MiB of them; past either, 429 `queue_full` naming the bound, and nothing changes (a schedule's fire is skipped and counted).
          * @enum {string}
          */
         WhenBusy: "reject" | "enqueue" | "interrupt" | "merge";

@@ -8,7 +8,8 @@
 //! Layers, each importing only the ones above it in this list: a newcomer reads them
 //! top down.
 //! - Values: [`error`] (one error enum per layer), [`host`] (clock, timers, ids, logs),
-//!   [`abort`] (the cancellation signal), [`trace`] (a request's `traceparent`, the
+//!   [`abort`] (the cancellation signal), [`backoff`] (retries said once, ever
+//!   later), [`trace`] (a request's `traceparent`, the
 //!   trace a run keeps), [`schema`] (the JSON Schema checks tools use),
 //!   [`state`] (RFC 6902 patches, diffs and merges), [`attachment`] (files users attach
 //!   to messages), [`message`] (the transcript), [`chunk`] (stream chunks).
@@ -64,6 +65,7 @@ pub mod attachment;
 #[cfg(feature = "attachment-store")]
 pub mod attachment_store;
 pub mod auth;
+pub mod backoff;
 pub mod chat;
 pub mod chunk;
 #[cfg(feature = "demo")]

@@ -351,7 +351,8 @@ fn request_body_schemas_agree_with_the_parsers() {
     let [approval, client] = [0, 1].map(|i| schema("ToolResult")["oneOf"][i].clone());
     agrees(
         &approval,
-        json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": "ok"}),
+        json!({"kind": "approval-response", "toolCallId": "c", "approved": true, "reason": "ok",
+               "decidedBy": {"subject": "u-1", "tenant": "t-1"}}),
         accepts::<ToolResultBody>,
     );
     // `result` may be any JSON, so it has no wrong type; `error` is checked. They are

@@ -383,7 +383,7 @@ fn the_queue_and_the_schedules_are_bounded_and_cleared_with_the_session() {
         o.table()
             .enqueue(one_more, WhenBusy::Enqueue, true)
             .unwrap(),
-        Decision::Full
+        Decision::Full(helix_edge_core::schedule::Limit::Count)
     );
     assert_eq!(o.table().queue().unwrap().len(), MAX_QUEUED);
     for _ in 0..MAX_SCHEDULES {

@@ -132,24 +132,30 @@ fn openapi(setup: &Setup) -> Reply {
 /// helix-edge's: serves the API and answers 404 for anything else. Never fails for
 /// client input: every error becomes a JSON body.
 pub async fn fetch(req: RawRequest, env: Env, ctx: Context, app: App) -> Result<Response> {
-    match dispatch(req, &env, &ctx, &app).await {
+    match dispatch(&req, &env, &ctx, &app).await {
         Ok(resp) => Ok(resp),
-        Err(err) => error(&err),
+        Err(err) => {
+            // An answer given before the body was read goes out at once.
+            if !req.body_used() {
+                crate::http::let_go(&req);
+            }
+            error(&err)
+        }
     }
 }
 
-async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply {
+async fn dispatch(req: &RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply {
     let url = req.url();
     let path_and_query = crate::api::path_and_query(&url);
     let path = path_and_query.split('?').next().unwrap_or(path_and_query);
     for page in PAGES {
-        if let Some(answer) = page(&req, path, env, app).await {
+        if let Some(answer) = page(req, path, env, app).await {
             return answer;
         }
     }
     let method = req.method();
     let setup = Setup::get(env, app)?;
-    let credential = credential(&req);
+    let credential = credential(req);
     let now_secs = worker::Date::now().as_millis() / 1000;
     let caller = match (USERS, credential.as_deref()) {
         (Some(check), Some(c)) => check(env, &setup.auth, c, now_secs).await.transpose()?,
@@ -178,8 +184,15 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
     };
     let optional = OPTIONAL.iter().find(|(o, _, _)| *o == operation);
     let served = optional.is_some() || crate::object::serves(operation);
+    // Nobody's body is read before their credential is known good: a valid session
+    // token for another session (forbidden below, once the session is known) passes
+    // this far, a missing or forged one does not.
+    match authorize(None) {
+        Ok(_) | Err(ApiError { status: 403, .. }) => {}
+        Err(e) => return Err(e),
+    }
     let body = match reads_body && served {
-        true => Some(read_body(&req).await?),
+        true => Some(read_body(req).await?),
         false => None,
     };
     // A chat names its session in its body: a session token for it is accepted.
@@ -200,16 +213,16 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
         return Err(outdated);
     }
     if let Some((_, Some(own), _)) = optional {
-        return own(&setup, env, app, &req, caller.as_ref()).await;
+        return own(&setup, env, app, req, caller.as_ref()).await;
     }
     match (target, operation) {
         (Target::Worker, Operation::ListAgents) => {
             json_response(200, &AgentsView::from(&setup.agents))
         }
-        (Target::Worker, _) => crate::list::list(&setup, env, &req, caller.as_ref()).await,
+        (Target::Worker, _) => crate::list::list(&setup, env, req, caller.as_ref()).await,
         (Target::Create, _) => {
             let owner = caller.map(|c| c.user);
-            let trace = header(&req, TRACEPARENT).and_then(|t| TraceContext::parse(&t));
+            let trace = header(req, TRACEPARENT).and_then(|t| TraceContext::parse(&t));
             create(env, app, body.unwrap_or_default(), (owner, trace)).await
         }
         (Target::Object, _) => {
@@ -222,11 +235,11 @@ async fn dispatch(req: RawRequest, env: &Env, ctx: &Context, app: &App) -> Reply
             let request = ObjectRequest {
                 method: Method::from(method),
                 path: path_and_query,
-                last_event_id: header(&req, "last-event-id"),
+                last_event_id: header(req, "last-event-id"),
                 body,
                 user: caller.as_ref().map(Caller::to_header),
                 session_token,
-                traceparent: header(&req, TRACEPARENT),
+                traceparent: header(req, TRACEPARENT),
             };
             call_object(env, app.sessions(), &id, request).await
         }

@@ -75,8 +75,9 @@ pub use helix_edge_core::telemetry;
 #[cfg(feature = "testing")]
 pub use helix_edge_core::testing;
 pub use helix_edge_core::{
-    agent, api, attachment, auth, chat, chunk, error, host, journal, lifecycle, memory, message,
-    model, provider, provider_options, runner, schema, scripted, sqlite, state, store, tool, trace,
+    agent, api, attachment, auth, backoff, chat, chunk, error, host, journal, lifecycle, memory,
+    message, model, provider, provider_options, runner, schema, scripted, sqlite, state, store,
+    tool, trace,
 };
 #[cfg(feature = "skills")]
 pub use helix_edge_core::{skill, skills_dir};

@@ -9,7 +9,7 @@
 use crate::api::ApiError;
 use crate::http::{RawRequest, internal, json_response, read_body};
 use crate::identity::oidc::{Endpoints, Exchange, OidcConfig, id_token};
-use crate::users::config_values;
+use crate::users::{config_values, unavailable};
 use serde_json::json;
 use std::cell::RefCell;
 use worker::{Env, Headers, Response};
@@ -41,8 +41,8 @@ pub(crate) async fn route(req: &RawRequest, path: &str, env: &Env) -> Option<Rep
 async fn answer(req: &RawRequest, path: &str, env: &Env, get: bool) -> Reply {
     let var = config_values(env, &OidcConfig::VARS);
     let config = OidcConfig::from_vars(&var).map_err(|why| {
-        let message = format!("Sign-in is misconfigured: {why}.");
-        ApiError::new(503, "auth_not_configured", message, false)
+        let public = "Sign-in is not available: the deployment's configuration is incomplete (its log says what to set).";
+        unavailable("auth_not_configured", public, format!("sign-in is misconfigured: {why}"), false)
     })?;
     // No provider: the page offers none (and a code has nothing to be exchanged with).
     let Some(config) = config else {
@@ -86,7 +86,7 @@ async fn answer(req: &RawRequest, path: &str, env: &Env, get: bool) -> Reply {
             } else {
                 "auth_unavailable"
             },
-            format!("The identity provider gave no token: {why}."),
+            format!("The identity provider gave no token ({why})."),
             !(400..500).contains(&status),
         )),
     }
@@ -103,10 +103,11 @@ async fn endpoints(config: &OidcConfig) -> Result<Endpoints, ApiError> {
         other => Err(format!("HTTP {other}")),
     };
     let endpoints = read.map_err(|why| {
-        ApiError::new(
-            503,
+        let detail = format!("the identity provider's discovery document cannot be used: {why}");
+        unavailable(
             "auth_unavailable",
-            format!("The identity provider's discovery document cannot be used: {why}."),
+            "Sign-in is not available now; try again.",
+            detail,
             true,
         )
     })?;
@@ -121,28 +122,20 @@ async fn fetch(
     headers: &Headers,
     body: Option<String>,
 ) -> Result<(u16, Vec<u8>), ApiError> {
-    let unavailable = |e: worker::Error| {
-        ApiError::new(
-            503,
-            "auth_unavailable",
-            format!("The identity provider cannot be reached: {e}."),
-            true,
-        )
+    let public = "Sign-in is not available now; try again.";
+    let failed = |e: worker::Error| {
+        let detail = format!("the identity provider at {url} cannot be reached: {e}");
+        unavailable("auth_unavailable", public, detail, true)
     };
-    let request =
-        crate::request(url, method, headers, body.map(Into::into)).map_err(unavailable)?;
+    let request = crate::request(url, method, headers, body.map(Into::into)).map_err(failed)?;
     let mut response = worker::Fetch::Request(request)
         .send()
         .await
-        .map_err(unavailable)?;
-    let bytes = response.bytes().await.map_err(unavailable)?;
+        .map_err(failed)?;
+    let bytes = response.bytes().await.map_err(failed)?;
     if bytes.len() > MAX_ANSWER_BYTES {
-        return Err(ApiError::new(
-            503,
-            "auth_unavailable",
-            "The identity provider's answer is too large.",
-            true,
-        ));
+        let detail = format!("the identity provider's answer from {url} is too large");
+        return Err(unavailable("auth_unavailable", public, detail, true));
     }
     Ok((response.status_code(), bytes))
 }

@@ -9,10 +9,12 @@
 
 use crate::api::ApiError;
 use crate::auth::{AuthConfig, Caller, Principal};
+use crate::host::Level;
 use crate::identity::{self, JwtConfig, KeyCache, looks_like_jwt};
 use crate::identity_keys::WebCryptoKeys;
 use crate::store::Owner;
-use crate::worker_host::config_value;
+use crate::worker_host::{config_value, log};
+use serde_json::json;
 use std::cell::RefCell;
 use std::rc::Rc;
 use worker::{Env, Request};
@@ -68,11 +70,12 @@ pub(crate) async fn caller(
         Ok(Some(config)) => config,
         Ok(None) => return None,
         Err(why) => {
-            let message = format!("Users' tokens are misconfigured: {why}.");
-            return Some(Err(ApiError::new(
-                503,
+            let detail = format!("users' tokens are misconfigured: {why}");
+            let public = "Users' tokens cannot be checked: the deployment's configuration is incomplete (its log says what to set).";
+            return Some(Err(unavailable(
                 "auth_not_configured",
-                message,
+                public,
+                detail,
                 false,
             )));
         }
@@ -88,23 +91,20 @@ pub(crate) async fn caller(
             tenant_wide: config.tenant_claim.is_some() && config.tenant_sharing,
             roles: user.roles,
         }),
-        Err(e) => {
-            let status = if e.code() == "unauthorized" { 401 } else { 503 };
-            Err(ApiError::new(
-                status,
-                e.code(),
-                format!("{}: {e}.", rejected(status)),
-                status == 503,
-            ))
-        }
+        Err(e) if e.code() == "unauthorized" => Err(ApiError::new(
+            401,
+            e.code(),
+            format!("The bearer token is refused: {e}."),
+            false,
+        )),
+        // The keys' URL and the fetch's error are the log's, not the caller's.
+        Err(e) => Err(unavailable(
+            e.code(),
+            "Users' tokens cannot be checked now; try again.",
+            e,
+            true,
+        )),
     })
-}
-
-fn rejected(status: u16) -> &'static str {
-    match status {
-        401 => "The bearer token is refused",
-        _ => "Users' tokens cannot be checked now",
-    }
 }
 
 /// The user a session's object is asked by, as the worker told it.
@@ -114,4 +114,21 @@ pub(crate) fn asking(req: &Request) -> Result<Option<Caller>, ApiError> {
         .map(|h| serde_json::from_str(&h))
         .transpose()
         .map_err(|e| crate::http::internal("user header", e))
+}
+
+/// A 503 for a caller who may not be signed in yet: `code` and the safe sentence
+/// `public`, while what went wrong (a misconfiguration, a URL, a fetch error) goes to
+/// the log only.
+pub fn unavailable(
+    code: &'static str,
+    public: &str,
+    detail: impl std::fmt::Display,
+    retryable: bool,
+) -> ApiError {
+    log(
+        Level::Error,
+        "auth_error",
+        json!({ "code": code, "error": detail.to_string() }),
+    );
+    ApiError::new(503, code, public, retryable)
 }

@@ -20,6 +20,10 @@ pub struct Header {
     /// Which key of the set signed it.
     #[serde(default)]
     pub kid: Option<String>,
+    /// Extensions the token says must be understood (RFC 7515 §4.1.11): none are, so a
+    /// token that names any is refused.
+    #[serde(default)]
+    pub crit: Option<Value>,
 }
 
 /// A token split into its parts.
@@ -64,6 +68,10 @@ pub fn parse(token: &str) -> Result<Jws, IdentityError> {
     };
     let header: Header =
         serde_json::from_slice(&decode(header)?).map_err(|_| IdentityError::Malformed)?;
+    // helix-edge understands no extension: a critical one cannot be honoured.
+    if header.crit.is_some() {
+        return Err(IdentityError::CriticalExtension);
+    }
     let claims: Map<String, Value> =
         serde_json::from_slice(&decode(claims)?).map_err(|_| IdentityError::Malformed)?;
     let signing_input = token.as_bytes()[..token.len() - signature.len() - 1].to_vec();
@@ -77,6 +85,23 @@ pub fn parse(token: &str) -> Result<Jws, IdentityError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_token_that_names_a_critical_extension_is_refused() {
+        let claims = b64(r#"{"sub":"ann"}"#);
+        for header in [
+            r#"{"alg":"HS256","crit":["exp"]}"#,
+            r#"{"alg":"HS256","crit":[]}"#,
+            r#"{"alg":"HS256","crit":"b64"}"#,
+        ] {
+            let token = format!("{}.{claims}.c2ln", b64(header));
+            assert_eq!(
+                parse(&token).unwrap_err(),
+                IdentityError::CriticalExtension,
+                "{header}"
+            );
+        }
+    }
+
     use super::*;
 
     fn b64(json: &str) -> String {

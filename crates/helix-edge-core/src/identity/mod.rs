@@ -207,6 +207,9 @@ pub enum IdentityError {
     /// Not a compact JWS.
     #[error("the token is malformed")]
     Malformed,
+    /// Its header names a critical extension (`crit`), which nothing here understands.
+    #[error("the token names a critical extension this deployment does not understand")]
+    CriticalExtension,
     /// Signed with an algorithm the deployment does not accept (`none` included).
     #[error("the token's algorithm is not accepted")]
     AlgorithmNotAllowed,

@@ -15,6 +15,41 @@ const FIELD: &str = "whenBusy";
 
 /// Messages a session's queue holds at most; one more is refused (429 `queue_full`).
 pub const MAX_QUEUED: usize = 50;
+/// User messages one queued entry holds at most (merges included): past it a `merge`
+/// queues its message on its own.
+pub const MAX_MERGED: usize = 20;
+/// Bytes one queued entry's messages take at most (a row of the object's storage, which
+/// holds 2 MB): past it a `merge` queues its message on its own.
+pub const MAX_ENTRY_BYTES: usize = 1 << 20;
+/// Bytes the whole queue's messages take at most; past it a message is refused (429).
+pub const MAX_QUEUE_BYTES: usize = 8 << 20;
+
+/// Which bound a refused message met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// [`MAX_QUEUED`] messages wait already.
+    Count,
+    /// The queue's messages would take more than [`MAX_QUEUE_BYTES`].
+    Bytes,
+}
+
+impl Limit {
+    /// The sentence a 429 says.
+    pub fn message(self) -> String {
+        match self {
+            Self::Count => format!("A session queues at most {MAX_QUEUED} messages."),
+            Self::Bytes => format!(
+                "A session's queued messages take at most {} MiB.",
+                MAX_QUEUE_BYTES >> 20
+            ),
+        }
+    }
+}
+
+/// The bytes a queued entry's messages take.
+pub fn weight(queued: &Queued) -> usize {
+    serde_json::to_vec(&queued.messages).map_or(usize::MAX, |bytes| bytes.len())
+}
 
 wire_enum! {
     /// A message's policy for a busy session.
@@ -128,8 +163,8 @@ pub enum Decision {
     Start,
     /// Refused: the session is busy and the policy is `reject`.
     Refuse,
-    /// Refused: the queue is full.
-    Full,
+    /// Refused: the queue is full (by this bound).
+    Full(Limit),
     /// Queued behind the others.
     Queue,
     /// Queued before the others, and the current run (if one is active) interrupted.
@@ -138,24 +173,42 @@ pub enum Decision {
     MergeInto(String),
 }
 
-/// The decision for a message with `policy` when a run is `busy` (active, or waiting on a
-/// human) and `queue` waits: a queue that is not empty makes the session busy too, so a
-/// message never overtakes the ones before it.
-pub fn decide(policy: WhenBusy, busy: bool, queue: &[Queued]) -> Decision {
+/// The decision for `message` with `policy` when a run is `busy` (active, or waiting on
+/// a human) and `queue` waits: a queue that is not empty makes the session busy too, so
+/// a message never overtakes the ones before it. The queue is bounded: by count
+/// ([`MAX_QUEUED`]) and bytes ([`MAX_QUEUE_BYTES`]), past which a message is refused; a
+/// merge joins the last entry while it holds fewer than [`MAX_MERGED`] messages and
+/// [`MAX_ENTRY_BYTES`], else queues on its own.
+pub fn decide(policy: WhenBusy, busy: bool, queue: &[Queued], message: &Queued) -> Decision {
     if !busy && queue.is_empty() {
         return Decision::Start;
     }
-    let full = queue.len() >= MAX_QUEUED;
-    match policy {
-        WhenBusy::Reject => Decision::Refuse,
-        WhenBusy::Merge => match queue.last() {
-            Some(last) => Decision::MergeInto(last.queue_id.clone()),
-            None if full => Decision::Full,
-            None => Decision::Queue,
+    let adds = weight(message);
+    let queued: usize = queue.iter().map(weight).fold(0, usize::saturating_add);
+    let full = if queued.saturating_add(adds) > MAX_QUEUE_BYTES {
+        Some(Limit::Bytes)
+    } else if queue.len() >= MAX_QUEUED {
+        Some(Limit::Count)
+    } else {
+        None
+    };
+    let joins = |last: &Queued| {
+        last.messages.len() + message.messages.len() <= MAX_MERGED
+            && weight(last).saturating_add(adds) <= MAX_ENTRY_BYTES
+    };
+    match (policy, full) {
+        (WhenBusy::Reject, _) => Decision::Refuse,
+        (_, Some(Limit::Bytes)) => Decision::Full(Limit::Bytes),
+        (WhenBusy::Merge, _) => match queue.last() {
+            Some(last) if joins(last) => Decision::MergeInto(last.queue_id.clone()),
+            _ => match full {
+                Some(limit) => Decision::Full(limit),
+                None => Decision::Queue,
+            },
         },
-        _ if full => Decision::Full,
-        WhenBusy::Enqueue => Decision::Queue,
-        WhenBusy::Interrupt => Decision::Interrupt,
+        (_, Some(limit)) => Decision::Full(limit),
+        (WhenBusy::Enqueue, None) => Decision::Queue,
+        (WhenBusy::Interrupt, None) => Decision::Interrupt,
     }
 }
 
@@ -189,22 +242,42 @@ pub(super) mod tests {
         }
     }
 
+    /// `decide` for one short message.
+    fn decide_one(policy: WhenBusy, busy: bool, queue: &[Queued]) -> Decision {
+        decide(policy, busy, queue, &queued("new"))
+    }
+
+    /// A queued message of `bytes` bytes of text.
+    fn sized(id: &str, bytes: usize) -> Queued {
+        Queued {
+            messages: vec![Message::user("x".repeat(bytes))],
+            ..queued(id)
+        }
+    }
+
     #[test]
     fn an_idle_session_starts_every_message_whatever_its_policy() {
         for policy in WhenBusy::ALL {
-            assert_eq!(decide(*policy, false, &[]), Decision::Start, "{policy:?}");
+            assert_eq!(
+                decide_one(*policy, false, &[]),
+                Decision::Start,
+                "{policy:?}"
+            );
         }
     }
 
     #[test]
     fn a_busy_session_refuses_queues_interrupts_or_merges_by_policy() {
-        assert_eq!(decide(WhenBusy::Reject, true, &[]), Decision::Refuse);
-        assert_eq!(decide(WhenBusy::Enqueue, true, &[]), Decision::Queue);
-        assert_eq!(decide(WhenBusy::Interrupt, true, &[]), Decision::Interrupt);
-        assert_eq!(decide(WhenBusy::Merge, true, &[]), Decision::Queue);
+        assert_eq!(decide_one(WhenBusy::Reject, true, &[]), Decision::Refuse);
+        assert_eq!(decide_one(WhenBusy::Enqueue, true, &[]), Decision::Queue);
+        assert_eq!(
+            decide_one(WhenBusy::Interrupt, true, &[]),
+            Decision::Interrupt
+        );
+        assert_eq!(decide_one(WhenBusy::Merge, true, &[]), Decision::Queue);
         let waiting = [queued("a"), queued("b")];
         assert_eq!(
-            decide(WhenBusy::Merge, true, &waiting),
+            decide_one(WhenBusy::Merge, true, &waiting),
             Decision::MergeInto("b".into()),
             "the last queued message absorbs it"
         );
@@ -213,20 +286,66 @@ pub(super) mod tests {
     #[test]
     fn messages_already_queued_keep_their_turn_even_when_no_run_is_active() {
         let waiting = [queued("a")];
-        assert_eq!(decide(WhenBusy::Enqueue, false, &waiting), Decision::Queue);
-        assert_eq!(decide(WhenBusy::Reject, false, &waiting), Decision::Refuse);
+        assert_eq!(
+            decide_one(WhenBusy::Enqueue, false, &waiting),
+            Decision::Queue
+        );
+        assert_eq!(
+            decide_one(WhenBusy::Reject, false, &waiting),
+            Decision::Refuse
+        );
     }
 
     #[test]
     fn a_full_queue_refuses_more_but_a_merge_still_joins_it() {
         let full: Vec<Queued> = (0..MAX_QUEUED).map(|i| queued(&i.to_string())).collect();
-        assert_eq!(decide(WhenBusy::Enqueue, true, &full), Decision::Full);
-        assert_eq!(decide(WhenBusy::Interrupt, true, &full), Decision::Full);
+        let count = Decision::Full(Limit::Count);
+        assert_eq!(decide_one(WhenBusy::Enqueue, true, &full), count);
+        assert_eq!(decide_one(WhenBusy::Interrupt, true, &full), count);
         assert!(matches!(
-            decide(WhenBusy::Merge, true, &full),
+            decide_one(WhenBusy::Merge, true, &full),
             Decision::MergeInto(_)
         ));
-        assert_eq!(decide(WhenBusy::Reject, true, &full), Decision::Refuse);
+        assert_eq!(decide_one(WhenBusy::Reject, true, &full), Decision::Refuse);
+    }
+
+    #[test]
+    fn a_merge_joins_an_entry_only_within_its_bounds_and_the_queue_within_its_bytes() {
+        // An entry of MAX_MERGED messages takes no more: the next is queued on its own.
+        let crowded = Queued {
+            messages: vec![Message::user("m"); MAX_MERGED],
+            ..queued("a")
+        };
+        assert_eq!(
+            decide_one(WhenBusy::Merge, true, &[crowded]),
+            Decision::Queue
+        );
+        // Nor one whose bytes would pass MAX_ENTRY_BYTES (a row of the storage).
+        let heavy = sized("a", 900 << 10);
+        let more = sized("new", 200 << 10);
+        assert_eq!(
+            decide(WhenBusy::Merge, true, std::slice::from_ref(&heavy), &more),
+            Decision::Queue
+        );
+        assert!(matches!(
+            decide(WhenBusy::Merge, true, &[heavy], &sized("new", 10)),
+            Decision::MergeInto(_)
+        ));
+        // The queue's bytes are bounded whatever the policy: nothing joins, nothing waits.
+        let nine: Vec<Queued> = (0..9).map(|i| sized(&i.to_string(), 900 << 10)).collect();
+        let bytes = Decision::Full(Limit::Bytes);
+        for policy in [WhenBusy::Merge, WhenBusy::Enqueue, WhenBusy::Interrupt] {
+            assert_eq!(decide(policy, true, &nine, &more), bytes, "{policy:?}");
+        }
+        // A crowded last entry and a queue at its count: refused, naming the count.
+        let mut full: Vec<Queued> = (0..MAX_QUEUED).map(|i| queued(&i.to_string())).collect();
+        full[MAX_QUEUED - 1].messages = vec![Message::user("m"); MAX_MERGED];
+        assert_eq!(
+            decide_one(WhenBusy::Merge, true, &full),
+            Decision::Full(Limit::Count)
+        );
+        assert!(Limit::Bytes.message().contains("8 MiB"));
+        assert!(Limit::Count.message().contains("50 messages"));
     }
 
     #[test]

@@ -39,7 +39,10 @@ pub mod when;
 pub mod zone;
 
 pub use body::{MAX_SCHEDULES, Schedule, ScheduleBody, ScheduleView};
-pub use busy::{Decision, MAX_QUEUED, Queued, Source, WhenBusy, decide, policy_of, take_when_busy};
+pub use busy::{
+    Decision, Limit, MAX_ENTRY_BYTES, MAX_MERGED, MAX_QUEUE_BYTES, MAX_QUEUED, Queued, Source,
+    WhenBusy, decide, policy_of, take_when_busy,
+};
 pub use drain::{Next, start_next};
 pub use notice::{Placed, chunk_for, tell, under};
 pub use table::{Fired, Schedules, TableError};

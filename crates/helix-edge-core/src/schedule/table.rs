@@ -58,6 +58,14 @@ pub enum TableError {
     /// The storage failed.
     #[error("schedules: {0}")]
     Storage(String),
+    /// A due fire of this schedule could not be claimed (the storage refused it).
+    #[error("schedule {schedule_id}: its fire could not be claimed: {reason}")]
+    Claim {
+        /// The schedule.
+        schedule_id: String,
+        /// What the storage said.
+        reason: String,
+    },
 }
 
 /// The schedules and queue of the session whose object owns `db`.
@@ -221,7 +229,7 @@ impl<'a> Schedules<'a> {
                 entry.merged += 1;
                 (vec![upsert(k.clone(), &entry)?], into.clone())
             }
-            Decision::Refuse | Decision::Full => return Ok(None),
+            Decision::Refuse | Decision::Full(_) => return Ok(None),
         }))
     }
 
@@ -236,7 +244,7 @@ impl<'a> Schedules<'a> {
     ) -> Result<Decision, TableError> {
         let queue = self.entries()?;
         let waiting: Vec<Queued> = queue.iter().map(|(_, q)| q.clone()).collect();
-        let decision = decide(policy, busy, &waiting);
+        let decision = decide(policy, busy, &waiting, &queued);
         if decision == Decision::Start {
             return Ok(decision);
         }
@@ -266,7 +274,6 @@ impl<'a> Schedules<'a> {
             }
             let queue = self.entries()?;
             let waiting: Vec<Queued> = queue.iter().map(|(_, q)| q.clone()).collect();
-            let decision = decide(schedule.when_busy.unwrap_or(default), busy, &waiting);
             let (queue_id, run_id) = new_ids();
             let queued = Queued {
                 queue_id,
@@ -280,6 +287,8 @@ impl<'a> Schedules<'a> {
                 queued_at: now_ms,
                 merged: 0,
             };
+            let policy = schedule.when_busy.unwrap_or(default);
+            let decision = decide(policy, busy, &waiting, &queued);
             let placed = self.place(&decision, queued, &queue)?;
             let (mut statements, fired) = match placed {
                 Some((statements, id)) => {
@@ -306,7 +315,10 @@ impl<'a> Schedules<'a> {
             }
             self.db
                 .atomically(&statements)
-                .map_err(TableError::Storage)?;
+                .map_err(|reason| TableError::Claim {
+                    schedule_id: schedule.schedule_id.clone(),
+                    reason,
+                })?;
             claimed.push((schedule, fired));
         }
         Ok(claimed)

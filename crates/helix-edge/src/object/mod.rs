@@ -102,6 +102,12 @@ struct Inner {
         reason = "kept by the schedules capability, when a build has it"
     )]
     due: Cell<Option<u64>>,
+    #[allow(
+        dead_code,
+        reason = "kept by the schedules capability, when a build has it"
+    )]
+    /// Due fires that could not be claimed, in a row (the schedules capability's).
+    claims: Cell<crate::backoff::Backoff>,
 }
 
 /// What the object opens on its first request.
@@ -195,6 +201,7 @@ impl SessionHost {
                 replication_scheduled: Cell::new(false),
                 replication_fallback: Cell::new(None),
                 due: Cell::new(None),
+                claims: Cell::new(Default::default()),
             }),
         }
     }

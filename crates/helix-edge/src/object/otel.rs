@@ -6,7 +6,7 @@
 use super::capability::{Call, Capability, NOTHING};
 use super::{Inner, Reply};
 use crate::api::{ApiError, Operation};
-use crate::host::Host;
+use crate::host::{Host, Level};
 use crate::http::json_response;
 use crate::otel::{Endpoint, captures_content, export::export};
 use crate::runner::RunError;
@@ -96,9 +96,25 @@ impl Inner {
         }
     }
 
-    /// The OTLP endpoint the deployment configures, if any.
+    /// The OTLP endpoint the deployment configures, if any (one it refuses is said in
+    /// the log, once per isolate, and spans are only kept).
     fn endpoint(&self) -> Option<Endpoint> {
-        Endpoint::configured(|name| config_value(&self.env, name))
+        match Endpoint::configured(|name| config_value(&self.env, name))? {
+            Ok(endpoint) => Some(endpoint),
+            Err(why) => {
+                thread_local! {
+                    static SAID: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+                }
+                if !SAID.replace(true) {
+                    crate::worker_host::log(
+                        Level::Error,
+                        "otel_misconfigured",
+                        json!({ "error": why }),
+                    );
+                }
+                None
+            }
+        }
     }
 
     /// Sends the session's unsent spans, after the response, when an endpoint is set.

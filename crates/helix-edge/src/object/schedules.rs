@@ -17,9 +17,9 @@ use crate::http::{internal, json_response};
 use crate::message::Message;
 use crate::runner::RunError;
 use crate::schedule::{
-    Decision, Fired, MAX_QUEUED, Next, Placed, ScheduleBody, ScheduleView, Schedules, TableError,
-    WhenBusy, cancel, check_options, chunk_for, default_policy, is_busy, record,
-    table::from_message, take_when_busy, tell, under,
+    Decision, Fired, Next, Placed, ScheduleBody, ScheduleView, Schedules, TableError, WhenBusy,
+    cancel, check_options, chunk_for, default_policy, is_busy, record, table::from_message,
+    take_when_busy, tell, under,
 };
 use crate::store::{SessionHead, SessionStatus, StoreError};
 use crate::trace::TraceContext;
@@ -83,6 +83,7 @@ fn table_error(e: TableError) -> ApiError {
     match e {
         TableError::TooMany => ApiError::client(429, "too_many_schedules", e.to_string()),
         TableError::Storage(e) => internal("schedules", e),
+        TableError::Claim { reason, .. } => internal("schedules", reason),
     }
 }
 
@@ -156,9 +157,8 @@ impl Inner {
             Decision::Refuse => {
                 return Err(RunError::Busy("a run is active or messages are queued").into());
             }
-            Decision::Full => {
-                let message = format!("A session queues at most {MAX_QUEUED} messages.");
-                return Err(ApiError::client(429, "queue_full", message));
+            Decision::Full(limit) => {
+                return Err(ApiError::client(429, "queue_full", limit.message()));
             }
             Decision::Queue => Placed::Queued(&queue_id, policy),
             Decision::Interrupt => {
@@ -428,7 +428,12 @@ fn after_slice<'a>(inner: &'a Inner, id: &'a str) -> LocalBoxFuture<'a, bool> {
             inner.due.set(None);
             return true;
         }
-        match inner.fire_and_start(id).await {
+        let fired = inner.fire_and_start(id).await;
+        let mut claims = inner.claims.get();
+        if fired.is_ok() {
+            claims.succeeded();
+        }
+        match fired {
             // Its own slice drives it (and says when the alarm is due next).
             Ok(Next::Started(_)) => {
                 if let Some(me) = inner.me.upgrade() {
@@ -438,12 +443,17 @@ fn after_slice<'a>(inner: &'a Inner, id: &'a str) -> LocalBoxFuture<'a, bool> {
             // Idle, with more maybe queued behind the one dropped.
             Ok(Next::Dropped(..)) => inner.due.set(next_due(inner, true)),
             Ok(Next::Empty | Next::Waiting) => inner.due.set(next_due(inner, false)),
+            // Said once, then tried again ever later: never at once in a loop.
             Err(e) => {
-                let fields = json!({ "session": id, "error": e.to_string() });
-                log(Level::Warn, "schedule_error", fields);
-                inner.due.set(next_due(inner, false));
+                let (report, retry) = claims.failed(Date::now().as_millis());
+                if report {
+                    let fields = json!({ "session": id, "error": e.to_string() });
+                    log(Level::Warn, "schedule_error", fields);
+                }
+                inner.due.set(Some(retry));
             }
         }
+        inner.claims.set(claims);
         // The queryable record follows (a failed send is tried again soon).
         if !inner.send_to_record(id).await {
             let retry = Date::now().as_millis() + RECORD_RETRY_MS;

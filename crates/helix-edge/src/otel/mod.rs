@@ -1,6 +1,6 @@
 //! OpenTelemetry traces of runs (feature `otel`): the core's spans
 //! ([`crate::telemetry`]), kept in each session's SQLite and exported over OTLP/HTTP
-//! (protobuf, [`otlp`]) after each slice of work, off the request's path — batched,
+//! (JSON, [`otlp`]) after each slice of work, off the request's path — batched,
 //! retried with backoff, and dropped with a counted warning rather than ever failing or
 //! delaying a run.
 //!
@@ -29,8 +29,10 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// The endpoint the deployment configures (`var` reads a var or secret), if any.
-    pub fn configured(var: impl Fn(&str) -> Option<String>) -> Option<Self> {
+    /// The endpoint the deployment configures (`var` reads a var or secret), if any; or
+    /// why it is refused: headers (a backend's key) to a plain `http://` URL of a host
+    /// that is not this machine would travel in the clear.
+    pub fn configured(var: impl Fn(&str) -> Option<String>) -> Option<Result<Self, String>> {
         let url = match var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
             Some(url) => url,
             None => {
@@ -38,12 +40,18 @@ impl Endpoint {
                 format!("{}/v1/traces", base.trim_end_matches('/'))
             }
         };
-        let headers = var("OTEL_EXPORTER_OTLP_HEADERS").unwrap_or_default();
-        Some(Self {
+        let headers = headers_of(&var("OTEL_EXPORTER_OTLP_HEADERS").unwrap_or_default());
+        if !headers.is_empty() && !crate::provider::secure_url(&url) {
+            return Some(Err(format!(
+                "the OTLP endpoint {url} is plain http to a host that is not this machine: \
+                 OTEL_EXPORTER_OTLP_HEADERS would travel in the clear (use https); spans are kept, not sent"
+            )));
+        }
+        Some(Ok(Self {
             url,
-            headers: headers_of(&headers),
+            headers,
             service: var("OTEL_SERVICE_NAME").unwrap_or_else(|| "helix-edge".into()),
-        })
+        }))
     }
 }
 
@@ -80,6 +88,25 @@ mod tests {
     #[test]
     fn the_endpoint_is_read_as_opentelemetrys_sdks_read_it() {
         assert_eq!(Endpoint::configured(vars(&[])), None);
+        // Headers go only where they travel encrypted (or to this machine).
+        let clear = Endpoint::configured(vars(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://otel.example.com"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=secret"),
+        ]));
+        assert!(matches!(clear, Some(Err(e)) if e.contains("in the clear")));
+        let local = Endpoint::configured(vars(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=secret"),
+        ]));
+        assert!(matches!(local, Some(Ok(_))));
+        let plain = Endpoint::configured(vars(&[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://otel.example.com",
+        )]));
+        assert!(
+            matches!(plain, Some(Ok(_))),
+            "no credentials, nothing to protect"
+        );
         let base = Endpoint::configured(vars(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://otel.example.com/"),
             (
@@ -87,6 +114,7 @@ mod tests {
                 "x-api-key=a%3Db, bad,=x,dataset=agents",
             ),
         ]))
+        .unwrap()
         .unwrap();
         assert_eq!(base.url, "https://otel.example.com/v1/traces");
         assert_eq!(
@@ -105,6 +133,7 @@ mod tests {
             ),
             ("OTEL_SERVICE_NAME", "support-agents"),
         ]))
+        .unwrap()
         .unwrap();
         assert_eq!(
             (whole.url.as_str(), whole.service.as_str()),

@@ -11,8 +11,7 @@
 //!
 //! `requests` has the requests and answers they share.
 
-mod answer;
-pub(crate) use answer::answerer;
+pub(crate) mod answer;
 mod branch;
 mod check;
 mod control;

@@ -90,6 +90,13 @@ impl<H: RemoteHttp> ApiRemotes<H> {
         let url = format!("{}{path}", base.trim_end_matches('/'));
         let mut headers = Vec::new();
         if let Some(token) = self.http.var(remote.token_name()) {
+            // A token that decides anything there never travels in the clear.
+            if !crate::provider::secure_url(&base) {
+                let (var, token_var) = (remote.url_name(), remote.token_name());
+                return Err(RemoteError::Rejected(format!(
+                    "{var} is plain http to a host that is not this machine: {token_var} would travel in the clear (use https)"
+                )));
+            }
             headers.push(("authorization", format!("Bearer {token}")));
         }
         if body.is_some() {

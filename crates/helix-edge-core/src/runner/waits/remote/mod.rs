@@ -210,7 +210,7 @@ impl<S: Store> Waits<S> for RemoteCalls {
                 };
                 let Some(pending) = pending else { continue };
                 let decided_by =
-                    crate::runner::ops::answerer(by, &pending, head.owner.as_ref(), None)?;
+                    crate::runner::ops::answer::answerer(by, &pending, head.owner.as_ref(), None)?;
                 let mut body = submission_body(submission);
                 if let (Some(decider), Some(fields)) = (decided_by, body.as_object_mut()) {
                     fields.insert("decidedBy".into(), decider.to_json());
