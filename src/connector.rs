@@ -39,6 +39,9 @@ pub fn add(agents: Agents, env: &Env) -> Result<Agents, DefinitionError> {
         if let Some(client) = secret(env, "MCP_SERVER_CLIENT_ID") {
             server = server.oauth_client(client, secret(env, "MCP_SERVER_CLIENT_SECRET"));
         }
+        if let Some(issuer) = secret(env, "MCP_SERVER_OAUTH_ISSUER") {
+            server = server.oauth_issuer(issuer);
+        }
     }
     let agent = Agent::builder("connector")
         .description(DESCRIPTION)

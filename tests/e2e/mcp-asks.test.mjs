@@ -142,14 +142,27 @@ test('a server that needs OAuth: the user connects after a SIGKILL, its tools fo
   assert.deepEqual(offered, ['files__connect'], 'before connecting: the stand-in only');
   const [pending] = session.pendingToolCalls;
   assert.equal(pending.kind, 'authorization', JSON.stringify(session));
-  const authorize = new URL(pending.authorizeUrl);
-  assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
-  assert.equal(authorize.searchParams.get('resource'), mcp.url);
-  const state = authorize.searchParams.get('state');
+  assert.equal(pending.signInUrl, undefined, 'where the start leads is for the worker to hand out');
+  const link = new URL(pending.authorizeUrl);
+  assert.equal(link.pathname, `/v1/sessions/${id}/authorize`, 'the start link is the worker\u2019s');
+  const state = link.searchParams.get('state');
   assert.ok(state.startsWith(`${id}.`), state);
 
+  // Only whoever may answer the call starts it: no credentials, 401; another
+  // session's token, refused; nothing changes.
+  assert.equal((await fetch(pending.authorizeUrl, { redirect: 'manual' })).status, 401);
+  const other = await api(w.worker, 'POST', '/v1/sessions', { agent: 'assistant', input: 'hi' });
+  const foreign = await fetch(`${pending.authorizeUrl}&token=${other.body.sessionToken}`, { redirect: 'manual' });
+  assert.ok([403, 404].includes(foreign.status), `another session's token: ${foreign.status}`);
+  const started = await start(pending.authorizeUrl);
+  const authorize = new URL(started.signIn);
+  assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+  assert.equal(authorize.searchParams.get('resource'), mcp.url);
+  assert.equal(authorize.searchParams.get('state'), state);
+
   // A forged state is not pending, none is malformed: nothing changes.
-  const callback = (query) => fetch(`${w.worker.baseUrl}/v1/mcp/callback?${query}`);
+  const callback = (query, cookie) =>
+    fetch(`${w.worker.baseUrl}/v1/mcp/callback?${query}`, { headers: cookie ? { cookie } : {} });
   const forged = await callback(`code=abc&state=${encodeURIComponent(`${id}.forged`)}`);
   assert.equal(forged.status, 404);
   assert.match(forged.headers.get('content-type'), /text\/html/);
@@ -160,16 +173,24 @@ test('a server that needs OAuth: the user connects after a SIGKILL, its tools fo
   w.llm.push({ calls: [{ name: 'files__echo', args: { text: 'hi' } }] }, { text: 'It said hi.' });
   // The browser: the authorization server consents at once and redirects to the
   // worker's callback (registered with the port before the restart: the same path).
-  const consent = await fetch(pending.authorizeUrl, { redirect: 'manual' });
+  const consent = await fetch(started.signIn, { redirect: 'manual' });
   assert.equal(consent.status, 302, await consent.text());
   const back = new URL(consent.headers.get('location'));
   assert.equal(back.pathname, '/v1/mcp/callback');
-  const landed = await callback(back.search.slice(1));
+  // Someone else's browser (the link passed on): no cookie of this flow, or another
+  // flow's, finishes nothing.
+  for (const cookie of [undefined, `${started.cookie.split('=')[0]}=forged`]) {
+    const elsewhere = await callback(back.search.slice(1), cookie);
+    assert.equal(elsewhere.status, 403, await elsewhere.clone().text());
+    assert.match(await elsewhere.text(), /started in another browser/);
+  }
+  assert.equal((await api(w.worker, 'GET', `/v1/sessions/${id}`)).body.pendingToolCalls.length, 1, 'still waiting');
+  const landed = await callback(back.search.slice(1), started.cookie);
   assert.equal(landed.status, 200, await landed.clone().text());
   assert.match(await landed.text(), /Connected/);
   const done = await waitFor(w.worker, id, (s) => s.status !== 'active', 30_000);
   assert.equal(done.status, 'completed', JSON.stringify(done));
-  const replayed = await callback(back.search.slice(1));
+  const replayed = await callback(back.search.slice(1), started.cookie);
   assert.equal(replayed.status, 404, 'a used state is no longer pending');
 
   const after = w.llm.requests.at(-2).body.tools.map((t) => t.function.name);
@@ -206,9 +227,10 @@ test('a server that needs OAuth: the user connects after a SIGKILL, its tools fo
   const [reconnect] = asking.pendingToolCalls;
   assert.equal(reconnect?.kind, 'authorization', JSON.stringify([asking, (await toolMessages(w, id)).slice(-2)]));
   assert.equal(reconnect.toolName, 'files__echo');
-  const consented = await fetch(reconnect.authorizeUrl, { redirect: 'manual' });
+  const restarted = await start(reconnect.authorizeUrl);
+  const consented = await fetch(restarted.signIn, { redirect: 'manual' });
   const returned = new URL(consented.headers.get('location'));
-  assert.equal((await callback(returned.search.slice(1))).status, 200);
+  assert.equal((await callback(returned.search.slice(1), restarted.cookie)).status, 200);
   const fine = await waitFor(w.worker, id, (s) => s.status !== 'active', 30_000);
   assert.equal(fine.status, 'completed', JSON.stringify(fine));
   assert.equal(mcp.ran('echo').length, 3, 'the call ran once, after connecting again');
@@ -254,6 +276,19 @@ test('a user who will not connect declines: the call fails, saying so, and the r
   assert.match(result.content.error, /could not be authorized: the user did not connect \(decline\)/);
   assert.equal(mcp.record.issued.length, 0, 'no token was issued');
 });
+
+/**
+ * A browser starting an authorization with the API token (a tab would send `?token=`):
+ * where it is sent to sign in, and the flow's cookie (`name=value`).
+ */
+async function start(authorizeUrl) {
+  const res = await fetch(authorizeUrl, { redirect: 'manual', headers: { authorization: `Bearer ${API_TOKEN}` } });
+  assert.equal(res.status, 302, await res.text());
+  const setCookie = res.headers.get('set-cookie');
+  assert.match(setCookie, /^helix_mcp_[0-9a-f]{16}=[\w-]+; Path=\/v1\/mcp\/callback; Max-Age=600; HttpOnly; SameSite=Lax$/);
+  assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+  return { signIn: res.headers.get('location'), cookie: setCookie.split(';')[0] };
+}
 
 /** Every file under `dir`. */
 function files(dir) {

@@ -349,7 +349,7 @@ export interface paths {
         /** @description The session's schedules, soonest first, and the messages waiting in its queue for a busy run (first to run first). An aborted or deleted session has none. Served with the `schedules` feature; without it 404 not_found names the feature. */
         get: operations["listSchedules"];
         put?: never;
-        /** @description A run the session starts on its own: once `at` a time, `every` so many seconds from now, or on a `cron` pattern (5 fields, or 6 with seconds first; croner's syntax) read in `timezone` (an IANA name, UTC by default). Each fire starts a run with `message` (or `messages`), exactly once, also across restarts; fires missed while nothing ran run once on wake-up, not once per missed tick. `until` and `count` end it; `whenBusy` says what a fire does while a run is active or waits on a human: `reject` (skipped, counted in `skipped`; the default unless the agent has its own), `enqueue` (its own run after the current one), `interrupt` (the current run stops at its next step boundary, its calls waiting on a human cancelled, then this one runs), `merge` (joins the last queued message). Refused with 400 when `at` has passed, the pattern does not parse or never fires, the zone does not exist, or `until` is before the first fire; 429 too_many_schedules past 20 schedules. Served with the `schedules` feature; without it 404 not_found names the feature. */
+        /** @description A run the session starts on its own: once `at` a time, `every` so many seconds from now, or on a `cron` pattern (5 fields, or 6 with seconds first; names, `?`, `L`, `W`, `#` and the `@daily`-style aliases) read in `timezone` (an IANA name, UTC by default). Each fire starts a run with `message` (or `messages`), exactly once, also across restarts; fires missed while nothing ran run once on wake-up, not once per missed tick. `until` and `count` end it; `whenBusy` says what a fire does while a run is active or waits on a human: `reject` (skipped, counted in `skipped`; the default unless the agent has its own), `enqueue` (its own run after the current one), `interrupt` (the current run stops at its next step boundary, its calls waiting on a human cancelled, then this one runs), `merge` (joins the last queued message). Refused with 400 when `at` has passed, the pattern does not parse or never fires, the zone does not exist, or `until` is before the first fire; 429 too_many_schedules past 20 schedules. Served with the `schedules` feature; without it 404 not_found names the feature. */
         post: operations["createSchedule"];
         delete?: never;
         options?: never;
@@ -512,8 +512,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Where the user's browser comes back from an MCP server's authorization (a pending `authorization` call's `authorizeUrl` redirects here). The `state` names the session and is the credential: every pending `authorization` call sent with it is answered — the code exchanged for tokens kept in the session's object, never in D1, the stream or the logs — and the run goes on. A state no pending call carries (unknown, forged, used) is 404 and nothing changes; a malformed one is 400. Answers a small HTML page for the browser. Served with helix-edge's `mcp` feature; the agent's server is declared with `.oauth("{PUBLIC_URL}/v1/mcp/callback")`. */
+        /** @description Where the user's browser comes back from an MCP server's authorization (the server's sign-in, which a pending `authorization` call's `authorizeUrl` leads to, redirects here). The `state` names the session, and the flow's cookie (set by `GET /v1/sessions/{id}/authorize` in the browser that started it) must come with it: an authorization finishes only where it started, so a link passed to someone else never connects their account (403, nothing changed). Then every pending `authorization` call sent with the state is answered — the code exchanged for tokens kept in the session's object, never in D1, the stream or the logs — and the run goes on. A state no pending call carries (unknown, forged, used) is 404 and nothing changes; a malformed one is 400. Answers a small HTML page for the browser. Served with helix-edge's `mcp` feature; the agent's server is declared with `.oauth("{PUBLIC_URL}/v1/mcp/callback")`. */
         get: operations["mcpCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /** @description Starts an MCP server's authorization: a pending `authorization` call's `authorizeUrl` is this link. It takes the session's credentials like any session route (a bearer token, or `?token=` for a browser tab, as a stream does), so only whoever may answer the call opens it; it answers 302 to the server's sign-in with a cookie for this flow (random, `HttpOnly`, `SameSite=Lax`, `Path=/v1/mcp/callback`, ten minutes) that the callback requires. Open it in the browser that will sign in. Served with the `mcp` feature. */
+        get: operations["startAuthorization"];
         put?: never;
         post?: never;
         delete?: never;
@@ -712,7 +731,7 @@ export interface components {
             server?: string;
             /**
              * Format: uri
-             * @description For `authorization`: where the user connects (the server's OAuth authorization request, with PKCE and a `state` naming the session). They come back to `GET /v1/mcp/callback`, which answers the call.
+             * @description For `authorization`: where the user connects — the worker's `GET /v1/sessions/{id}/authorize?state=…`, opened with the session's credentials (`&token=` in a browser tab) in the browser that will sign in; it leads to the server's OAuth authorization request (PKCE, a `state` naming the session). They come back to `GET /v1/mcp/callback`, which answers the call in that browser only.
              */
             authorizeUrl?: string;
             /** @description For `elicitation`: what the server asks the user. */
@@ -1317,9 +1336,9 @@ export interface components {
             at?: string;
             /** @description Every so many seconds, counted from the schedule's creation. */
             every?: number;
-            /** @description A cron pattern: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; names (MON-FRI, JAN), `L`, `#`, `W` as croner reads them. */
+            /** @description A cron pattern: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; names (MON-FRI, JAN), `?`, `L` (the last day), `15W` (the weekday nearest the 15th), `LW`, `5L` (the last Friday), `1#2` (the second Monday), and `@yearly`, `@monthly`, `@weekly`, `@daily`, `@hourly`. When both day fields are restricted a day matches either (as in Vixie cron). */
             cron?: string;
-            /** @description The IANA zone the pattern is read in (`Europe/Berlin`); UTC when not given. Daylight-saving changes follow croner: a fixed time in the spring gap fires once right after it, one repeated in the autumn fold fires once, at its first occurrence. */
+            /** @description The IANA zone the pattern is read in (`Europe/Berlin`); UTC when not given. Zone rules come from the runtime (Intl). Daylight-saving changes as in Vixie cron: a fixed time in the spring gap fires once at the gap's end, one repeated in the autumn fold fires once, at its first occurrence; a wildcard field fires at every matching instant. */
             timezone?: string;
             /**
              * Format: date-time
@@ -1406,7 +1425,7 @@ export interface components {
             server?: string;
             /**
              * Format: uri
-             * @description For `authorization`: where the user connects (the server's OAuth authorization request, with PKCE and a `state` naming the session). They come back to `GET /v1/mcp/callback`, which answers the call.
+             * @description For `authorization`: where the user connects — the worker's `GET /v1/sessions/{id}/authorize?state=…`, opened with the session's credentials (`&token=` in a browser tab) in the browser that will sign in; it leads to the server's OAuth authorization request (PKCE, a `state` naming the session). They come back to `GET /v1/mcp/callback`, which answers the call in that browser only.
              */
             authorizeUrl?: string;
             /** @description For `elicitation`: what the server asks the user. */
@@ -2543,6 +2562,15 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /** @description Not the browser that started this authorization (no flow cookie, or another one); nothing changed. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
             /** @description No call waits on this state (unknown, forged, used, or its run ended); nothing changed. */
             404: {
                 headers: {
@@ -2561,6 +2589,35 @@ export interface operations {
                     "text/html": string;
                 };
             };
+        };
+    };
+    startAuthorization: {
+        parameters: {
+            query: {
+                state: string;
+            };
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the server's sign-in (`Location`), with the flow's cookie (`Set-Cookie`). */
+            302: {
+                headers: {
+                    Location?: string;
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
         };
     };
 }

@@ -169,8 +169,8 @@ export class SessionHandle {
 
   /**
    * Gives up a pending `authorization` call (the user will not connect); the call fails.
-   * To connect, the user follows its `authorizeUrl` instead: the worker's callback
-   * answers it.
+   * To connect, the user opens its `authorizeUrl` (see {@link authorizeLink}) instead:
+   * the worker's callback answers it.
    */
   declineAuthorization(toolCallId: string, options: Signal = {}): Promise<void> {
     return this.answer({ kind: 'authorization-response', toolCallId, action: 'decline' }, options);
@@ -199,6 +199,20 @@ export class SessionHandle {
     const mirror = new StateMirror<S>(this, options);
     this.mirrors.add(mirror as StateMirror<unknown>);
     return mirror.start();
+  }
+
+  /**
+   * The link that starts a pending `authorization` call's sign-in in a browser tab: its
+   * `authorizeUrl` with this client's credential as `token` (a tab cannot send a
+   * header). Open it in the browser that will sign in: the callback finishes the
+   * authorization only in the browser that started it.
+   */
+  async authorizeLink(authorizeUrl: string): Promise<string> {
+    const token = this.token ?? (await this.transport.currentToken());
+    if (!token) return authorizeUrl;
+    const url = new URL(authorizeUrl);
+    url.searchParams.set('token', token);
+    return url.toString();
   }
 
   /** The stream's URL for `EventSource` users (the session token in `?token=`). */

@@ -4,25 +4,54 @@
 //! number and array bounds, and local `$ref`s (`#/$defs/…`, `#/definitions/…`).
 //! Unknown keywords are ignored, as the specification says. It reports the first
 //! violation with its location, in words a model can act on.
+//!
+//! Schemas can come from outside (an MCP server's `inputSchema` and
+//! `requestedSchema`), and `anyOf`/`oneOf` over `$ref`s can make a check take time
+//! exponential in the schema's size: the work is bounded by a budget of steps that grows
+//! with the value checked ([`budget`]), and a check past it is refused in words.
 
 use serde_json::{Map, Value};
 
 /// Checks `value` against `schema`; on failure, says where and why.
 pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
-    Validator {
+    let mut validator = Validator {
         root: schema,
         depth: 0,
+        steps: budget(value),
+    };
+    let checked = validator.check(schema, value, "");
+    if validator.steps == 0 {
+        return Err(format!(
+            "the schema takes too long to check (over {} steps for this value)",
+            budget(value)
+        ));
     }
-    .check(schema, value, "")
+    checked
 }
 
 struct Validator<'a> {
     root: &'a Value,
     /// Guards against `$ref` cycles.
     depth: u32,
+    /// Steps left: every schema checked against a value is one.
+    steps: u64,
 }
 
 const MAX_DEPTH: u32 = 64;
+
+/// The steps a check of `value` may take: a base, and more for each of its nodes (a
+/// schema with a few alternatives at each level stays far below it; one that branches
+/// at every `$ref` reaches it after a few levels).
+fn budget(value: &Value) -> u64 {
+    fn nodes(v: &Value) -> u64 {
+        match v {
+            Value::Array(items) => 1 + items.iter().map(nodes).sum::<u64>(),
+            Value::Object(map) => 1 + map.values().map(nodes).sum::<u64>(),
+            _ => 1,
+        }
+    }
+    10_000 + 64 * nodes(value)
+}
 
 fn at(path: &str) -> &str {
     if path.is_empty() { "the input" } else { path }
@@ -56,10 +85,14 @@ impl Validator<'_> {
             Value::Object(s) => s,
             _ => return Ok(()),
         };
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.steps == 0 {
+            return Err("the schema takes too long to check".into());
+        }
+        self.steps -= 1;
+        if self.depth == MAX_DEPTH {
             return Err("the schema nests too deeply".into());
         }
+        self.depth += 1;
         let result = self.check_object(schema, value, path);
         self.depth -= 1;
         result
@@ -326,6 +359,31 @@ mod tests {
         );
         assert!(validate(&schema, &json!({"either": true})).is_err());
         assert!(validate(&json!({"$ref": "#/$defs/Nope"}), &json!(1)).is_err());
+    }
+
+    #[test]
+    fn alternatives_over_refs_are_checked_within_a_budget() {
+        // 2^40 paths: each level's two alternatives both lead to the next level.
+        let mut defs = serde_json::Map::new();
+        for i in 0..40 {
+            let next = json!({"$ref": format!("#/$defs/L{}", i + 1)});
+            defs.insert(format!("L{i}"), json!({"anyOf": [next.clone(), next]}));
+        }
+        defs.insert("L40".into(), json!({"type": "string"}));
+        let schema = json!({"$defs": defs, "$ref": "#/$defs/L0"});
+        let started = std::time::Instant::now();
+        let refused = validate(&schema, &json!(1)).unwrap_err();
+        assert!(refused.contains("too long to check"), "{refused}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        // A schema with a few alternatives per level passes untouched.
+        let shallow = json!({"$defs": {"S": {"anyOf": [{"type": "integer"}, {"type": "string"}]}},
+            "type": "array", "items": {"oneOf": [{"$ref": "#/$defs/S"}, {"type": "null"}]}});
+        let many: Vec<serde_json::Value> = (0..10_000).map(|i| json!(i)).collect();
+        assert_eq!(validate(&shallow, &serde_json::Value::Array(many)), Ok(()));
+        // An alternative that nests too deeply fails alone; the next one is still checked.
+        let deep = json!({"$defs": {"L": {"$ref": "#/$defs/L"}},
+            "anyOf": [{"$ref": "#/$defs/L"}, {"type": "integer"}]});
+        assert_eq!(validate(&deep, &json!(1)), Ok(()));
     }
 
     #[test]

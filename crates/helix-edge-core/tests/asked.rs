@@ -67,7 +67,7 @@ fn world() -> (Scenario, Rc<RefCell<Vec<Option<Value>>>>) {
         json!({"type": "object"}),
         |_, ctx| async move {
             match ctx.answer() {
-                None => Err(Wait::authorization("files", URL.into()).into()),
+                None => Err(Wait::authorization("files", URL.into(), URL.into()).into()),
                 Some(a) if a["action"] == "accept" => Ok(json!({"code": a["code"]})),
                 Some(a) => Err(ToolError::failed(format!("not connected: {}", a["action"]))),
             }

@@ -749,3 +749,59 @@ fn a_child_belongs_to_its_roots_owner() {
     assert_eq!(t.head(ROOT).owner.as_ref(), Some(&owner));
     assert_eq!(t.head(&child_session_id(ROOT, &call.id)).owner, Some(owner));
 }
+
+#[test]
+fn a_session_the_parent_did_not_create_is_never_adopted_as_its_child() {
+    let t = Tree::new();
+    let call = research(&t.model, "alpha");
+    let id = child_session_id(ROOT, &call.id);
+    // Someone with the API token made a session with the child's id beforehand.
+    block(
+        t.child
+            .create(CreateSession::new(&id, "coordinator", "mine")),
+    )
+    .unwrap();
+    let before = t.head(&id);
+    t.model.calls(vec![call]);
+    t.start("coordinator", "research alpha");
+    t.model.text("The research could not start.");
+    assert_eq!(t.drive_parent(), Progress::Idle(SessionStatus::Completed));
+    let results = t.tool_messages(ROOT);
+    assert_eq!(results[0].1["code"], "subagent_dispatch_failed");
+    assert!(
+        results[0].1["error"]
+            .as_str()
+            .unwrap()
+            .contains("not adopted"),
+        "{results:?}"
+    );
+    let after = t.head(&id);
+    assert_eq!((after.parent, after.version), (None, before.version));
+}
+
+#[test]
+fn a_user_may_not_choose_a_sub_agents_session_id() {
+    let t = Tree::new();
+    let user = helix_edge_core::store::Owner {
+        subject: "ann".into(),
+        tenant: None,
+    };
+    let taken = child_session_id("someone-elses", "call_1");
+    let refused = block(t.parent.create(CreateSession {
+        owner: Some(user.clone()),
+        ..CreateSession::new(&taken, "coordinator", "go")
+    }));
+    assert!(
+        matches!(&refused, Err(RunError::Invalid(why)) if why.contains("'.sub-'")),
+        "{refused:?}"
+    );
+    assert!(
+        block(t.store.load(&taken)).unwrap().is_none(),
+        "nothing made"
+    );
+    block(t.parent.create(CreateSession {
+        owner: Some(user),
+        ..CreateSession::new("ann.notes", "coordinator", "go")
+    }))
+    .unwrap();
+}

@@ -134,13 +134,10 @@ fn openapi(setup: &Setup) -> Reply {
 pub async fn fetch(req: RawRequest, env: Env, ctx: Context, app: App) -> Result<Response> {
     match dispatch(&req, &env, &ctx, &app).await {
         Ok(resp) => Ok(resp),
-        Err(err) => {
-            // An answer given before the body was read goes out at once.
-            if !req.body_used() {
-                crate::http::let_go(&req);
-            }
-            error(&err)
-        }
+        // An answer given before the body is read (a refused credential, a body past
+        // the limit) leaves the rest unread: the runtime discards it. (Cancelling the
+        // body's stream instead restarts the worker mid-request in workerd.)
+        Err(err) => error(&err),
     }
 }
 

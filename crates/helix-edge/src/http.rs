@@ -75,14 +75,6 @@ pub async fn read_body(req: &RawRequest) -> std::result::Result<Vec<u8>, ApiErro
     }
 }
 
-/// Lets a request's unread body go (its stream cancelled), so that an answer given
-/// before it is read goes out at once rather than after the body.
-pub fn let_go(req: &RawRequest) {
-    if let Some(stream) = req.body() {
-        let _ = stream.cancel();
-    }
-}
-
 /// A header's value, if present.
 pub fn header(req: &RawRequest, name: &str) -> Option<String> {
     req.headers().get(name).ok().flatten()
@@ -196,7 +188,9 @@ pub async fn call_object(
         .body
         .map(|b| js_sys::Uint8Array::from(b.as_slice()).into());
     let url = format!("https://session{}", request.path);
-    let sent = crate::outgoing::request(&url, request.method.as_ref(), &headers, body)
+    // Manual: an object's redirect (an authorization's start) goes to the client, not
+    // back into the object.
+    let sent = crate::outgoing::unredirected(&url, request.method.as_ref(), &headers, body)
         .map_err(|e| internal("request", e))?;
     stub.fetch_with_request(sent).await.map_err(|e| {
         log(

@@ -20,7 +20,8 @@ impl Keys for WebCryptoKeys {
     fn fetch<'a>(&'a self, url: &'a str) -> LocalBoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async move {
             let headers = worker::Headers::new();
-            let request = crate::request(url, "GET", &headers, None).map_err(|e| e.to_string())?;
+            let request = crate::outgoing::unredirected(url, "GET", &headers, None)
+                .map_err(|e| e.to_string())?;
             let mut response = worker::Fetch::Request(request)
                 .send()
                 .await

@@ -82,7 +82,7 @@ fn build(request: &HttpRequest) -> worker::Result<Request> {
         Method::Get => None,
         Method::Post => Some(JsValue::from_str(&request.body)),
     };
-    crate::outgoing::request(&request.url, request.method.as_str(), &headers, body)
+    crate::outgoing::unredirected(&request.url, request.method.as_str(), &headers, body)
 }
 
 impl Transport for FetchTransport {

@@ -4,9 +4,12 @@
 //! `fetch`, and a server made with [`server`] answers every request with an error
 //! (give [`McpServer::new`] a transport of your own to test against a server).
 //!
-//! The worker's `GET /v1/mcp/callback` ([`callback`]) is where a user comes back from
-//! a server's authorization: the state names the session, whose object answers the
-//! calls that waited on it ([`Callback`]); the browser gets a page saying so.
+//! A server's authorization starts at the session's `GET …/authorize` (the pending
+//! call's `authorizeUrl`), which binds the flow to the browser that opened it, and the
+//! worker's `GET /v1/mcp/callback` ([`callback`]) is where the user comes back: the
+//! state names the session, whose object answers the calls that waited on it
+//! ([`Callback`]) when the browser is the one that started it; the browser gets a page
+//! saying so.
 //!
 //! ```ignore
 //! let github = helix_edge::mcp::server("github", "https://api.githubcopilot.com/mcp/")
@@ -34,7 +37,7 @@ use native::NoFetch as Fetch;
 /// The callback page (the worker's, so wasm only).
 #[cfg(target_arch = "wasm32")]
 mod page {
-    use super::{CALLBACK_PATH, Callback};
+    use super::{Binding, CALLBACK_PATH, Callback};
     use crate::api::ApiError;
     use crate::app::App;
     use crate::http::{ObjectRequest, RawRequest, call_object, internal};
@@ -68,7 +71,10 @@ mod page {
 
     /// Passes the callback to the session its state names; whether the user connected.
     async fn answer(req: &RawRequest, env: &Env, app: &App) -> Result<bool, ApiError> {
-        let callback = Callback::parse(&crate::api::query_pairs(&req.url()))?;
+        let mut callback = Callback::parse(&crate::api::query_pairs(&req.url()))?;
+        // The flow's cookie, if this browser started it.
+        let cookies = crate::http::header(req, "cookie").unwrap_or_default();
+        callback.binding = Binding::from_cookies(&cookies, &callback.state);
         let session = callback.session_id().unwrap_or_default().to_string();
         let body = serde_json::to_vec(&callback).map_err(|e| internal("callback", e))?;
         let request = ObjectRequest::post(CALLBACK_PATH, body);

@@ -127,7 +127,8 @@ async fn fetch(
         let detail = format!("the identity provider at {url} cannot be reached: {e}");
         unavailable("auth_unavailable", public, detail, true)
     };
-    let request = crate::request(url, method, headers, body.map(Into::into)).map_err(failed)?;
+    let request = crate::outgoing::unredirected(url, method, headers, body.map(Into::into))
+        .map_err(failed)?;
     let mut response = worker::Fetch::Request(request)
         .send()
         .await

@@ -21,7 +21,32 @@ pub fn request(
     headers: &Headers,
     body: Option<JsValue>,
 ) -> Result<worker::Request> {
+    build(url, method, headers, body, web_sys::RequestRedirect::Follow)
+}
+
+/// The framework's own requests (to a session's object, a model, an MCP server and its
+/// authorization server, a remote deployment, an OTLP receiver): a redirect is answered,
+/// never followed, so the credentials they carry reach only the URL they were configured
+/// for (and an object's redirect reaches the client).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub(crate) fn unredirected(
+    url: &str,
+    method: &str,
+    headers: &Headers,
+    body: Option<JsValue>,
+) -> Result<worker::Request> {
+    build(url, method, headers, body, web_sys::RequestRedirect::Manual)
+}
+
+fn build(
+    url: &str,
+    method: &str,
+    headers: &Headers,
+    body: Option<JsValue>,
+    redirect: web_sys::RequestRedirect,
+) -> Result<worker::Request> {
     let init = web_sys::RequestInit::new();
+    init.set_redirect(redirect);
     init.set_method(method);
     init.set_headers(&headers.0);
     if let Some(body) = body {

@@ -61,7 +61,7 @@ impl RemoteHttp for Fetcher {
                 set.set(name, value).map_err(network)?;
             }
             let body = body.map(|b| JsValue::from_str(&b));
-            let request = crate::outgoing::request(&url, method, &set, body)
+            let request = crate::outgoing::unredirected(&url, method, &set, body)
                 .map_err(|e| RemoteError::Unavailable(format!("{url} is not a usable URL: {e}")))?;
             let controller = AbortController::default();
             let signal = controller.signal();

@@ -200,7 +200,7 @@ impl InboxItem {
             waiting_since: call.since,
             deadline: call.deadline,
             approvers: call.approvers,
-            request: call.request,
+            request: crate::tool::wait::shown(call.request.as_ref()),
         })
     }
 }

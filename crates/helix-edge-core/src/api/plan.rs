@@ -87,7 +87,7 @@ impl Operation {
             Self::Inbox => "inbox",
             Self::Usage => "usage",
             Self::OidcProvider | Self::OidcToken => "users",
-            Self::McpCallback => "mcp",
+            Self::McpCallback | Self::McpAuthorize => "mcp",
             _ => return None,
         })
     }

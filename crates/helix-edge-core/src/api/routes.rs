@@ -70,8 +70,11 @@ pub enum Operation {
     /// (public).
     OidcToken,
     /// `GET /v1/mcp/callback`: where the user comes back from an MCP server's
-    /// authorization (public: its `state` is the credential).
+    /// authorization (public: its `state` and the flow's cookie are the credential).
     McpCallback,
+    /// `GET /v1/sessions/{id}/authorize`: an MCP server's authorization started by
+    /// whoever may answer it — a redirect to the server's sign-in, and the flow's cookie.
+    McpAuthorize,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -162,6 +165,11 @@ pub const ROUTES: &[RouteSpec] = &[
     r("GET", "/v1/auth/oidc", Operation::OidcProvider),
     r("POST", "/v1/auth/oidc/token", Operation::OidcToken),
     r("GET", "/v1/mcp/callback", Operation::McpCallback),
+    r(
+        "GET",
+        "/v1/sessions/{id}/authorize",
+        Operation::McpAuthorize,
+    ),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];

@@ -1,19 +1,124 @@
-//! Where the user comes back from an MCP server's authorization: the worker's public
-//! `GET /v1/mcp/callback?code=…&state=…` (or `?error=…&state=…`). The state names the
-//! session (`{session}.{random}`); its object answers every pending `authorization`
-//! call sent with that state — once: a state that no pending call carries (unknown,
-//! forged, used) is not found (404) and nothing changes. The state is the credential: the
-//! route takes no other.
+//! How an MCP server's authorization starts and where the user comes back from it.
+//!
+//! - **The start**: a pending `authorization` call's `authorizeUrl` is the worker's
+//!   `GET /v1/sessions/{id}/authorize?state=…`, a session route: it takes the session's
+//!   credentials (a bearer token or `?token=`, as a stream does), so only whoever may
+//!   answer the call opens it. It answers with a redirect to the authorization server
+//!   and a cookie for this flow ([`Binding`]): random, `HttpOnly`, `SameSite=Lax`,
+//!   scoped to the callback, ten minutes.
+//! - **The callback**: the worker's public `GET /v1/mcp/callback?code=…&state=…` (or
+//!   `?error=…&state=…`). The state names the session (`{session}.{random}`); the flow's
+//!   cookie must come with it — an authorization finishes only in the browser that
+//!   started it (403 `authorization_not_yours` otherwise, nothing changed), so a link
+//!   passed to someone else never connects their account to the session. Its object
+//!   then answers every pending `authorization` call sent with that state — once: a
+//!   state that no pending call carries (unknown, forged, used) is not found (404) and
+//!   nothing changes.
 
 use crate::api::ApiError;
 use crate::runner::Submission;
 use crate::store::{PendingCall, PendingKind};
 use crate::tool::query_param;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 /// The session object's internal route the worker passes a callback to.
 pub const CALLBACK_PATH: &str = "/__internal/mcp-callback";
+
+/// How long a started flow's cookie lasts (s): as long as its link is offered again.
+const BINDING_SECONDS: u64 = 600;
+
+/// The worker's start link for session `session_id`'s authorization sent with
+/// `state`, on the origin (and path prefix) of the `redirect_uri` its callback is.
+pub fn start_link(redirect_uri: &str, session_id: &str, state: &str) -> String {
+    let base = redirect_uri
+        .split("/v1/mcp/callback")
+        .next()
+        .unwrap_or_default();
+    format!("{base}/v1/sessions/{session_id}/authorize?state={state}")
+}
+
+/// The cookie that ties a started flow to the browser that started it: named after the
+/// state (two flows in one browser keep both), its value random; the session keeps
+/// only its digest (under [`Binding::key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The cookie's name.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+}
+
+impl Binding {
+    /// The cookie's name for a flow sent with `state`.
+    pub fn name(state: &str) -> String {
+        let digest = Sha256::digest(state.as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("helix_mcp_{hex}")
+    }
+
+    /// A new binding for `state`, with `random` (32 random bytes) as its value.
+    pub fn new(state: &str, random: &[u8]) -> Self {
+        Self {
+            name: Self::name(state),
+            value: URL_SAFE_NO_PAD.encode(random),
+        }
+    }
+
+    /// Where the session keeps the digest of the binding of `state`.
+    pub fn key(state: &str) -> String {
+        format!("mcp-binding:{}", Self::name(state))
+    }
+
+    /// What the session keeps: the value's digest.
+    pub fn digest(value: &str) -> String {
+        URL_SAFE_NO_PAD.encode(Sha256::digest(value.as_bytes()))
+    }
+
+    /// The `Set-Cookie` header that sets it, for the callback only (`secure` on https).
+    pub fn set_cookie(&self, secure: bool) -> String {
+        let secure = if secure { "; Secure" } else { "" };
+        format!(
+            "{}={}; Path=/v1/mcp/callback; Max-Age={BINDING_SECONDS}; HttpOnly; SameSite=Lax{secure}",
+            self.name, self.value
+        )
+    }
+
+    /// The value of the cookie named for `state` in a `Cookie` header, if any.
+    pub fn from_cookies(header: &str, state: &str) -> Option<String> {
+        let name = Self::name(state);
+        header.split(';').find_map(|pair| {
+            let (k, v) = pair.trim().split_once('=')?;
+            (k == name && !v.is_empty()).then(|| v.to_string())
+        })
+    }
+
+    /// Whether `presented` (the callback's cookie) is the binding whose digest `kept` is.
+    pub fn holds(kept: Option<&str>, presented: Option<&str>) -> bool {
+        match (kept, presented) {
+            (Some(kept), Some(presented)) => {
+                crate::auth::constant_time_eq(kept.as_bytes(), Self::digest(presented).as_bytes())
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The start link of the `pending` call sent with `state` and where it leads (its
+/// sign-in URL), if a call waits on that state.
+pub fn sign_in_url<'a>(pending: &'a [PendingCall], state: &str) -> Option<(&'a str, &'a str)> {
+    pending.iter().find_map(|p| {
+        let request = p.request.as_ref()?;
+        let start = request["authorizeUrl"].as_str()?;
+        let sent = query_param(start, "state")?;
+        let same = crate::auth::constant_time_eq(sent.as_bytes(), state.as_bytes());
+        let sign_in = request["signInUrl"].as_str()?;
+        (p.kind == PendingKind::Authorization && same).then_some((start, sign_in))
+    })
+}
 
 /// A callback's query, as the worker passes it on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +131,9 @@ pub struct Callback {
     /// The authorization server's error, when they did not (`access_denied`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The flow's cookie the browser came back with ([`Binding`]), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<String>,
 }
 
 impl Callback {
@@ -39,6 +147,7 @@ impl Callback {
             state: get("state").ok_or_else(|| ApiError::validation("state is missing."))?,
             code: get("code"),
             error: get("error"),
+            binding: None,
         };
         match callback.session_id() {
             None => Err(ApiError::validation(
@@ -108,6 +217,39 @@ mod tests {
                 json!({ "authorizeUrl": format!("https://as/authorize?a=1&state={state}") }),
             ),
         }
+    }
+
+    #[test]
+    fn a_flow_is_bound_to_the_browser_that_started_it() {
+        let link = start_link("https://w.example/v1/mcp/callback", "s_1", "s_1.k3y");
+        assert_eq!(
+            link,
+            "https://w.example/v1/sessions/s_1/authorize?state=s_1.k3y"
+        );
+        let binding = Binding::new("s_1.k3y", &[7; 32]);
+        let other = Binding::new("s_1.other", &[7; 32]);
+        assert_ne!(binding.name, other.name, "two flows, two cookies");
+        let cookie = binding.set_cookie(true);
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"));
+        assert!(cookie.contains("Path=/v1/mcp/callback") && cookie.ends_with("; Secure"));
+        let header = format!("a=1; {}={}; b=2", binding.name, binding.value);
+        let presented = Binding::from_cookies(&header, "s_1.k3y");
+        assert_eq!(presented.as_deref(), Some(binding.value.as_str()));
+        assert_eq!(Binding::from_cookies(&header, "s_1.other"), None);
+        let kept = Binding::digest(&binding.value);
+        assert!(Binding::holds(Some(&kept), presented.as_deref()));
+        assert!(!Binding::holds(Some(&kept), Some("forged")));
+        assert!(
+            !Binding::holds(Some(&kept), None),
+            "no cookie, not finished"
+        );
+        assert!(!Binding::holds(None, presented.as_deref()), "never started");
+        let mut call = waiting("a", "s_1.k3y");
+        call.request.as_mut().unwrap()["signInUrl"] = json!("https://as/authorize?state=s_1.k3y");
+        let pending = [waiting("b", "s_1.other"), call];
+        let (_, sign_in) = sign_in_url(&pending, "s_1.k3y").unwrap();
+        assert_eq!(sign_in, "https://as/authorize?state=s_1.k3y");
+        assert_eq!(sign_in_url(&pending, "s_1.nope"), None);
     }
 
     #[test]

@@ -37,7 +37,7 @@ mod rpc;
 mod tools;
 mod waits;
 
-pub use callback::{CALLBACK_PATH, Callback};
+pub use callback::{Binding, CALLBACK_PATH, Callback, sign_in_url, start_link};
 pub use rpc::{MAX_ANSWER_BYTES, McpError, PROTOCOL_VERSIONS};
 
 use crate::agent::{Agent, AgentBuilder, Extension, RunTools};
@@ -194,6 +194,14 @@ impl McpServer {
         let config = self.oauth.get_or_insert_default();
         config.client_id = Some(id.into());
         config.client_secret = secret;
+        self
+    }
+
+    /// The authorization server (its issuer URL) that [`oauth_client`](Self::oauth_client)'s
+    /// secret is for, when it is not on the server's own origin. A secret is sent to no
+    /// other: discovery that names another is refused.
+    pub fn oauth_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.oauth.get_or_insert_default().issuer = Some(issuer.into());
         self
     }
 

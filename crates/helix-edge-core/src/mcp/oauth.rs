@@ -41,6 +41,8 @@ pub(super) struct OAuthConfig {
     pub redirect_uri: String,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
+    /// The authorization server `client_secret` is for (by default the server's origin).
+    pub issuer: Option<String>,
     pub scope: Option<String>,
 }
 
@@ -168,15 +170,17 @@ impl McpServer {
         }
     }
 
-    /// The URL the user follows to connect session `session_id`: discovery, the
-    /// client's registration and PKCE, from the server's `challenge` (its
+    /// The links the user follows to connect session `session_id`: the worker's start
+    /// link (which binds the flow to whoever opens it with the session's credentials,
+    /// [`super::callback`]) and the authorization server's URL it leads to — discovery,
+    /// the client's registration and PKCE, from the server's `challenge` (its
     /// `WWW-Authenticate`). One started less than ten minutes ago is offered again.
     pub(super) async fn authorization(
         &self,
         vault: &Vault,
         session_id: &str,
         challenge: Option<&str>,
-    ) -> Result<String, McpError> {
+    ) -> Result<(String, String), McpError> {
         let Some(config) = &self.oauth else {
             return Err(self.refused("it needs authorization, and no OAuth is set for it"));
         };
@@ -184,9 +188,12 @@ impl McpServer {
         if let Some(started) = self.read::<Started>(vault, &self.started_key(None))
             && now.saturating_sub(started.at) < REUSED_FOR_MS
         {
-            return Ok(started.url);
+            let start =
+                super::callback::start_link(&config.redirect_uri, session_id, &started.state);
+            return Ok((start, started.url));
         }
         let (resource, issuer) = self.protected_resource(challenge).await?;
+        self.pinned(config, &issuer)?;
         let metadata = self.authorization_server(&issuer).await?;
         let endpoint = |name: &str| {
             let url = metadata[name].as_str().filter(|u| secure_url(u));
@@ -252,7 +259,8 @@ impl McpServer {
         };
         self.keep(vault, &self.started_key(Some(&started.state)), &started)?;
         self.keep(vault, &self.started_key(None), &started)?;
-        Ok(url)
+        let start = super::callback::start_link(&config.redirect_uri, session_id, &started.state);
+        Ok((start, url))
     }
 
     /// Completes the authorization the user came back from with `code` for `state`:
@@ -302,6 +310,23 @@ impl McpServer {
         }
     }
 
+    /// A configured client secret goes only to the authorization server it is for (the
+    /// one named with it, else the server's own origin), whatever discovery says.
+    fn pinned(&self, config: &OAuthConfig, issuer: &str) -> Result<(), McpError> {
+        if config.client_secret.is_none() {
+            return Ok(());
+        }
+        let own = split_url(&self.url).map(|(origin, _)| origin);
+        let expected = config.issuer.as_deref().or(own).unwrap_or_default();
+        if issuer.trim_end_matches('/') == expected.trim_end_matches('/') {
+            return Ok(());
+        }
+        Err(self.refused(format!(
+            "its authorization server {issuer} is not the one its client secret is for \
+             ({expected}): name it with oauth_issuer"
+        )))
+    }
+
     /// The resource the tokens are for and its authorization server: from the server's
     /// protected resource metadata, else (servers before 2025-06-18) its own origin.
     async fn protected_resource(
@@ -309,8 +334,10 @@ impl McpServer {
         challenge: Option<&str>,
     ) -> Result<(String, String), McpError> {
         let (origin, path) = split_url(&self.url).ok_or_else(|| self.refused("its URL"))?;
+        // A challenge's metadata URL is followed only on the server's own origin.
         let mut candidates: Vec<String> = challenge_param(challenge, "resource_metadata")
             .into_iter()
+            .filter(|url| split_url(url).map(|(o, _)| o) == Some(origin))
             .collect();
         let path = path.trim_end_matches('/');
         if !path.is_empty() {
@@ -574,5 +601,72 @@ mod tests {
         let text = random_text().unwrap();
         assert_eq!(text.len(), 43, "a PKCE verifier is 43 to 128 characters");
         assert_ne!(text, random_text().unwrap());
+    }
+
+    #[test]
+    fn a_client_secret_goes_only_to_its_own_authorization_server() {
+        let server = |s: crate::mcp::McpServer| s.oauth("https://w.example/v1/mcp/callback");
+        struct Nowhere;
+        impl crate::provider::Transport for Nowhere {
+            fn send<'a>(
+                &'a self,
+                _: &'a HttpRequest,
+                _: std::time::Duration,
+            ) -> futures::future::LocalBoxFuture<
+                'a,
+                Result<crate::provider::HttpResponse, crate::provider::TransportError>,
+            > {
+                Box::pin(async { Err(crate::provider::TransportError::Timeout) })
+            }
+            fn sleep(&self, _: std::time::Duration) -> futures::future::LocalBoxFuture<'_, ()> {
+                Box::pin(async {})
+            }
+            fn now_ms(&self) -> u64 {
+                0
+            }
+            fn random(&self) -> f64 {
+                0.0
+            }
+            fn warn(&self, _: &str) {}
+        }
+        let base = || {
+            crate::mcp::McpServer::new(
+                "files",
+                "https://mcp.example.com/mcp",
+                std::rc::Rc::new(Nowhere),
+            )
+        };
+        let config = |s: &crate::mcp::McpServer| s.oauth.clone().unwrap();
+        let public = server(base().oauth_client("id", None));
+        assert!(
+            public
+                .pinned(&config(&public), "https://anywhere.example")
+                .is_ok()
+        );
+        let secret = server(base().oauth_client("id", Some("s3cret".into())));
+        assert!(
+            secret
+                .pinned(&config(&secret), "https://mcp.example.com/")
+                .is_ok()
+        );
+        let refused = secret
+            .pinned(&config(&secret), "https://evil.example")
+            .unwrap_err();
+        assert!(refused.to_string().contains("oauth_issuer"), "{refused}");
+        let named = server(
+            base()
+                .oauth_client("id", Some("s3cret".into()))
+                .oauth_issuer("https://auth.example.com"),
+        );
+        assert!(
+            named
+                .pinned(&config(&named), "https://auth.example.com")
+                .is_ok()
+        );
+        assert!(
+            named
+                .pinned(&config(&named), "https://mcp.example.com")
+                .is_err()
+        );
     }
 }

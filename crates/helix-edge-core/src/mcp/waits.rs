@@ -79,10 +79,12 @@ impl McpServer {
         ctx: &ToolContext,
         challenge: Option<&str>,
     ) -> Result<Called, McpError> {
-        let url = self
+        let (start, sign_in) = self
             .authorization(ctx.vault(), ctx.session_id(), challenge)
             .await?;
-        Ok(Called::Asks(Wait::authorization(&self.name, url)))
+        Ok(Called::Asks(Wait::authorization(
+            &self.name, start, sign_in,
+        )))
     }
 
     /// The user's `answer` to an authorization: the code exchanged, or why not.

@@ -255,6 +255,11 @@ impl<S: Store> Runner<S> {
         &self.store
     }
 
+    /// Session `session_id`'s vault: what its tools (and its object) keep privately.
+    pub fn vault(&self, session_id: &str) -> crate::journal::Vault {
+        crate::journal::Vault::new(session_id, self.journal.suspension.clone())
+    }
+
     /// The agents it runs.
     pub fn agents(&self) -> &Agents {
         &self.agents

@@ -160,7 +160,7 @@ impl From<&PendingCall> for PendingView {
             kind: p.kind,
             deadline: p.deadline,
             approvers: p.approvers.clone(),
-            request: p.request.clone(),
+            request: crate::tool::wait::shown(p.request.as_ref()),
         }
     }
 }

@@ -25,7 +25,7 @@ mod output_path;
 mod remote;
 #[cfg(feature = "plans")]
 mod stored;
-mod wait;
+pub(crate) mod wait;
 
 pub use crate::abort::AbortSignal;
 pub use builders::{ApprovalTool, ClientTool, FinishTool, ServerTool};

@@ -19,12 +19,18 @@ pub struct Wait {
 }
 
 impl Wait {
-    /// Asks the user to connect an account at `server` by following `authorize_url`
-    /// (an OAuth authorization request; its `state` is what the answer must carry).
-    pub fn authorization(server: &str, authorize_url: String) -> Self {
+    /// Asks the user to connect an account at `server` by following `authorize_url`,
+    /// which leads to `sign_in_url` (an OAuth authorization request; its `state` is what
+    /// the answer must carry). For a server's OAuth `authorize_url` is the worker's start
+    /// link, which binds the flow to who opens it; the two may also be the same.
+    pub fn authorization(server: &str, authorize_url: String, sign_in_url: String) -> Self {
         Self {
             kind: PendingKind::Authorization,
-            request: json!({ "server": server, "authorizeUrl": authorize_url }),
+            request: json!({
+                "server": server,
+                "authorizeUrl": authorize_url,
+                "signInUrl": sign_in_url,
+            }),
         }
     }
 
@@ -40,6 +46,17 @@ impl Wait {
             }),
         }
     }
+}
+
+/// What a view shows of a call's request: all of it but where the start link leads
+/// (`signInUrl`: whoever opens it directly could not complete the flow anyway, but it is
+/// the worker's to hand out, to the person who starts).
+pub fn shown(request: Option<&Value>) -> Option<Value> {
+    let mut shown = request?.clone();
+    if let Some(fields) = shown.as_object_mut() {
+        fields.remove("signInUrl");
+    }
+    Some(shown)
 }
 
 impl From<Wait> for ToolError {

@@ -1,5 +1,6 @@
 // Cards for calls that ask the user mid-call (an MCP server's): "Connect" for an
-// `authorization` (the server's sign-in opens in a new tab; the worker's callback
+// `authorization` (the worker's start link, with this tab's credential, opens the
+// server's sign-in in a new tab, bound to this browser; the worker's callback
 // answers the call, and the card goes away as the session moves on) and a form for an
 // `elicitation` (its fields from the requested schema: strings, numbers, yes/no and
 // choices, as MCP allows). The session's pane and the Inbox show the same cards.
@@ -37,13 +38,19 @@ export function askCard(
       await session().declineAuthorization(call.toolCallId);
       await done();
     });
+    // The start link takes this tab's credential (a new tab cannot send a header), and
+    // binds the sign-in to this browser.
+    const connect = h('a', { class: 'button primary', href: call.authorizeUrl ?? '#', target: '_blank', rel: 'noopener noreferrer' }, `Connect ${server}`);
+    if (call.authorizeUrl) {
+      void session().authorizeLink(call.authorizeUrl).then((link) => { connect.setAttribute('href', link); }, () => {});
+    }
     return h(
       'section',
       { class: 'card asks', id, 'aria-label': `Connect ${server}` },
       h('h3', {}, `Connect ${server}`),
       h('p', {}, `${call.toolName} needs access to ${server}. Sign in there to allow it; this session goes on once you are back.`),
       h('p', {},
-        h('a', { class: 'button primary', href: call.authorizeUrl ?? '#', target: '_blank', rel: 'noopener noreferrer' }, `Connect ${server}`),
+        connect,
         ' ',
         h('button', { type: 'button', onclick: decline }, 'Not now')),
     );

@@ -132,7 +132,7 @@ async fn send(to: &Endpoint, body: &[u8]) -> Result<(), Failure> {
     }
     let body = worker::js_sys::Uint8Array::from(body).into();
     let request =
-        crate::outgoing::request(&to.url, "POST", &headers, Some(body)).map_err(configured)?;
+        crate::outgoing::unredirected(&to.url, "POST", &headers, Some(body)).map_err(configured)?;
     let controller = AbortController::default();
     let signal = controller.signal();
     let fetch = Fetch::Request(request);

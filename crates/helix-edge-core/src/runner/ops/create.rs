@@ -15,6 +15,14 @@ impl<S: Store> Runner<S> {
     /// wins; the others get `session_exists`.
     pub async fn create(&self, request: CreateSession) -> Result<Created, RunError> {
         let agent = self.agent(&request.agent)?;
+        if request.parent.is_none()
+            && request.owner.is_some()
+            && request.session_id.contains(CHILD_MARK)
+        {
+            return Err(RunError::Invalid(format!(
+                "session ids containing '{CHILD_MARK}' are sub-agents' sessions: choose another"
+            )));
+        }
         if let Some(given) = &request.options {
             check_options(given, &agent)?;
         }
@@ -79,6 +87,7 @@ impl<S: Store> Runner<S> {
             forked_from: request.fork.clone(),
             owner: request.owner,
         };
+        let parent = head.parent.clone();
         let checkpoint = CheckpointRecord {
             id: self.host.new_id("ckpt"),
             step_count,
@@ -119,10 +128,10 @@ impl<S: Store> Runner<S> {
             checkpoint,
         };
         // A losing creator must leave nothing staged in the winner's journal.
-        self.store
-            .create(session)
-            .await
-            .inspect_err(|_| self.journal.stream.discard(&commit_id))?;
+        if let Err(e) = self.store.create(session).await {
+            self.journal.stream.discard(&commit_id);
+            return Err(self.not_adopted(&request.session_id, parent, e).await);
+        }
         self.journal.stream.release(&commit_id);
         let fields = [
             ("session", crate::host::LogValue::Str(&request.session_id)),
@@ -140,5 +149,33 @@ impl<S: Store> Runner<S> {
             run_id,
             status,
         })
+    }
+}
+
+/// What marks a child session's id ([`crate::runner::child_session_id`]): a user may not
+/// choose such an id, so no one prepares a session for a parent to adopt.
+const CHILD_MARK: &str = ".sub-";
+
+impl<S: Store> Runner<S> {
+    /// A child's start that finds its id taken: `session_exists` when the session there
+    /// is this call's child (a retried start), and otherwise a refusal — a session the
+    /// parent did not create is never adopted as its child.
+    async fn not_adopted(
+        &self,
+        id: &str,
+        parent: Option<crate::store::ParentRef>,
+        error: crate::store::StoreError,
+    ) -> RunError {
+        let (Some(parent), crate::store::StoreError::Exists(_)) = (parent, &error) else {
+            return error.into();
+        };
+        match self.store.load(id).await {
+            Ok(Some(found)) if found.head.parent.as_ref() == Some(&parent) => error.into(),
+            Ok(_) => RunError::Invalid(format!(
+                "a session {id} exists that is not the child of call {} of {}: it is not adopted",
+                parent.tool_call_id, parent.session_id
+            )),
+            Err(e) => e.into(),
+        }
     }
 }
