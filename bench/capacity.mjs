@@ -5,10 +5,10 @@
 // separate batches, as they do when a person approves). Then every batch D1 took for
 // them (commits, encoded bytes, ms: the test build's replica report) and the local D1's
 // rows (read with `wrangler d1 execute --local`) go to the model
-// (crates/helix-edge-capacity), which prints the README's "Scaling" table. Numbers only.
+// (crates/helix-edge-capacity), which prints the book's "Scaling" table. Numbers only.
 //
-// Run with: node bench/capacity.mjs (after HELIX_BUILD_FEATURES=test-routes bash
-// scripts/build.sh; scripts/bench.sh does both).
+// Run with: node bench/capacity.mjs (after bash scripts/artifacts.sh;
+// scripts/bench.sh does both).
 
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks, one command (README "Performance"): native micro-benchmarks of the
+# The benchmarks, one command (the book's "Performance" page, docs/src/performance.md): native micro-benchmarks of the
 # hot paths, the bundle size of a production build, and the end-to-end human-in-the-loop
 # cycle against `wrangler dev` with local D1 and Durable Objects, next to its floor.
 # Numbers only: the tests assert behaviour. BENCH_SESSIONS / BENCH_CONCURRENCY tune the

@@ -53,6 +53,16 @@ if ! "$SCHEMATHESIS_BIN" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"
     "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
+# The book's builder (crates.io), pinned, without its server and search (not needed to
+# build and check the book).
+MDBOOK_VERSION=0.5.4
+export MDBOOK_BIN="$CARGO_TARGET_DIR/mdbook/bin/mdbook"
+if [ "$("$MDBOOK_BIN" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
+  echo "installing mdbook $MDBOOK_VERSION (crates.io)"
+  cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
+    --root "$CARGO_TARGET_DIR/mdbook" --quiet
+fi
+
 # A real browser for the console's test: Debian's chromium (puppeteer-core drives it).
 if [ -z "${CHROMIUM_BIN:-}" ] && ! command -v chromium >/dev/null; then
   echo "installing chromium (apt-get) for the browser test"
@@ -84,6 +94,14 @@ cargo test --workspace --locked 2>&1 | tee "$report/native.log"
 # The book's worker, from its snippets as pasted.
 bash scripts/check-book.sh 2>&1 | tee -a "$report/native.log"
 
+# The published crates, as crates.io would get them: packaged and each built from its
+# package alone (the workspace's crates reached through a local registry).
+cargo package -p helix-edge-skill-md -p helix-edge-macros -p helix-edge-core -p helix-edge \
+  --allow-dirty --quiet
+
+phase "the book (mdbook build, the API reference from the OpenAPI document, links offline)"
+bash scripts/book.sh
+
 phase "wasm-bindgen tests (wasm32, under Node)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test --locked --target wasm32-unknown-unknown -p helix-edge --lib --tests --features console,users,schedules 2>&1 |
@@ -100,10 +118,12 @@ phase "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
 # Files run two at a time (most of a test's time is waiting on the worker, the model or
 # a timer); --test-force-exit: a handle a failed test leaves open (a server, a socket)
 # must not keep the run alive; --test-timeout bounds any one test.
+# Its status is kept: the report below comes at the end of a failed run too.
+e2e=0
 node --test --test-concurrency="${E2E_CONCURRENCY:-2}" --test-force-exit --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$report/e2e.tap" \
-  tests/e2e/
+  tests/e2e/ || e2e=$?
 phase ""
 
 # The report: where the time went, what ran, and the slowest end-to-end tests.
@@ -125,7 +145,8 @@ const wasm = sum(read('wasm.log'), /test result: ok\. (\d+) passed/g);
 const client = sum(read('client.log'), /^# pass (\d+)/gm);
 const tap = read('e2e.tap');
 const e2e = sum(tap, /^# pass (\d+)/gm);
-console.log(`\ntests: ${rust} Rust (native), ${wasm} wasm, ${client} client, ${e2e} end-to-end`);
+const failed = sum(tap, /^# fail (\d+)/gm);
+console.log(`\ntests: ${rust} Rust (native), ${wasm} wasm, ${client} client, ${e2e} end-to-end${failed ? ` (${failed} end-to-end failed)` : ''}`);
 const tests = [];
 let name;
 for (const line of tap.split('\n')) {
@@ -137,3 +158,4 @@ for (const line of tap.split('\n')) {
 console.log('\nthe ten slowest end-to-end tests (or files):');
 for (const [ms, n] of tests.sort((a, b) => b[0] - a[0]).slice(0, 10)) console.log(`  ${(ms / 1000).toFixed(1).padStart(6)} s  ${n}`);
 JS
+[ "$e2e" = 0 ] || { echo "the end-to-end suite failed (exit $e2e): its failures are above" >&2; exit "$e2e"; }

@@ -1,7 +1,7 @@
 // The console's screenshots in docs/ (the Sessions workspace and the Inbox, 1280 and
 // 400 px wide; a run's timeline), taken in headless Chromium against the reference
 // worker with the mock model: a finished session and one waiting on an approval. After a change to the
-// console: `HELIX_BUILD_FEATURES=test-routes bash scripts/build.sh && node tests/e2e/screenshots.mjs`.
+// console: `bash scripts/artifacts.sh && node tests/e2e/screenshots.mjs`.
 
 import { launchBrowser } from './browser.mjs';
 import { api, startWithMock, waitFor } from './client.mjs';

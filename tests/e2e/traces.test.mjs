@@ -1,5 +1,5 @@
 // OpenTelemetry traces against the real worker (feature `otel`): spans exported over
-// OTLP/HTTP protobuf to a real receiver that decodes every payload with the official
+// OTLP/HTTP JSON to a real receiver that decodes every payload with the official
 // OTLP definitions. One run of `observed` crosses an approval, a client tool, a
 // sub-agent and a restart of the worker; its spans are one trace, continued from the
 // caller's `traceparent`, with the GenAI attributes and the mock model's token counts,

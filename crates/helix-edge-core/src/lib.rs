@@ -32,6 +32,8 @@
 //! - Models: [`provider`] (OpenAI-compatible and Anthropic over a caller's transport,
 //!   sans IO; the configured models), `demo` (feature `demo`: the built-in
 //!   deterministic model), [`scripted`] (a scripted model for tests).
+//! - Configuration: [`settings`] (every variable, secret and binding a deployment reads,
+//!   the table the book's reference is written from).
 //! - `mcp` (feature `mcp`): tools of remote MCP servers, listed as a drive starts and
 //!   called over the Streamable HTTP transport; their OAuth and elicitations as calls
 //!   that wait on the user ([`tool::Wait`]).
@@ -90,6 +92,7 @@ pub mod runner;
 pub mod schedule;
 pub mod schema;
 pub mod scripted;
+pub mod settings;
 #[cfg(feature = "skills")]
 pub mod skill;
 pub mod sqlite;

@@ -76,8 +76,8 @@ pub use helix_edge_core::telemetry;
 pub use helix_edge_core::testing;
 pub use helix_edge_core::{
     agent, api, attachment, auth, backoff, chat, chunk, error, host, journal, lifecycle, memory,
-    message, model, provider, provider_options, runner, schema, scripted, sqlite, state, store,
-    tool, trace,
+    message, model, provider, provider_options, runner, schema, scripted, settings, sqlite, state,
+    store, tool, trace,
 };
 #[cfg(feature = "skills")]
 pub use helix_edge_core::{skill, skills_dir};

@@ -12,7 +12,9 @@
 //! writes with skills kept in a store, read as each run starts. `secretary`
 //! ([`secretary`], feature `schedules`) schedules runs of its own conversation.
 //! `treasurer` ([`treasurer`]) pays invoices that a `finance` approver other than the
-//! requester approves.
+//! requester approves. [`settings`]: the vars and bindings these agents read.
+
+pub mod settings;
 
 #[cfg(feature = "remote-subagents")]
 mod dispatcher;
