@@ -21,15 +21,17 @@ const table = ['| phase | time |', '|---|---|', ...phases.map(([name, secs]) => 
 const rust = sum(read('native.log'), /test result: ok\. (\d+) passed/g);
 const wasm = sum(read('wasm.log'), /test result: ok\. (\d+) passed/g);
 const client = sum(read('client.log'), /^# pass (\d+)/gm);
-// The end-to-end runs' own summaries (Node's spec reporter: `ℹ pass N`), and each
-// test's line (`✔ name (12.3ms)`) for its time.
+// The end-to-end runs' own summaries (Node's spec reporter: `ℹ pass N`; TAP: `# pass N`)
+// and each top-level test's time (`✔ name (12.3ms)`; TAP: `ok 1 - name` then its
+// `duration_ms`).
 const e2eLog = read('e2e.log');
-const e2e = sum(e2eLog, /^ℹ pass (\d+)/gm);
-const failed = sum(e2eLog, /^ℹ fail (\d+)/gm);
+const e2e = sum(e2eLog, /^(?:ℹ|#) pass (\d+)/gm);
+const failed = sum(e2eLog, /^(?:ℹ|#) fail (\d+)/gm);
 const counts = `tests: ${rust} Rust (native), ${wasm} wasm, ${client} client, ${e2e} end-to-end${failed ? ` (${failed} end-to-end failed)` : ''}`;
 console.log(`\n==> report\n${table}\n\n${counts}`);
 const times = new Map();
 for (const [, name, ms] of e2eLog.matchAll(/^[✔✖] (.*) \(([\d.]+)ms\)$/gm)) times.set(name, Number(ms));
+for (const [, name, ms] of e2eLog.matchAll(/^(?:not )?ok \d+ - (.*)\n  ---\n  duration_ms: ([\d.]+)/gm)) times.set(name, Number(ms));
 const tests = [...times].map(([name, ms]) => [ms, name]);
 const slowest = tests.sort((a, b) => b[0] - a[0]).slice(0, 10);
 console.log('\nthe ten slowest end-to-end tests (or files):');
