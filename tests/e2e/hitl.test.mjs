@@ -248,3 +248,75 @@ test('a follow-up message starts a new run in the same session; busy sessions re
   const checkpoints = await api(worker, 'GET', `/v1/sessions/${id}/checkpoints`);
   assert.ok(checkpoints.body.checkpoints.length >= 3);
 });
+
+// SPEC §2d, "one request fewer": what starts or continues a run answers with its stream.
+const post = (path, body) => openStream(`${worker.baseUrl}${path}`, {
+  method: 'POST', body, headers: { authorization: 'Bearer e2e-api-token' },
+});
+
+test('a create, an approval and a follow-up answer with their run\'s stream; GET …/stream resumes it', async () => {
+  const id = newId('streamed');
+  llm.push({ calls: [{ name: 'delete_file', args: { path: '/s' } }] }, { text: 'Deleted.' }, { text: 'Again.' });
+  const created = await post('/v1/sessions', { agent: 'assistant', sessionId: id, input: 'delete /s' });
+  assert.equal(created.status, 201, created.body);
+  assert.match(created.contentType, /^text\/event-stream/);
+  assert.equal(created.headers.get('x-helix-session-id'), id);
+  const runId = created.headers.get('x-helix-run-id');
+  assert.match(runId, /./);
+  assert.equal(typeof created.headers.get('x-helix-session-token'), 'string');
+  const first = await created.until((e) => e.type === 'run_suspended');
+  assert.deepEqual([first[0].id, first[0].type, first[0].json.runId], [1, 'run_started', runId]);
+  const request = first.find((e) => e.type === 'tool_approval_request');
+  assert.equal(request.json.toolName, 'delete_file');
+  assert.equal(created.ended, false, 'suspended: the stream stays open as GET …/stream does');
+  created.close();
+  const suspendedAt = first.at(-1).id;
+
+  const approved = await post(`/v1/sessions/${id}/tool-results`,
+    { kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true });
+  assert.equal(approved.status, 202, approved.body);
+  assert.match(approved.contentType, /^text\/event-stream/);
+  assert.equal(approved.headers.get('x-helix-accepted'), 'true');
+  const rest = await approved.until((e) => e.type === 'end');
+  await approved.closed;
+  assert.equal(rest[0].id, suspendedAt + 1, 'from just after what the client had');
+  assert.equal(approved.headers.get('x-helix-after'), String(suspendedAt));
+  assert.equal(created.headers.get('x-helix-after'), '0');
+  assert.ok(gapFree([...first, ...rest]), 'nothing lost or repeated across the two answers');
+  assert.ok(rest.some((e) => e.type === 'run_resumed' && e.json.runId === runId));
+  assert.deepEqual(rest.find((e) => e.type === 'tool_end').json.result, { deleted: '/s' });
+
+  const followed = await post(`/v1/sessions/${id}/messages`, { message: 'again' });
+  assert.equal(followed.status, 202, followed.body);
+  const second = await followed.until((e) => e.type === 'end');
+  await followed.closed;
+  assert.equal(second[0].id, rest.at(-1).id + 1);
+  assert.deepEqual([second[0].type, second[0].json.runId], ['run_started', followed.headers.get('x-helix-run-id')]);
+  assert.notEqual(followed.headers.get('x-helix-run-id'), runId);
+
+  // Resuming with Last-Event-ID is exactly as before: the same events, once.
+  const resumed = await stream(id, { lastEventId: suspendedAt });
+  const replay = await resumed.until((e) => e.type === 'end' && e.json !== undefined && e.id === rest.at(-1).id);
+  resumed.close();
+  assert.deepEqual(replay.slice(0, rest.length).map((e) => [e.id, e.data]), rest.map((e) => [e.id, e.data]));
+  const final = await api(worker, 'GET', `/v1/sessions/${id}`);
+  assert.equal(final.body.status, 'completed');
+});
+
+test('a refused start or answer asked as a stream is its JSON error, and changes nothing', async () => {
+  const id = newId('streamed-refused');
+  llm.push({ calls: [{ name: 'delete_file', args: { path: '/r' } }] });
+  await create(id, 'delete /r');
+  const s = await waitFor(worker, id, (x) => x.pendingToolCalls.length === 1);
+  const taken = await post('/v1/sessions', { agent: 'assistant', sessionId: id, input: 'again' });
+  assert.equal(taken.status, 409);
+  assert.equal(JSON.parse(taken.body).error.code, 'session_exists');
+  const busy = await post(`/v1/sessions/${id}/messages`, { message: 'more' });
+  assert.deepEqual([busy.status, JSON.parse(busy.body).error.code], [409, 'session_busy']);
+  const wrong = await post(`/v1/sessions/${id}/tool-results`,
+    { kind: 'client-tool-result', toolCallId: s.pendingToolCalls[0].toolCallId, result: 1 });
+  assert.deepEqual([wrong.status, JSON.parse(wrong.body).error.code], [400, 'kind_mismatch']);
+  const after = await api(worker, 'GET', `/v1/sessions/${id}`);
+  assert.deepEqual([after.body.version, after.body.pendingToolCalls], [s.version, s.pendingToolCalls]);
+  await api(worker, 'POST', `/v1/sessions/${id}/abort`, {});
+});

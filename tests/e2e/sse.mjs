@@ -1,14 +1,19 @@
 // A small SSE client over fetch, for the end-to-end suite: parses `id`/`event`/`data`
-// frames and comments, and waits for events.
+// frames and comments, and waits for events. A POST with `body` (JSON) asks for the
+// answer as a stream (`Accept: text/event-stream`).
 
-export async function openStream(url, { lastEventId, headers = {} } = {}) {
+export async function openStream(url, { lastEventId, headers = {}, method = 'GET', body } = {}) {
   const controller = new AbortController();
   const h = { ...headers };
   if (lastEventId !== undefined) h['last-event-id'] = String(lastEventId);
-  const res = await fetch(url, { headers: h, signal: controller.signal });
+  if (body !== undefined) Object.assign(h, { accept: 'text/event-stream', 'content-type': 'application/json' });
+  const res = await fetch(url, {
+    method, headers: h, signal: controller.signal, body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const stream = {
     status: res.status,
     contentType: res.headers.get('content-type'),
+    headers: res.headers,
     events: [],
     comments: 0,
     ended: false,

@@ -59,6 +59,34 @@ test('the approval flow: stream, approve from the client, the run completes', as
   await assert.rejects(session.approve(approval.toolCallId), (e) => e instanceof HttpError && e.code === 'tool_call_already_resolved' && e.status === 409);
 });
 
+test('one request fewer: start, an answer and a follow-up each stream their run; together exactly the server stream', async () => {
+  const c = client();
+  const { session, created, events } = await c.start({ agent: 'assistant', input: 'note buy milk; delete /tmp/x' });
+  assert.match(created.sessionId, /\S/);
+  assert.match(created.runId, /\S/);
+  assert.match(session.token, /\S/);
+  const seen = [];
+  let approval;
+  for await (const e of events) {
+    seen.push(e);
+    if (e.type === 'tool_approval_request') approval = e;
+    if (e.type === 'run_suspended') break;
+  }
+  assert.equal(seen[0].type, 'run_started');
+  assert.equal(seen[0].runId, created.runId);
+  for await (const e of await session.answerStreaming({ kind: 'approval-response', toolCallId: approval.toolCallId, approved: true })) seen.push(e);
+  assert.equal(seen.at(-1).type, 'end');
+  const { runId, events: more } = await session.sendStreaming('note eggs');
+  for await (const e of more) seen.push(e);
+  assert.equal(seen.at(-1).type, 'end');
+  assert.ok(seen.some((e) => e.type === 'run_started' && e.runId === runId && runId !== created.runId));
+  assert.deepEqual(seen.map(asServer), await serverStream(session.id));
+  assert.equal((await session.get()).status, 'completed');
+  // A refusal is thrown, typed, as for the JSON answers.
+  await assert.rejects(session.answerStreaming({ kind: 'approval-response', toolCallId: approval.toolCallId, approved: true }),
+    (e) => e instanceof HttpError && e.code === 'tool_call_already_resolved');
+});
+
 test('a client tool answered through the client; a denial; the session token alone suffices', async () => {
   const c = client();
   const created = await c.createSession({ agent: 'assistant', input: 'ask me something' });

@@ -1,5 +1,6 @@
 // The entry point: one deployment, its agents, and its sessions.
 
+import type { EventStream, EventStreamOptions } from './events.js';
 import { SessionHandle } from './session.js';
 import { Transport, type ClientOptions, type TokenSource } from './transport.js';
 import type { Agent, Created, CreateSessionInput, InboxPage, SchedulePage, SessionList, SessionStatus, UsageReport } from './types.js';
@@ -27,6 +28,35 @@ export class HelixClient {
     const token = created.sessionToken ?? undefined;
     const transport = token && !(await this.transport.currentToken()) ? this.transport.withToken(token) : this.transport;
     return Object.assign(new SessionHandle(transport, created.sessionId, token), { created });
+  }
+
+  /**
+   * Creates a session and follows its first run in the same request (one request fewer
+   * than `createSession` and then `events`): the answer is the run's stream, resumed
+   * with `Last-Event-ID` if the connection breaks.
+   */
+  async start(
+    input: CreateSessionInput,
+    options: EventStreamOptions = {},
+  ): Promise<{ session: SessionHandle; created: Created; events: EventStream }> {
+    const res = await this.transport.send('POST', '/v1/sessions', {
+      body: input,
+      headers: { accept: 'text/event-stream' },
+      signal: options.signal,
+    });
+    const field = (name: string) => res.headers.get(`x-helix-${name}`) ?? undefined;
+    const created = {
+      sessionId: field('session-id') ?? input.sessionId ?? '',
+      runId: field('run-id') ?? '',
+      status: (field('status') ?? 'active') as SessionStatus,
+      streamUrl: field('stream-url') ?? '',
+      sessionToken: field('session-token') ?? null,
+    } satisfies Created;
+    const token = created.sessionToken ?? undefined;
+    const transport = token && !(await this.transport.currentToken()) ? this.transport.withToken(token) : this.transport;
+    const session = new SessionHandle(transport, created.sessionId, token);
+    const events = session.events({ ...options, after: Number(field('after') ?? 0) }, res);
+    return { session, created, events };
   }
 
   /** A handle on an existing session (`token`: a session token to use instead of the client's). */

@@ -51,10 +51,16 @@ export class EventStream implements AsyncIterable<SessionEvent> {
   lastSequence: number;
   private readonly controller = new AbortController();
 
+  /**
+   * `opening`: an answer that already is this stream's first connection (a create, a
+   * follow-up or an answer sent with `Accept: text/event-stream`); later connections
+   * resume from it with `Last-Event-ID`.
+   */
   constructor(
     private readonly transport: Transport,
     private readonly sessionId: string,
     private readonly options: EventStreamOptions = {},
+    private opening?: Response,
   ) {
     this.lastSequence = options.after ?? 0;
     options.signal?.addEventListener('abort', () => this.close(), { once: true });
@@ -64,6 +70,8 @@ export class EventStream implements AsyncIterable<SessionEvent> {
   /** Stops the stream: the iteration ends, the connection is closed. */
   close(): void {
     this.controller.abort();
+    this.opening?.body?.cancel().catch(() => {});
+    this.opening = undefined;
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<SessionEvent> {
@@ -116,10 +124,14 @@ export class EventStream implements AsyncIterable<SessionEvent> {
     const abort = () => connection.abort();
     this.controller.signal.addEventListener('abort', abort, { once: true });
     try {
-      const res = await this.transport.send('GET', `/v1/sessions/${encodeURIComponent(this.sessionId)}/stream`, {
-        headers: { accept: 'text/event-stream', 'last-event-id': String(this.lastSequence) },
-        signal: connection.signal,
-      });
+      const opening = this.opening;
+      this.opening = undefined;
+      const res =
+        opening ??
+        (await this.transport.send('GET', `/v1/sessions/${encodeURIComponent(this.sessionId)}/stream`, {
+          headers: { accept: 'text/event-stream', 'last-event-id': String(this.lastSequence) },
+          signal: connection.signal,
+        }));
       if (!res.headers.get('content-type')?.startsWith('text/event-stream') || !res.body) {
         throw new ProtocolError(`the stream answered ${res.headers.get('content-type') ?? 'no content type'}`);
       }

@@ -59,11 +59,19 @@ export class StateMirror<S = Record<string, unknown>> {
     return this.session.streamSequence;
   }
 
-  /** Fetches the snapshot and follows the stream; resolves once the snapshot is in. */
-  async start(): Promise<this> {
-    this.session = await this.source.get();
+  /**
+   * Fetches the snapshot and follows the stream (`opening`, if a request already answered
+   * with it); resolves once the snapshot is in.
+   */
+  async start(opening?: EventStream): Promise<this> {
+    try {
+      this.session = await this.source.get();
+    } catch (e) {
+      opening?.close();
+      throw e;
+    }
     this.emit();
-    this.follow();
+    this.follow(opening);
     return this;
   }
 
@@ -75,18 +83,25 @@ export class StateMirror<S = Record<string, unknown>> {
 
   /**
    * Follows the stream again if it had ended (after a run's end: call it when a new run
-   * starts — the session handle does so for its own sends).
+   * starts — the session handle does so for its own sends). `opening`: a stream a
+   * request already answered with (`sendStreaming`, `answerStreaming`), followed instead
+   * of opening one (when the mirror is already following, the one it has carries the
+   * same events, and `opening` is closed).
    */
-  follow(): void {
-    if (this.#closed) return;
+  follow(opening?: EventStream): void {
+    if (this.#closed) {
+      opening?.close();
+      return;
+    }
     if (this.following) {
       // The stream being followed may be about to end with the run that just ended
       // (a resume sent while its `end` is on the way): follow again once it has.
+      opening?.close();
       this.again = true;
       return;
     }
     this.error = undefined;
-    this.following = this.run()
+    this.following = this.run(opening)
       .catch((e: unknown) => {
         this.error = e;
         this.emit();
@@ -115,9 +130,12 @@ export class StateMirror<S = Record<string, unknown>> {
     this.stream?.close();
   }
 
-  private async run(): Promise<void> {
+  private async run(opening?: EventStream): Promise<void> {
     while (!this.#closed) {
-      this.stream = this.source.events({ ...this.options, after: this.sequence });
+      this.stream = opening ?? this.source.events({ ...this.options, after: this.sequence });
+      // What the snapshot already has is passed over; a gap (it started later) refetches.
+      this.stream.lastSequence = Math.max(this.stream.lastSequence, this.sequence);
+      opening = undefined;
       let stale = false;
       for await (const event of this.stream) {
         if (!this.apply(event)) {

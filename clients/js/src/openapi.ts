@@ -62,6 +62,7 @@ export interface paths {
         /** @description Sessions newest first, from D1 (the queryable record: as fresh as replication from the sessions' objects, normally well under a second). Needs the API token (every session) or a user's token (helix-edge's `users` feature: the sessions the user reaches); a session token gets 403. Pages follow nextCursor. */
         get: operations["listSessions"];
         put?: never;
+        /** @description With `Accept: text/event-stream` it answers with the run's stream instead, with the same status (SPEC §2d). */
         post: operations["createSession"];
         delete?: never;
         options?: never;
@@ -102,6 +103,7 @@ export interface paths {
         };
         get: operations["listMessages"];
         put?: never;
+        /** @description With `Accept: text/event-stream` it answers with the run's stream instead, with the same status (SPEC §2d). */
         post: operations["sendMessage"];
         delete?: never;
         options?: never;
@@ -138,7 +140,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Answers a pending call: approve or deny an approval, give a client tool's result, answer an MCP server's elicitation, or give up an authorization. The first answer stands (409 after). An approval that needs a role (its `approvers`) is decided only by a user holding the role in the session owner's tenant (never the owner where `notOwner`) or by the API token; such a holder may post here for that call though the session is not theirs. Anyone else's answer is 403 `forbidden` with nothing changed. A user's decision is recorded as `decidedBy` on the call's `tool_end` and result. */
+        /**
+         * @description Answers a pending call: approve or deny an approval, give a client tool's result, answer an MCP server's elicitation, or give up an authorization. The first answer stands (409 after). An approval that needs a role (its `approvers`) is decided only by a user holding the role in the session owner's tenant (never the owner where `notOwner`) or by the API token; such a holder may post here for that call though the session is not theirs. Anyone else's answer is 403 `forbidden` with nothing changed. A user's decision is recorded as `decidedBy` on the call's `tool_end` and result.
+         *
+         *     With `Accept: text/event-stream` it answers with the run's stream instead, with the same status (SPEC §2d).
+         */
         post: operations["submitToolResult"];
         delete?: never;
         options?: never;
@@ -175,6 +181,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /** @description With `Accept: text/event-stream` it answers with the run's stream instead, with the same status (SPEC §2d). */
         post: operations["resumeSession"];
         delete?: never;
         options?: never;
@@ -291,7 +298,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Restores a checkpoint of this session (its transcript and state) and runs again from it, answering `message` when there is one (it then takes the place of the checkpoint's run input when nothing answered that yet). Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input. A retry without a message from a checkpoint where its run ended is refused with 409 checkpoint_run_ended: there is nothing to continue. Served with helix-edge's `time-travel` feature (a default one); without it 404 not_found names the feature. */
+        /**
+         * @description Restores a checkpoint of this session (its transcript and state) and runs again from it, answering `message` when there is one (it then takes the place of the checkpoint's run input when nothing answered that yet). Without checkpointId: the latest restorable checkpoint, or with a message the latest one before the latest run's input. A retry without a message from a checkpoint where its run ended is refused with 409 checkpoint_run_ended: there is nothing to continue. Served with helix-edge's `time-travel` feature (a default one); without it 404 not_found names the feature.
+         *
+         *     With `Accept: text/event-stream` it answers with the run's stream instead, with the same status (SPEC §2d).
+         */
         post: operations["retrySession"];
         delete?: never;
         options?: never;
@@ -1560,9 +1571,29 @@ export interface components {
                 };
             };
         };
-        /** @description A run proceeds. */
+        /** @description A run proceeds. With `Accept: text/event-stream` (SPEC §2d, one request fewer): the run's stream instead of the JSON answer, with the same status — the session's events from just before the run's first one, exactly as `GET /v1/sessions/{id}/stream` sends them (it stays open while the run waits and closes after its `end` or `fail`; resume it there with `Last-Event-ID`). `x-helix-after` is the sequence it starts after; the JSON answer's fields are headers `x-helix-<field in kebab case>`. A refusal is the usual JSON error with its status. */
         RunStarted: {
             headers: {
+                /** @description With the stream only: the sequence the stream starts after: resume from there with `Last-Event-ID` if the connection breaks before an event arrived. */
+                "x-helix-after"?: number;
+                /** @description With the stream only: the session (a create's `sessionId`). */
+                "x-helix-session-id"?: string;
+                /** @description With the stream only: the run the stream shows (`runId`). */
+                "x-helix-run-id"?: string;
+                /** @description With the stream only: a create's session token, when the deployment issues them. */
+                "x-helix-session-token"?: string;
+                /** @description With the stream only: a create's `streamUrl`. */
+                "x-helix-stream-url"?: string;
+                /** @description With the stream only: a create's `status`. */
+                "x-helix-status"?: string;
+                /** @description With the stream only: an answer's `accepted`. */
+                "x-helix-accepted"?: boolean;
+                /** @description With the stream only: a queued follow-up (`whenBusy`). */
+                "x-helix-queued"?: boolean;
+                /** @description With the stream only: a queued follow-up's `queueId`. */
+                "x-helix-queue-id"?: string;
+                /** @description With the stream only: a queued follow-up's `position`. */
+                "x-helix-position"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -1575,6 +1606,40 @@ export interface components {
                     /** @description Its place in the queue, 1 first. */
                     position?: number;
                 };
+                "text/event-stream": string;
+            };
+        };
+        /** @description Accepted and durable. With `Accept: text/event-stream` (SPEC §2d, one request fewer): the run's stream instead of the JSON answer, with the same status — the session's events from just before the run's first one, exactly as `GET /v1/sessions/{id}/stream` sends them (it stays open while the run waits and closes after its `end` or `fail`; resume it there with `Last-Event-ID`). `x-helix-after` is the sequence it starts after; the JSON answer's fields are headers `x-helix-<field in kebab case>`. A refusal is the usual JSON error with its status. */
+        AnswerAccepted: {
+            headers: {
+                /** @description With the stream only: the sequence the stream starts after: resume from there with `Last-Event-ID` if the connection breaks before an event arrived. */
+                "x-helix-after"?: number;
+                /** @description With the stream only: the session (a create's `sessionId`). */
+                "x-helix-session-id"?: string;
+                /** @description With the stream only: the run the stream shows (`runId`). */
+                "x-helix-run-id"?: string;
+                /** @description With the stream only: a create's session token, when the deployment issues them. */
+                "x-helix-session-token"?: string;
+                /** @description With the stream only: a create's `streamUrl`. */
+                "x-helix-stream-url"?: string;
+                /** @description With the stream only: a create's `status`. */
+                "x-helix-status"?: string;
+                /** @description With the stream only: an answer's `accepted`. */
+                "x-helix-accepted"?: boolean;
+                /** @description With the stream only: a queued follow-up (`whenBusy`). */
+                "x-helix-queued"?: boolean;
+                /** @description With the stream only: a queued follow-up's `queueId`. */
+                "x-helix-queue-id"?: string;
+                /** @description With the stream only: a queued follow-up's `position`. */
+                "x-helix-position"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    accepted: true;
+                };
+                "text/event-stream": string;
             };
         };
     };
@@ -1715,13 +1780,34 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created; the first run has started. */
+            /** @description Created; the first run has started. With `Accept: text/event-stream` (SPEC §2d, one request fewer): the run's stream instead of the JSON answer, with the same status — the session's events from just before the run's first one, exactly as `GET /v1/sessions/{id}/stream` sends them (it stays open while the run waits and closes after its `end` or `fail`; resume it there with `Last-Event-ID`). `x-helix-after` is the sequence it starts after; the JSON answer's fields are headers `x-helix-<field in kebab case>`. A refusal is the usual JSON error with its status. */
             201: {
                 headers: {
+                    /** @description With the stream only: the sequence the stream starts after: resume from there with `Last-Event-ID` if the connection breaks before an event arrived. */
+                    "x-helix-after"?: number;
+                    /** @description With the stream only: the session (a create's `sessionId`). */
+                    "x-helix-session-id"?: string;
+                    /** @description With the stream only: the run the stream shows (`runId`). */
+                    "x-helix-run-id"?: string;
+                    /** @description With the stream only: a create's session token, when the deployment issues them. */
+                    "x-helix-session-token"?: string;
+                    /** @description With the stream only: a create's `streamUrl`. */
+                    "x-helix-stream-url"?: string;
+                    /** @description With the stream only: a create's `status`. */
+                    "x-helix-status"?: string;
+                    /** @description With the stream only: an answer's `accepted`. */
+                    "x-helix-accepted"?: boolean;
+                    /** @description With the stream only: a queued follow-up (`whenBusy`). */
+                    "x-helix-queued"?: boolean;
+                    /** @description With the stream only: a queued follow-up's `queueId`. */
+                    "x-helix-queue-id"?: string;
+                    /** @description With the stream only: a queued follow-up's `position`. */
+                    "x-helix-position"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Created"];
+                    "text/event-stream": string;
                 };
             };
             400: components["responses"]["Error"];
@@ -1891,7 +1977,7 @@ export interface operations {
             };
         };
         responses: {
-            202: components["responses"]["Accepted"];
+            202: components["responses"]["AnswerAccepted"];
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];

@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, RunSpans, Schedule, ScheduleRequest, Session, WhenBusy, SessionEvent, UserMessages } from './types.js';
+import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, RunSpans, Schedule, ScheduleRequest, Session, ToolAnswer, WhenBusy, SessionEvent, UserMessages } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -176,9 +176,45 @@ export class SessionHandle {
     return this.answer({ kind: 'authorization-response', toolCallId, action: 'decline' }, options);
   }
 
-  /** The session's events (see [`EventStream`]): `for await (const e of session.events())`. */
-  events(options: EventStreamOptions = {}): EventStream {
-    return new EventStream(this.transport, this.id, options);
+  /**
+   * The session's events (see [`EventStream`]): `for await (const e of session.events())`.
+   * `opening`: an answer that is already the stream (see `sendStreaming`).
+   */
+  events(options: EventStreamOptions = {}, opening?: Response): EventStream {
+    return new EventStream(this.transport, this.id, options, opening);
+  }
+
+  /**
+   * A follow-up message whose answer is its run's stream (one request fewer than `send`
+   * and then `events`); `runId` is the run it starts (or will start, when queued). The
+   * stream is the caller's: this handle's mirrors are not woken (hand it to one with
+   * `mirror.follow(events)`).
+   */
+  async sendStreaming(
+    message: string,
+    options: EventStreamOptions & { providerOptions?: ProviderOptions; whenBusy?: WhenBusy } = {},
+  ): Promise<{ runId: string; queued: boolean; events: EventStream }> {
+    const { providerOptions, whenBusy, ...follow } = options;
+    const body = { message, ...(providerOptions ? { providerOptions } : {}), ...(whenBusy ? { whenBusy } : {}) };
+    const res = await this.streamed(`${this.path}/messages`, body, follow);
+    const runId = res.headers.get('x-helix-run-id') ?? '';
+    return { runId, queued: res.headers.get('x-helix-queued') === 'true', events: this.opened(res, follow) };
+  }
+
+  /**
+   * Answers a pending call (an approval, a client tool's result, an elicitation…) and
+   * follows the run it continues in the same request (mirrors as for `sendStreaming`).
+   */
+  async answerStreaming(answer: ToolAnswer, options: EventStreamOptions = {}): Promise<EventStream> {
+    return this.opened(await this.streamed(`${this.path}/tool-results`, answer, options), options);
+  }
+
+  private streamed(path: string, body: object, { signal }: Signal): Promise<Response> {
+    return this.transport.send('POST', path, { body, headers: { accept: 'text/event-stream' }, signal });
+  }
+
+  private opened(res: Response, options: EventStreamOptions): EventStream {
+    return this.events({ ...options, after: Number(res.headers.get('x-helix-after') ?? 0) }, res);
   }
 
   /** The callback form of [`events`]; returns a function that stops it. */
@@ -194,11 +230,17 @@ export class SessionHandle {
     return () => stream.close();
   }
 
-  /** A live mirror of the session (state, pending calls, status), started. */
-  async mirror<S = Record<string, unknown>>(options: Omit<EventStreamOptions, 'after' | 'signal'> = {}): Promise<StateMirror<S>> {
+  /**
+   * A live mirror of the session (state, pending calls, status), started; `opening`: a
+   * stream a request already answered with (`client.start`), followed after the snapshot.
+   */
+  async mirror<S = Record<string, unknown>>(
+    options: Omit<EventStreamOptions, 'after' | 'signal'> = {},
+    opening?: EventStream,
+  ): Promise<StateMirror<S>> {
     const mirror = new StateMirror<S>(this, options);
     this.mirrors.add(mirror as StateMirror<unknown>);
-    return mirror.start();
+    return mirror.start(opening);
   }
 
   /**

@@ -50,6 +50,8 @@ export type WhenBusy = Schemas['WhenBusy'];
 export type Attachment = Schemas['Attachments'][number];
 /** Several user messages, as a follow-up takes them. */
 export type UserMessages = Schemas['UserMessages'];
+/** An answer to a pending call (`POST …/tool-results`). */
+export type ToolAnswer = Schemas['ToolResult'];
 export type ErrorInfo = Schemas['ErrorInfo'];
 export type PatchOp = Schemas['PatchOp'];
 export type StreamChunk = Schemas['StreamChunk'];

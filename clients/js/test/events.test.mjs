@@ -106,3 +106,48 @@ test('the callback form delivers the same events', async () => {
   await new Promise((resolve, reject) => c.session('s1').subscribe((e) => seen.push(e.type), { onEnd: resolve, onError: reject }));
   assert.deepEqual(seen, ['text_delta', 'fail']);
 });
+
+test('an answer that is the run\'s stream: followed, then resumed from x-helix-after when it broke before any event', async () => {
+  const { client: c, requests } = client([
+    // The follow-up's answer: its run's stream after event 7, broken before an event.
+    () => sse([': ping\n\n'], { then: 'error', headers: { 'x-helix-run-id': 'r2', 'x-helix-after': '7', 'x-helix-queued': 'false' } }),
+    () => sse([chunk(8, 'run_started', { turn: 2 }), frame(9, 'end', {})]),
+  ]);
+  const { runId, queued, events } = await c.session('s1').sendStreaming('more', fast);
+  assert.deepEqual([runId, queued], ['r2', false]);
+  assert.deepEqual((await collect(events)).map((e) => e.seq), [8, 9]);
+  assert.deepEqual(requests.map((r) => [r.method, r.url, r.headers.accept, r.headers['last-event-id']]), [
+    ['POST', 'http://w.test/v1/sessions/s1/messages', 'text/event-stream', undefined],
+    ['GET', 'http://w.test/v1/sessions/s1/stream', 'text/event-stream', '7'],
+  ]);
+  assert.deepEqual(JSON.parse(requests[0].body), { message: 'more' });
+});
+
+test('start: the create\'s answer is the first run\'s stream, the session\'s fields from its headers', async () => {
+  const { client: c, requests } = client([
+    () => sse([chunk(1, 'run_started', { turn: 1 }), frame(2, 'end', {})], {
+      headers: { 'x-helix-session-id': 's1', 'x-helix-run-id': 'r1', 'x-helix-status': 'active',
+        'x-helix-stream-url': '/v1/sessions/s1/stream?token=t1', 'x-helix-session-token': 't1', 'x-helix-after': '0' },
+    }),
+  ]);
+  const { session, created, events } = await c.start({ agent: 'a', input: 'hi' });
+  assert.deepEqual(created, { sessionId: 's1', runId: 'r1', status: 'active', streamUrl: '/v1/sessions/s1/stream?token=t1', sessionToken: 't1' });
+  assert.deepEqual([session.id, session.token], ['s1', 't1']);
+  assert.deepEqual((await collect(events)).map((e) => e.type), ['run_started', 'end']);
+  assert.equal(requests.length, 1);
+  assert.equal(requests[0].headers.accept, 'text/event-stream');
+});
+
+test('a refused streamed answer is thrown, typed; closing a stream never read cancels its answer', async () => {
+  let cancelled = false;
+  const { client: c } = client([
+    () => json(409, { error: { code: 'session_busy', message: 'busy', retryable: true } }),
+    () => new Response(new ReadableStream({ cancel() { cancelled = true; } }), { headers: { 'content-type': 'text/event-stream', 'x-helix-after': '3' } }),
+  ]);
+  await assert.rejects(c.session('s1').sendStreaming('x'), (e) => e instanceof HttpError && e.code === 'session_busy');
+  const stream = await c.session('s1').answerStreaming({ kind: 'approval-response', toolCallId: 'c1', approved: true });
+  assert.equal(stream.lastSequence, 3);
+  stream.close();
+  await new Promise((r) => setTimeout(r, 5));
+  assert.ok(cancelled, 'the answer\'s body was cancelled');
+});

@@ -10,7 +10,7 @@ export function chunk(seq, type, fields = {}, sessionId = 's1') {
 }
 
 /** A `text/event-stream` response writing `parts`, then closing (or erroring, or hanging). */
-export function sse(parts, { then = 'close' } = {}) {
+export function sse(parts, { then = 'close', headers = {} } = {}) {
   const enc = new TextEncoder();
   const body = new ReadableStream({
     async start(c) {
@@ -23,7 +23,7 @@ export function sse(parts, { then = 'close' } = {}) {
       // 'hang': never closes
     },
   });
-  return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+  return new Response(body, { headers: { 'content-type': 'text/event-stream', ...headers } });
 }
 
 export function json(status, body) {

@@ -99,3 +99,23 @@ test('a follow asked for while the ended run\'s stream is still open follows the
   assert.deepEqual(mirror.state, { notes: ['a', 'b'] });
   mirror.close();
 });
+
+test('a mirror follows a stream a request answered with, passing over what its snapshot has', async () => {
+  const { session, requests } = mirrorOf([
+    // The follow-up's answer: its run's stream after event 2 (the snapshot comes after it).
+    () => sse([
+      chunk(3, 'run_started', { turn: 2 }),
+      chunk(4, 'state_patch', { patches: [{ op: 'add', path: '/notes/-', value: 'a' }] }),
+      chunk(5, 'state_patch', { patches: [{ op: 'add', path: '/notes/-', value: 'b' }] }),
+      chunk(6, 'run_finished', { status: 'completed' }),
+      frame(7, 'end', {}),
+    ], { headers: { 'x-helix-after': '2', 'x-helix-run-id': 'r2' } }),
+    () => json(200, snapshot()),
+  ]);
+  const { events } = await session.sendStreaming('more');
+  const mirror = await session.mirror({}, events);
+  await mirror.settled();
+  assert.deepEqual(requests.map((r) => r.method), ['POST', 'GET'], 'no stream opened besides the answer');
+  assert.deepEqual(mirror.state, { notes: ['a', 'b'] });
+  assert.deepEqual([mirror.status, mirror.sequence, mirror.resyncs], ['completed', 7, 0]);
+});

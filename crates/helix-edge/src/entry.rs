@@ -7,6 +7,7 @@
 
 use crate::api::{
     AgentsView, ApiError, CreateSessionBody, HEALTHZ_BODY, Operation, Plan, Target, parse_body,
+    wants_stream,
 };
 use crate::app::App;
 use crate::auth::{AuthConfig, Caller, Principal, authorize};
@@ -212,6 +213,8 @@ async fn dispatch(req: &RawRequest, env: &Env, ctx: &Context, app: &App) -> Repl
     if let Some((_, Some(own), _)) = optional {
         return own(&setup, env, app, req, caller.as_ref()).await;
     }
+    // A run's start or continuation may answer with the run's stream (SPEC §2d).
+    let stream = operation.may_stream() && wants_stream(header(req, "accept").as_deref());
     match (target, operation) {
         (Target::Worker, Operation::ListAgents) => {
             json_response(200, &AgentsView::from(&setup.agents))
@@ -220,7 +223,8 @@ async fn dispatch(req: &RawRequest, env: &Env, ctx: &Context, app: &App) -> Repl
         (Target::Create, _) => {
             let owner = caller.map(|c| c.user);
             let trace = header(req, TRACEPARENT).and_then(|t| TraceContext::parse(&t));
-            create(env, app, body.unwrap_or_default(), (owner, trace)).await
+            let request = (owner, trace, stream);
+            create(env, app, body.unwrap_or_default(), request).await
         }
         (Target::Object, _) => {
             let id = match (named, session) {
@@ -237,6 +241,7 @@ async fn dispatch(req: &RawRequest, env: &Env, ctx: &Context, app: &App) -> Repl
                 user: caller.as_ref().map(Caller::to_header),
                 session_token,
                 traceparent: header(req, TRACEPARENT),
+                stream,
             };
             call_object(env, app.sessions(), &id, request).await
         }
@@ -261,7 +266,7 @@ async fn create(
     env: &Env,
     app: &App,
     body: Vec<u8>,
-    (owner, trace): (Option<Owner>, Option<TraceContext>),
+    (owner, trace, stream): (Option<Owner>, Option<TraceContext>, bool),
 ) -> Reply {
     let (options, body) = crate::provider_options::take(&body).map_err(ApiError::validation)?;
     let parsed: CreateSessionBody = parse_body(&body)?;
@@ -273,11 +278,9 @@ async fn create(
     };
     let id = request.session_id.clone();
     let body = serde_json::to_vec(&request).map_err(|e| internal("create", e))?;
-    call_object(
-        env,
-        app.sessions(),
-        &id,
-        ObjectRequest::post(CREATE_PATH, body),
-    )
-    .await
+    let request = ObjectRequest {
+        stream,
+        ..ObjectRequest::post(CREATE_PATH, body)
+    };
+    call_object(env, app.sessions(), &id, request).await
 }

@@ -136,6 +136,8 @@ pub struct ObjectRequest<'a> {
     pub session_token: bool,
     /// The caller's `traceparent`, which a run it starts continues.
     pub traceparent: Option<String>,
+    /// The caller asked for the run's stream as the answer (`Accept: text/event-stream`).
+    pub stream: bool,
 }
 
 impl<'a> ObjectRequest<'a> {
@@ -149,6 +151,7 @@ impl<'a> ObjectRequest<'a> {
             user: None,
             session_token: false,
             traceparent: None,
+            stream: false,
         }
     }
 }
@@ -183,6 +186,9 @@ pub async fn call_object(
     }
     if let Some(v) = &request.traceparent {
         set(TRACEPARENT, v)?;
+    }
+    if request.stream {
+        set("accept", "text/event-stream")?;
     }
     let body = request
         .body

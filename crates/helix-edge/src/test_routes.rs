@@ -99,6 +99,7 @@ async fn crossings(env: &Env, app: &App, method: &str, rest: &str) -> Answer {
         session_token: false,
         traceparent: None,
         body: None,
+        stream: false,
     };
     call_object(env, app.sessions(), id, request).await
 }

@@ -12,6 +12,7 @@ mod input;
 mod list;
 mod plan;
 mod routes;
+mod streamed;
 mod url;
 #[cfg(feature = "usage")]
 mod usage;
@@ -36,6 +37,7 @@ pub use list::{
 };
 pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
+pub use streamed::{answer_headers, wants_stream};
 pub use url::{
     MessagesQuery, StreamQuery, origin, page, path_and_query, percent_decode, query_pairs,
 };

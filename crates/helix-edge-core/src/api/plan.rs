@@ -63,6 +63,20 @@ impl Operation {
         )
     }
 
+    /// Whether it may answer with the run's stream instead of its JSON (SPEC §2d, "one
+    /// request fewer"): the operations that start or continue a run, asked with
+    /// `Accept: text/event-stream` (see [`super::wants_stream`]).
+    pub fn may_stream(self) -> bool {
+        matches!(
+            self,
+            Self::CreateSession
+                | Self::SendMessage
+                | Self::SubmitToolResult
+                | Self::Resume
+                | Self::Retry
+        )
+    }
+
     /// Whether a worker serves it only with a feature (see [`Self::feature`]).
     pub fn is_optional(self) -> bool {
         self.feature().is_some()
@@ -266,5 +280,33 @@ mod tests {
                 Target::Object
             )
         );
+    }
+
+    #[test]
+    fn only_what_starts_or_continues_a_run_answers_with_its_stream() {
+        let streams = [
+            ("POST", "/v1/sessions"),
+            ("POST", "/v1/sessions/s/messages"),
+            ("POST", "/v1/sessions/s/tool-results"),
+            ("POST", "/v1/sessions/s/resume"),
+            ("POST", "/v1/sessions/s/retry"),
+        ];
+        for (method, path) in streams {
+            assert!(
+                route(method, path).unwrap().operation.may_stream(),
+                "{path}"
+            );
+        }
+        for (method, path) in [
+            ("POST", "/v1/sessions/s/interrupt"),
+            ("POST", "/v1/sessions/s/abort"),
+            ("POST", "/v1/sessions/s/fork"),
+            ("GET", "/v1/sessions/s"),
+        ] {
+            assert!(
+                !route(method, path).unwrap().operation.may_stream(),
+                "{path}"
+            );
+        }
     }
 }

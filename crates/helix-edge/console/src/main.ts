@@ -10,6 +10,7 @@ import {
   HelixClient,
   HttpError,
   type ConnectionState,
+  type EventStream,
   type PendingCall,
   type QueuedMessage,
   type Schedule,
@@ -144,7 +145,8 @@ async function loadAgents(): Promise<void> {
   ui.navInbox.hidden = !inbox.served;
 }
 
-async function attach(handle: SessionHandle): Promise<void> {
+/** Shows session `handle`; `opening`: its stream, when a request already answered with it. */
+async function attach(handle: SessionHandle, opening?: EventStream): Promise<void> {
   mirror?.close();
   session = handle;
   const url = new URL(location.href);
@@ -156,7 +158,7 @@ async function attach(handle: SessionHandle): Promise<void> {
   ui.noSession.hidden = true;
   sessionList.select(handle.id);
   await refresh();
-  mirror = await handle.mirror({ onConnection: showConnection });
+  mirror = await handle.mirror({ onConnection: showConnection }, opening);
   mirror.subscribe((m, event) => {
     render(m);
     if (event) onEvent(event);
@@ -472,12 +474,13 @@ on('token-clear', 'click', () => {
 on('new-session', 'submit', (ev) => {
   ev.preventDefault();
   void attempt(async () => {
-    const created = await client.createSession({ agent: ui.agent.value, input: ui.firstMessage.value });
+    // The create answers with the run's stream (one request fewer).
+    const { session: created, events } = await client.start({ agent: ui.agent.value, input: ui.firstMessage.value });
     if (created.token) {
       sessionStorage.setItem(SESSION_TOKENS, JSON.stringify({ ...sessionTokens(), [created.id]: created.token }));
     }
     ui.firstMessage.value = '';
-    await attach(created);
+    await attach(created, events);
     void sessionList.refresh();
   });
 });
@@ -490,10 +493,15 @@ on('follow-up', 'submit', (ev) => {
   const message = ui.message.value;
   void attempt(async () => {
     const whenBusy = (ui.whenBusy.value || undefined) as WhenBusy | undefined;
-    const sent = await session?.send(message, { whenBusy });
+    if (!session) return;
+    // The follow-up answers with its run's stream, which the mirror follows (while a run
+    // waits, the mirror's open stream carries the continuation: answers need no stream).
+    const sent = await session.sendStreaming(message, { whenBusy });
+    if (mirror) mirror.follow(sent.events);
+    else sent.events.close();
     ui.message.value = '';
     // A queued message shows in the queue (and its note in the transcript) until it runs.
-    await (sent?.queued ? refreshSchedules() : refresh());
+    await (sent.queued ? refreshSchedules() : refresh());
   });
 });
 on('new-schedule', 'submit', (ev) => {

@@ -340,7 +340,13 @@ impl Inner {
         };
         // Every session's own internal routes: its creation, its deletion by its parent.
         match path.as_str() {
-            CREATE_PATH => return self.create(&id, &req, &body).await,
+            CREATE_PATH => {
+                let created = self.create(&id, &req, &body).await?;
+                return match wants_stream(&req) {
+                    true => self.answer_with_stream(&id, 0, created).await,
+                    false => Ok(created),
+                };
+            }
             DELETE_PATH => return self.delete(&*self.attach(&id)?, &id, true).await,
             _ => {}
         }
@@ -367,34 +373,52 @@ impl Inner {
             }
             None => Principal::Admin,
         };
+        let call = Call {
+            item: route.item,
+            by,
+            ..call
+        };
+        if !(route.operation.may_stream() && wants_stream(&req)) {
+            return self.serve(&parts, route.operation, &call).await;
+        }
+        // The run's events are those after the stream's newest now.
+        let from = parts.stream.last_seq();
+        let answer = self.serve(&parts, route.operation, &call).await?;
+        self.answer_with_stream(&id, from, answer).await
+    }
+
+    /// Serves API operation `operation` of the session.
+    async fn serve(self: &Rc<Self>, parts: &Parts, operation: Operation, call: &Call<'_>) -> Reply {
         // A capability's handler comes first: it may take over a base operation (the
         // schedules' follow-up, with its `whenBusy`).
-        if let Some(handler) = served_operation(route.operation) {
-            let call = Call {
-                item: route.item,
-                by,
-                ..call
-            };
-            return handler(&self, &call).await;
+        if let Some(handler) = served_operation(operation) {
+            return handler(self, call).await;
         }
+        let (id, req, body, by) = (call.id, call.req, call.body, &call.by);
         let runner = &parts.runner;
-        match route.operation {
-            Operation::GetSession => self.get(runner, &id).await,
-            Operation::DeleteSession => self.delete(&parts, &id, false).await,
-            Operation::ListMessages => self.messages(runner, &id, &req).await,
-            Operation::Stream => self.stream(&parts, &id, &req).await,
-            Operation::SubmitToolResult => self.submit(runner, &id, body, &by).await,
+        match operation {
+            Operation::GetSession => self.get(runner, id).await,
+            Operation::DeleteSession => self.delete(parts, id, false).await,
+            Operation::ListMessages => self.messages(runner, id, req).await,
+            Operation::Stream => self.stream(parts, id, req).await,
+            Operation::SubmitToolResult => self.submit(runner, id, body.to_vec(), by).await,
             Operation::SendMessage => {
-                let trace = trace_of(&req);
-                self.send_message(runner, &id, &body, trace).await
+                let trace = trace_of(req);
+                self.send_message(runner, id, body, trace).await
             }
-            Operation::Interrupt => self.interrupt(runner, &id, &body).await,
-            Operation::Resume => self.resume(runner, &id, &body).await,
-            Operation::Abort => self.abort(runner, &id, &body).await,
+            Operation::Interrupt => self.interrupt(runner, id, body).await,
+            Operation::Resume => self.resume(runner, id, body).await,
+            Operation::Abort => self.abort(runner, id, body).await,
             // The worker answers the rest itself.
-            _ => Err(internal("object route", &path)),
+            _ => Err(internal("object route", req.path())),
         }
     }
+}
+
+/// Whether the request asks for the run's stream as its answer.
+fn wants_stream(req: &Request) -> bool {
+    let accept = req.headers().get("accept").ok().flatten();
+    crate::api::wants_stream(accept.as_deref())
 }
 
 /// A test build's `TEST_D1_FAULT`, if a capability reads one.

@@ -1,6 +1,7 @@
 //! `GET …/stream`: replays the stored events after `Last-Event-ID` (or `?after=`), then
 //! streams live until the run ends; while suspended, `: ping` comments keep the
-//! connection open.
+//! connection open. A request that starts or continues a run may be answered the same
+//! way, from just before its run's events (SPEC §2d).
 
 use super::{Inner, Parts, Reply};
 use crate::api::StreamQuery;
@@ -18,10 +19,46 @@ const FRAMES_PER_CHUNK: usize = 64;
 
 impl Inner {
     pub(super) async fn stream(self: &Rc<Self>, parts: &Parts, id: &str, req: &Request) -> Reply {
-        let head = parts.runner.head_for_stream(id).await?;
         let last_event_id = req.headers().get("last-event-id").ok().flatten();
         let query = crate::api::query_pairs(&req.inner().url());
         let StreamQuery { after, follow } = StreamQuery::parse(last_event_id.as_deref(), &query)?;
+        self.stream_after(parts, id, after, follow).await
+    }
+
+    /// A request that started or continued a run, answered with the stream after
+    /// `from` (SPEC §2d): `answer`, its JSON, moves to headers, and `from` is
+    /// `x-helix-after` (where a client that lost the connection resumes).
+    pub(super) async fn answer_with_stream(
+        self: &Rc<Self>,
+        id: &str,
+        from: u64,
+        mut answer: Response,
+    ) -> Reply {
+        let text = answer.text().await.map_err(|e| internal("answer", e))?;
+        let fields = serde_json::from_str(&text).unwrap_or_default();
+        let resp = self.stream_after(&*self.parts()?, id, from, true).await?;
+        // The same answer in another representation: its status stays.
+        let mut resp = resp.with_status(answer.status_code());
+        let headers = resp.headers_mut();
+        let after = ("x-helix-after".to_string(), from.to_string());
+        for (k, v) in crate::api::answer_headers(&fields)
+            .into_iter()
+            .chain([after])
+        {
+            headers.set(&k, &v).map_err(|e| internal("headers", e))?;
+        }
+        Ok(resp)
+    }
+
+    /// The session's events after `after`, then (`follow`) live until its run ends.
+    async fn stream_after(
+        self: &Rc<Self>,
+        parts: &Parts,
+        id: &str,
+        after: u64,
+        follow: bool,
+    ) -> Reply {
+        let head = parts.runner.head_for_stream(id).await?;
         let (tx, rx) = mpsc::channel::<Vec<u8>>(CLIENT_QUEUE);
         let ended =
             head.status != SessionStatus::Active && head.status != SessionStatus::Interrupted;

@@ -118,6 +118,7 @@ impl Children for DoChildren {
                 session_token: false,
                 traceparent: None,
                 body: None,
+                stream: false,
             };
             let mut resp = call_object(&self.env, self.binding, child_id, request)
                 .await
