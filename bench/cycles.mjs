@@ -61,6 +61,39 @@ export async function hitlCycle(worker, id, check = expectStatus, pauseMs = 0, i
 }
 
 /**
+ * The same HITL cycle in two requests (SPEC §2d, one request fewer): (a) the create
+ * answers with the run's stream, read to `tool_approval_request`; (b) the approval
+ * answers with the continuation, read to `end`. Times as above.
+ */
+export async function streamedCycle(worker, id, check = expectStatus, input = 'delete /tmp/bench') {
+  const headers = { authorization: `Bearer ${API_TOKEN}` };
+  const t0 = performance.now();
+  const created = await openStream(`${worker.baseUrl}/v1/sessions`, {
+    method: 'POST', headers, body: { agent: 'assistant', sessionId: id, input },
+  });
+  check('streamed create', { status: created.status, body: created.body }, 201);
+  let request;
+  try {
+    const events = await created.until((e) => e.type === 'tool_approval_request');
+    request = events.find((e) => e.type === 'tool_approval_request');
+  } finally {
+    created.close();
+  }
+  const t1 = performance.now();
+  const approved = await openStream(`${worker.baseUrl}/v1/sessions/${id}/tool-results`, {
+    method: 'POST', headers, body: { kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true },
+  });
+  check('streamed approve', { status: approved.status, body: approved.body }, 202);
+  try {
+    await approved.until((e) => e.type === 'end');
+  } finally {
+    approved.close();
+  }
+  const t2 = performance.now();
+  return { a: t1 - t0, b: t2 - t1, cycle: t2 - t0 };
+}
+
+/**
  * The crossings floor's cycle (test build): the same requests, stream and model calls
  * as a HITL cycle without helix-edge's work (`/__test/crossings`). Times as above.
  */

@@ -27,7 +27,7 @@
 import { writeFileSync } from 'node:fs';
 import { cpuByRole, perUnit } from './cpu.mjs';
 import { growth } from './growth.mjs';
-import { crossingsCycle, floorCycle, hitlCycle, respond } from './cycles.mjs';
+import { crossingsCycle, floorCycle, hitlCycle, respond, streamedCycle } from './cycles.mjs';
 import { api, startWithMock } from '../tests/e2e/client.mjs';
 import { startOtlpReceiver } from '../tests/e2e/otlp-receiver.mjs';
 
@@ -61,6 +61,7 @@ async function measured(measure, id) {
 
 const cycle = (worker, id) => hitlCycle(worker, id, expect);
 const crossings = (worker, id) => crossingsCycle(worker, id, expect);
+const streamed = (worker, id) => streamedCycle(worker, id, expect);
 
 const floor = (worker, id) => floorCycle(worker, id, expect);
 
@@ -99,6 +100,7 @@ try {
   await pool(WARMUP, 2, (i) => cycle(worker, `warm-${tag}-${i}`));
   await pool(WARMUP, 2, (i) => floor(worker, `warm-floor-${tag}-${i}`));
   await pool(WARMUP, 2, (i) => crossings(worker, `warm-crossings-${tag}-${i}`));
+  await pool(WARMUP, 2, (i) => streamed(worker, `warm-streamed-${tag}-${i}`));
   if (MODE === 'growth') out.growth = await growth(worker, llm, TURNS);
   for (const c of MODE === 'growth' ? [] : CONCURRENCY) {
     const cpu0 = cpuByRole(worker.pid);
@@ -108,6 +110,8 @@ try {
     const cpuX = cpuByRole(worker.pid);
     const cy = await pool(SESSIONS, c, (i) => measured((id) => cycle(worker, id), `bench-${tag}-c${c}-${i}`));
     const cpu2 = cpuByRole(worker.pid);
+    const st = await pool(SESSIONS, c, (i) => measured((id) => streamed(worker, id), `streamed-${tag}-c${c}-${i}`));
+    const cpu3 = cpuByRole(worker.pid);
     const run = {
       concurrency: c,
       floorRequestMs: stats(fl.results.map((r) => r.one)),
@@ -123,12 +127,17 @@ try {
       floorCyclesPerSecond: Math.round((SESSIONS / (fl.wallMs / 1000)) * 10) / 10,
       floorCpuMsPerCycle: perUnit(cpu0, cpu1, SESSIONS),
       cpuMsPerCycle: perUnit(cpuX, cpu2, SESSIONS),
+      streamedToApprovalMs: stats(st.results.map((r) => r.a)),
+      streamedCycleMs: stats(st.results.map((r) => r.cycle)),
+      streamedCyclesPerSecond: Math.round((SESSIONS / (st.wallMs / 1000)) * 10) / 10,
+      streamedCpuMsPerCycle: perUnit(cpu2, cpu3, SESSIONS),
     };
     run.medianRatio = Math.round((run.cycleMs.median / run.floorCycleMs.median) * 100) / 100;
     run.throughputRatio = Math.round((run.cyclesPerSecond / run.floorCyclesPerSecond) * 100) / 100;
     const workerCpu = (cpu) => cpu['worker workerd'];
     run.workerCpuRatio = Math.round((workerCpu(run.cpuMsPerCycle) / workerCpu(run.floorCpuMsPerCycle)) * 100) / 100;
     run.workerCpuOverCrossings = Math.round((workerCpu(run.cpuMsPerCycle) / workerCpu(run.crossingsCpuMsPerCycle)) * 100) / 100;
+    run.streamedWorkerCpuOverCrossings = Math.round((workerCpu(run.streamedCpuMsPerCycle) / workerCpu(run.crossingsCpuMsPerCycle)) * 100) / 100;
     out.runs.push(run);
   }
   out.proxyDrops = proxyDrops;
@@ -159,6 +168,8 @@ for (const run of out.runs) {
   console.log(row('(a) create → tool_approval_request', run.createToApprovalMs));
   console.log(row('(b) approval → end', run.approvalToEndMs));
   console.log(row('cycle (a)+(b)', run.cycleMs));
+  console.log(row('two requests: create → tool_approval_request, one request', run.streamedToApprovalMs));
+  console.log(row('two requests: cycle', run.streamedCycleMs));
   console.log(row('crossings floor: create → first event', run.crossingsToApprovalMs));
   console.log(row('crossings floor: cycle', run.crossingsCycleMs));
   console.log(`\ncycles/s: ${run.cyclesPerSecond} (floor: ${run.floorCyclesPerSecond}, ratio ${run.throughputRatio}×); `
@@ -167,10 +178,11 @@ for (const run of out.runs) {
   console.log(`\nCPU ms per cycle (from /proc; relay ${devtools ? 'on' : 'off'})\n`);
   console.log(`| | ${roles.join(' | ')} |\n|---|${roles.map(() => '---').join('|')}|`);
   console.log(`| HITL cycle | ${roles.map((r) => run.cpuMsPerCycle[r]).join(' | ')} |`);
+  console.log(`| HITL cycle in two requests | ${roles.map((r) => run.streamedCpuMsPerCycle[r]).join(' | ')} |`);
   console.log(`| floor cycle | ${roles.map((r) => run.floorCpuMsPerCycle[r]).join(' | ')} |`);
   console.log(`| crossings floor cycle | ${roles.map((r) => run.crossingsCpuMsPerCycle[r]).join(' | ')} |`);
   console.log(`\nworker CPU per HITL cycle: ${run.workerCpuRatio}× the floor cycle's, `
-    + `${run.workerCpuOverCrossings}× the crossings floor's`);
+    + `${run.workerCpuOverCrossings}× the crossings floor's; in two requests ${run.streamedWorkerCpuOverCrossings}×`);
 }
 console.log(`\nrequests wrangler dev's proxy dropped (those cycles were measured again): ${out.proxyDrops}`);
 if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(out, null, 2));
