@@ -320,3 +320,16 @@ test('a refused start or answer asked as a stream is its JSON error, and changes
   assert.deepEqual([after.body.version, after.body.pendingToolCalls], [s.version, s.pendingToolCalls]);
   await api(worker, 'POST', `/v1/sessions/${id}/abort`, {});
 });
+
+test('without NOTIFY_WEBHOOK_URL, notifications say what to set; a link this deployment never made is refused', async () => {
+  const id = newId('unnotified');
+  llm.push({ text: 'Hi.' });
+  await create(id, 'hello');
+  const listed = await api(worker, 'GET', `/v1/sessions/${id}/notifications`);
+  assert.equal(listed.status, 503);
+  assert.equal(listed.body.error.code, 'notifications_not_configured');
+  assert.match(listed.body.error.message, /NOTIFY_WEBHOOK_URL/);
+  const forged = await fetch(`${worker.baseUrl}/v1/decisions/aGVsbG8.d29ybGQ`, { method: 'POST' });
+  assert.equal(forged.status, 404);
+  assert.match(forged.headers.get('content-type'), /^text\/html/);
+});

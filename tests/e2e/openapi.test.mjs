@@ -13,7 +13,8 @@ let llm;
 let doc;
 
 before(async () => {
-  ({ worker, llm } = await startWithMock());
+  // Notifications go to a sink that is not there: the routes answer as configured.
+  ({ worker, llm } = await startWithMock({ NOTIFY_WEBHOOK_URL: 'http://127.0.0.1:9/hook' }));
   llm.respondWith((body) => {
     const last = body?.messages?.at(-1) ?? {};
     if (last.role === 'tool') return { text: 'Done.' };

@@ -440,6 +440,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /** @description The notifications the session's waiting calls sent to the deployment's sinks (`NOTIFY_WEBHOOK_URL`), newest first (the newest 500): a `call.waiting` when a call started waiting on a person, a `call.resolved` when it stopped, one per sink, each delivered at least once from the session's durable outbox (its `id` is the idempotency key, `webhook-id`) and retried with waits doubling from a second until the sink takes it (2xx) or 13 tries failed. Served with helix-edge's `notify` feature; without it 404 not_found names the feature. */
+        get: operations["listNotifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/decisions/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The link's token, as the notification carried it (`links.approve` / `links.deny`). */
+                token: string;
+            };
+            cookie?: never;
+        };
+        /** @description A decision link's page (a notification's `links.approve` or `links.deny`): the call — its session, agent, tool and arguments — and a button that makes the decision the link carries. Opening it decides nothing (mail scanners and chat unfurlers open links). The link is signed with the deployment's API token, names one call and one decision, and holds until it expires (`DECISION_LINK_TTL_SECS`, a week by default). Served with helix-edge's `notify` feature. */
+        get: operations["decisionPage"];
+        put?: never;
+        /** @description Makes the decision the link carries, once: the call's answer records `decidedBy: {"subject": "decision-link"}` (the channel). A second use finds the call decided (409). A call only holders of a role may approve (`approvers`) is not decided by a link alone: 403, and the page says to decide in the console. The body (a form, `application/x-www-form-urlencoded`) may carry a `reason` the model sees. Served with helix-edge's `notify` feature. */
+        post: operations["decide"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -1548,6 +1588,36 @@ export interface components {
                 dropped: number;
             };
         };
+        NotificationList: {
+            notifications: components["schemas"]["Notification"][];
+            /** @description How many sinks the deployment configures. */
+            sinks?: number;
+        };
+        Notification: {
+            /** @description The idempotency key (`webhook-id`): `{sessionId}:{call}:{type}:{sink}`. */
+            id: string;
+            /** @enum {string} */
+            type: "call.waiting" | "call.resolved";
+            toolCallId: string;
+            /** @description The sink's URL (null if the deployment no longer configures it). */
+            sink?: string | null;
+            /**
+             * @description `pending` (to be tried, again after a failure), `sent` (a sink took it), `failed` (given up after 13 tries).
+             * @enum {string}
+             */
+            state: "pending" | "sent" | "failed";
+            attempts: number;
+            /** @description The sink's status at the last try, if it answered. */
+            status?: number;
+            /** @description Why the last try failed. */
+            error?: string;
+            /** @description When it was owed (ms). */
+            createdAt: number;
+            /** @description When a sink took it (ms). */
+            sentAt?: number;
+            /** @description While pending: when it is tried next (ms). */
+            nextAttemptAt?: number;
+        };
     };
     responses: {
         /** @description An error. */
@@ -2490,6 +2560,157 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listNotifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's notifications. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    decisionPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The link's token, as the notification carried it (`links.approve` / `links.deny`). */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The call waits: its details and the button. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not a link of this deployment (altered, or made with another key). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The call no longer waits: decided (through this link or otherwise), expired, or its run ended. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The link expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    decide: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The link's token, as the notification carried it (`links.approve` / `links.deny`). */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Decided: the run goes on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A role-gated call: decide it signed in (the console), not by link. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Not a link of this deployment. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The call no longer waits (a second use, another decision, an expiry). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The link expired. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The body is over 1 MiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
         };

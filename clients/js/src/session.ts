@@ -3,7 +3,7 @@
 import { EventStream, type EventStreamOptions } from './events.js';
 import { StateMirror } from './mirror.js';
 import type { Transport } from './transport.js';
-import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, RunSpans, Schedule, ScheduleRequest, Session, ToolAnswer, WhenBusy, SessionEvent, UserMessages } from './types.js';
+import type { Attachment, Checkpoint, CheckpointAt, Created, HistoryMessage, MessagePage, NotificationList, PlanCall, PlanReport, ProviderOptions, QueuedMessage, Run, RunSpans, Schedule, ScheduleRequest, Session, ToolAnswer, WhenBusy, SessionEvent, UserMessages } from './types.js';
 
 type Signal = { signal?: AbortSignal };
 
@@ -87,6 +87,15 @@ export class SessionHandle {
   /** The session's schedules, soonest first, and the messages waiting in its queue. */
   schedules({ signal }: Signal = {}): Promise<{ schedules: Schedule[]; queue: QueuedMessage[] }> {
     return this.transport.json('GET', `${this.path}/schedules`, { signal });
+  }
+
+  /**
+   * The notifications the session's waiting calls sent to the deployment's sinks, newest
+   * first, with how each delivery stands (helix-edge's `notify` feature; 503
+   * `notifications_not_configured` without NOTIFY_WEBHOOK_URL).
+   */
+  notifications({ signal }: Signal = {}): Promise<NotificationList> {
+    return this.transport.json('GET', `${this.path}/notifications`, { signal });
   }
 
   /** Removes a schedule (404 `schedule_not_found` when there is none). */

@@ -50,6 +50,9 @@ export type WhenBusy = Schemas['WhenBusy'];
 export type Attachment = Schemas['Attachments'][number];
 /** Several user messages, as a follow-up takes them. */
 export type UserMessages = Schemas['UserMessages'];
+/** The notifications a session's waiting calls sent (`GET …/notifications`). */
+export type NotificationList = Schemas['NotificationList'];
+export type Notification = Schemas['Notification'];
 /** An answer to a pending call (`POST …/tool-results`). */
 export type ToolAnswer = Schemas['ToolResult'];
 export type ErrorInfo = Schemas['ErrorInfo'];

@@ -37,6 +37,9 @@
 //! - `mcp` (feature `mcp`): tools of remote MCP servers, listed as a drive starts and
 //!   called over the Streamable HTTP transport; their OAuth and elicitations as calls
 //!   that wait on the user ([`tool::Wait`]).
+//! - `notify` (feature `notify`): notifications of calls that wait on a person (signed
+//!   webhooks, JSON or Slack) from the session object's durable outbox, and decision
+//!   links.
 //! - The run loop: [`runner`] — **the step machine** in [`runner::machine`], the driver
 //!   that carries it out, a step's pure conclusion, the commit pipeline, tool
 //!   execution, the request operations, and [`runner::waits`] (work a run waits on
@@ -83,6 +86,8 @@ pub mod mcp;
 pub mod memory;
 pub mod message;
 pub mod model;
+#[cfg(feature = "notify")]
+pub mod notify;
 #[cfg(feature = "objects")]
 pub mod objects;
 pub mod provider;

@@ -31,7 +31,8 @@ type Page =
     for<'a> fn(&'a RawRequest, &'a str, &'a Env, &'a App) -> LocalBoxFuture<'a, Option<Reply>>;
 
 /// The features' pages, tried in order: the test build's routes, a page's sign-in
-/// through the identity provider, an MCP server's authorization callback, the console.
+/// through the identity provider, an MCP server's authorization callback, decision
+/// links, the console.
 const PAGES: &[Page] = &[
     #[cfg(feature = "test-routes")]
     |req, path, env, app| Box::pin(crate::test_routes::route(req, path, env, app)),
@@ -39,6 +40,8 @@ const PAGES: &[Page] = &[
     |req, path, env, _| Box::pin(crate::oidc::route(req, path, env)),
     #[cfg(feature = "mcp")]
     |req, path, env, app| Box::pin(crate::mcp::callback(req, path, env, app)),
+    #[cfg(feature = "notify")]
+    |req, path, env, app| Box::pin(crate::decisions::route(req, path, env, app)),
     #[cfg(feature = "console")]
     |req, path, _, _| {
         let page = crate::console::serve(&req.method(), path);

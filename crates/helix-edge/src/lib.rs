@@ -51,6 +51,9 @@
 //!   authorization code with PKCE, exchanged by the worker for the ID token.
 //! - [`otel`] (feature `otel`): runs' OpenTelemetry spans, kept per session and
 //!   exported over OTLP/HTTP after each slice of work.
+//! - `decisions` (feature `notify`): the decision links' pages — a GET shows the call,
+//!   the POST decides it (the session object's `notify` capability sends the
+//!   notifications that carry them).
 //! - `retention` (feature `retention`): the worker's cron trigger compacting and
 //!   erasing ended sessions in the record.
 //! - `zones` (feature `schedules`): time zone rules from the runtime (`Intl`), for
@@ -68,6 +71,8 @@
 pub use helix_edge_core::demo;
 #[cfg(feature = "users")]
 pub use helix_edge_core::identity;
+#[cfg(feature = "notify")]
+pub use helix_edge_core::notify;
 #[cfg(feature = "schedules")]
 pub use helix_edge_core::schedule;
 #[cfg(feature = "otel")]
@@ -90,6 +95,8 @@ mod app;
 mod console;
 #[cfg(target_arch = "wasm32")]
 mod d1;
+#[cfg(all(target_arch = "wasm32", feature = "notify"))]
+mod decisions;
 #[cfg(target_arch = "wasm32")]
 mod entry;
 #[cfg(target_arch = "wasm32")]

@@ -56,13 +56,6 @@ pub const SETTINGS: &[Setting] = &[
         "`true`: connect through the server's OAuth.",
     ),
     Setting::new(
-        "PUBLIC_URL",
-        Kind::Var,
-        "http://127.0.0.1:8787",
-        "",
-        "Where the worker is reached: the OAuth callback is `{PUBLIC_URL}/v1/mcp/callback`.",
-    ),
-    Setting::new(
         "MCP_SERVER_CLIENT_ID",
         Kind::Var,
         "",

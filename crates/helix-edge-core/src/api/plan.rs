@@ -60,6 +60,7 @@ impl Operation {
                 | Self::ValidatePlan
                 | Self::CreateSchedule
                 | Self::Chat
+                | Self::Decide
         )
     }
 
@@ -102,6 +103,7 @@ impl Operation {
             Self::Usage => "usage",
             Self::OidcProvider | Self::OidcToken => "users",
             Self::McpCallback | Self::McpAuthorize => "mcp",
+            Self::ListNotifications | Self::DecisionPage | Self::Decide => "notify",
             _ => return None,
         })
     }
@@ -118,7 +120,9 @@ impl Operation {
             | Self::Usage
             | Self::OidcProvider
             | Self::OidcToken
-            | Self::McpCallback => Target::Worker,
+            | Self::McpCallback
+            | Self::DecisionPage
+            | Self::Decide => Target::Worker,
             Self::CreateSession => Target::Create,
             _ => Target::Object,
         }

@@ -75,6 +75,14 @@ pub enum Operation {
     /// `GET /v1/sessions/{id}/authorize`: an MCP server's authorization started by
     /// whoever may answer it — a redirect to the server's sign-in, and the flow's cookie.
     McpAuthorize,
+    /// `GET /v1/sessions/{id}/notifications`: the notifications the session's waiting
+    /// calls sent, and how each delivery stands.
+    ListNotifications,
+    /// `GET /v1/decisions/{token}`: a decision link's page — the call, and a button that
+    /// decides (public: the signed link is the credential; opening it decides nothing).
+    DecisionPage,
+    /// `POST /v1/decisions/{token}`: the decision a link carries, made.
+    Decide,
     /// `POST /v1/chat`: the AI SDK's chat transport (the chat id is the session id).
     Chat,
     /// `GET /v1/chat/{id}/stream`: the chat transport's resume.
@@ -170,6 +178,13 @@ pub const ROUTES: &[RouteSpec] = &[
         "/v1/sessions/{id}/authorize",
         Operation::McpAuthorize,
     ),
+    r(
+        "GET",
+        "/v1/sessions/{id}/notifications",
+        Operation::ListNotifications,
+    ),
+    r("GET", "/v1/decisions/{token}", Operation::DecisionPage),
+    r("POST", "/v1/decisions/{token}", Operation::Decide),
     r("POST", "/v1/chat", Operation::Chat),
     r("GET", "/v1/chat/{id}/stream", Operation::ChatStream),
 ];
@@ -196,6 +211,8 @@ impl Operation {
                 | Operation::OidcProvider
                 | Operation::OidcToken
                 | Operation::McpCallback
+                | Operation::DecisionPage
+                | Operation::Decide
         )
     }
 }
@@ -268,6 +285,7 @@ mod tests {
             let path = path.replace("{checkpointId}", "item_1");
             let path = path.replace("{scheduleId}", "item_1");
             let path = path.replace("{runId}", "item_1");
+            let path = path.replace("{token}", "item_1");
             let route = route(spec.method, &path).unwrap();
             assert_eq!(route.operation, spec.operation, "{} {path}", spec.method);
             let expected = spec.path.contains("{id}").then_some("s-1");
@@ -314,7 +332,7 @@ mod tests {
     }
 
     #[test]
-    fn only_healthz_a_pages_sign_in_and_the_mcp_callback_are_open() {
+    fn only_healthz_a_pages_sign_in_the_mcp_callback_and_decision_links_are_open() {
         let open: Vec<_> = ROUTES
             .iter()
             .filter(|s| !s.operation.authenticated())
@@ -326,7 +344,9 @@ mod tests {
                 "/healthz",
                 "/v1/auth/oidc",
                 "/v1/auth/oidc/token",
-                "/v1/mcp/callback"
+                "/v1/mcp/callback",
+                "/v1/decisions/{token}",
+                "/v1/decisions/{token}"
             ]
         );
     }

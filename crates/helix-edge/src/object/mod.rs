@@ -24,6 +24,8 @@
 //! - `users` (feature `users`): the door a user's request passes (their sessions only).
 //! - `mcp` (feature `mcp`): an MCP server's authorization callback, answering the
 //!   calls that waited on it.
+//! - `notify` (feature `notify`): the notifications the session's waiting calls owe,
+//!   from its outbox, delivered after each slice.
 
 mod capability;
 #[cfg(feature = "chat")]
@@ -32,6 +34,8 @@ mod delete;
 mod drive;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "notify")]
+pub(crate) mod notify;
 mod ops;
 #[cfg(feature = "otel")]
 mod otel;
@@ -156,6 +160,8 @@ const CAPABILITIES: &[&Capability] = &[
     &users::USERS,
     #[cfg(feature = "mcp")]
     &mcp::MCP,
+    #[cfg(feature = "notify")]
+    &notify::NOTIFY,
 ];
 
 /// The capability that adds to the session view, if one does (known when compiled).
