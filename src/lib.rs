@@ -28,7 +28,7 @@ mod flavour;
 mod hosted {
     use helix_edge::agent::Agents;
     use helix_edge::error::DefinitionError;
-    use reference_agents::{ASK_USER_DEADLINE, reference_agents};
+    use reference_agents::{ASK_USER_DEADLINE, reference_agents_with};
     use worker::Env;
 
     /// A var, if set and not empty.
@@ -125,12 +125,14 @@ mod hosted {
         |agents, env| crate::flavour::add(agents, var(env, "LEDGER_URL")),
     ];
 
-    /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline) and the
-    /// capabilities' agents.
+    /// The reference agents (`ASK_USER_DEADLINE_MS` sets `ask_user`'s deadline,
+    /// `APPROVAL_DEADLINE_MS` one for `delete_file`'s approvals) and the capabilities'
+    /// agents.
     fn agents(env: &Env) -> Result<Agents, DefinitionError> {
-        let deadline = var(env, "ASK_USER_DEADLINE_MS").and_then(|v| v.parse().ok());
-        let deadline = deadline.map_or(ASK_USER_DEADLINE, std::time::Duration::from_millis);
-        let agents = reference_agents(deadline)?;
+        let millis = |name| var(env, name).and_then(|v| v.parse().ok());
+        let millis = |name| millis(name).map(std::time::Duration::from_millis);
+        let deadline = millis("ASK_USER_DEADLINE_MS").unwrap_or(ASK_USER_DEADLINE);
+        let agents = reference_agents_with(deadline, millis("APPROVAL_DEADLINE_MS"))?;
         CAPABILITY_AGENTS
             .iter()
             .try_fold(agents, |agents, add| add(agents, env))

@@ -3,7 +3,7 @@
 // way, checked here with the documented recipe —, is retried after a 500 with the same
 // idempotency key, and is followed by `call.resolved`; the link's GET shows the call and
 // decides nothing (twice, as a mail scanner would), its POST decides once; an expired or
-// altered link decides nothing.
+// altered link decides nothing; an approval nobody decides by its deadline is denied.
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -56,7 +56,10 @@ let llm;
 let receiver;
 before(async () => {
   receiver = await startReceiver();
-  ({ worker, llm } = await startWithMock({ NOTIFY_WEBHOOK_URL: receiver.url, NOTIFY_WEBHOOK_SECRET: SECRET }));
+  // delete_file's approvals are denied when nobody decides within 10 s.
+  ({ worker, llm } = await startWithMock({
+    NOTIFY_WEBHOOK_URL: receiver.url, NOTIFY_WEBHOOK_SECRET: SECRET, APPROVAL_DEADLINE_MS: '10000',
+  }));
 });
 after(async () => { await worker?.stop(); await llm?.close(); await receiver?.close(); worker?.cleanup(); });
 beforeEach(() => llm?.reset());
@@ -171,4 +174,26 @@ test('an unknown session has no notifications to list', async () => {
   const missing = await api(worker, 'GET', '/v1/sessions/nobody-here/notifications');
   assert.equal(missing.status, 404);
   assert.equal(missing.body.error.code, 'session_not_found');
+});
+
+test('an approval nobody decides by its deadline is denied, the model told why; its link then decides nothing', async () => {
+  const id = newId('deadline');
+  llm.push({ calls: [{ name: 'delete_file', args: { path: '/late' } }] }, { text: 'Nobody approved.' });
+  const started = Date.now();
+  await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'delete /late' });
+  const [{ json: event }] = await receiver.until((r) => r.json.session.id === id && r.json.type === 'call.waiting');
+  const waiting = await api(worker, 'GET', `/v1/sessions/${id}`);
+  const deadline = waiting.body.pendingToolCalls[0].deadline;
+  assert.ok(deadline >= started + 9_000 && deadline <= Date.now() + 10_000, `deadline ${deadline - started} ms after the start`);
+  assert.equal(event.call.deadline, deadline, 'the notification names it');
+  const done = await waitFor(worker, id, (s) => s.status === 'completed', 30_000);
+  assert.ok(Date.now() >= deadline, 'not before its deadline');
+  assert.equal(done.pendingToolCalls.length, 0);
+  const told = llm.requests.at(-1).body.messages.at(-1);
+  assert.equal(told.role, 'tool');
+  assert.equal(JSON.parse(told.content).reason, 'Nobody decided within the approval\'s deadline (10 s).');
+  const messages = (await api(worker, 'GET', `/v1/sessions/${id}/messages`)).body.messages;
+  assert.deepEqual(messages.find((m) => m.role === 'tool').metadata?.decidedBy, { subject: 'deadline' });
+  assert.equal((await decide(event.links.approve)).status, 409, 'too late to approve');
+  await receiver.until((r) => r.json.session.id === id && r.json.type === 'call.resolved');
 });

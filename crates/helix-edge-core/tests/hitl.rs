@@ -519,3 +519,76 @@ fn runs_record_each_steps_usage_and_each_calls_wait() {
         "a step names the checkpoint it made"
     );
 }
+
+#[test]
+fn an_approval_nobody_decides_by_its_deadline_is_denied_and_the_model_is_told() {
+    use helix_edge_core::agent::{Agent, Agents};
+    use helix_edge_core::error::ToolError;
+    use helix_edge_core::host::Host;
+    use helix_edge_core::testing::Scenario;
+    use helix_edge_core::tool::Tool;
+    use std::time::Duration;
+
+    let wire = Tool::new("wire", "Send money.", |_: Value, _| async {
+        Ok::<_, ToolError>(json!({"wired": true}))
+    })
+    .approval_always()
+    .approval_deadline(Duration::from_secs(60));
+    let agent = Agent::builder("payer").system_prompt("t").tool(wire);
+    let agents = Agents::new().with(agent.build().unwrap()).unwrap();
+    let w = World {
+        scenario: Scenario::new(agents),
+        exec: Default::default(),
+    };
+    let r = w.runner("p1");
+    let call = w.model.call("wire", json!({}));
+    w.model
+        .calls(vec![call.clone()])
+        .text("It was not approved in time.");
+    let since = w.host.now_ms();
+    w.create(&r, "payer", "pay");
+    let Progress::Suspended {
+        next_deadline: Some(deadline),
+    } = drive(&r)
+    else {
+        panic!("suspended until the approval's deadline")
+    };
+    assert_eq!(deadline, since + 60_000);
+    assert_eq!(w.session().head.pending[0].deadline, Some(deadline));
+    w.host.advance(59_999);
+    assert!(
+        matches!(drive(&r), Progress::Suspended { .. }),
+        "not yet due"
+    );
+    w.host.advance(1);
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    let (id, is_error, content) = results_seen(&w, 1).remove(0);
+    assert_eq!((id.as_str(), is_error), (call.id.as_str(), true));
+    assert_eq!(
+        content["reason"],
+        "Nobody decided within the approval's deadline (60 s)."
+    );
+    let tool = w
+        .messages()
+        .into_iter()
+        .find(|m| matches!(m, Message::Tool { .. }))
+        .unwrap();
+    let Message::Tool { metadata, .. } = tool else {
+        unreachable!()
+    };
+    assert_eq!(
+        metadata.unwrap()["decidedBy"],
+        json!({"subject": "deadline"})
+    );
+    // A decision after the deadline is refused: the denial stands.
+    let late = block(r.submit(
+        SESSION,
+        Submission::Approval {
+            tool_call_id: call.id.clone(),
+            approved: true,
+            reason: None,
+        },
+    ));
+    assert_eq!(late, Err(RunError::AlreadyResolved(call.id.clone())));
+    assert_consistent(&w, &json!({}));
+}

@@ -177,6 +177,19 @@ pub fn coordinator() -> Result<Agent, DefinitionError> {
 
 /// The `assistant` agent with `ask_user`'s deadline set to `ask_deadline`.
 pub fn assistant_with_deadline(ask_deadline: Duration) -> Result<Agent, DefinitionError> {
+    assistant_with_deadlines(ask_deadline, None)
+}
+
+/// The `assistant` agent with `ask_user`'s deadline set to `ask_deadline`, and, if
+/// given, `delete_file`'s approvals denied when nobody decides within `approval_deadline`.
+pub fn assistant_with_deadlines(
+    ask_deadline: Duration,
+    approval_deadline: Option<Duration>,
+) -> Result<Agent, DefinitionError> {
+    let delete_file = match approval_deadline {
+        Some(deadline) => delete_file_tool().approval_deadline(deadline),
+        None => delete_file_tool(),
+    };
     Agent::builder("assistant")
         .description("A helpful assistant that keeps notes, tells the time, deletes files, sends email and asks questions.")
         .system_prompt(
@@ -189,7 +202,7 @@ pub fn assistant_with_deadline(ask_deadline: Duration) -> Result<Agent, Definiti
         .tool(Tool::new("get_time", "Get the current time (RFC 3339, UTC).", |_: GetTime, ctx: ToolContext| async move {
             Ok::<_, ToolError>(json!({ "now": rfc3339(ctx.now_ms()) }))
         }))
-        .tool(delete_file_tool())
+        .tool(delete_file)
         .tool(
             Tool::new(
                 "send_email",
@@ -213,7 +226,17 @@ pub fn assistant() -> Result<Agent, DefinitionError> {
 /// The reference agents of SPEC §6 (`coordinator` and `researcher` with feature
 /// `subagents`); the demonstration agents are registered on their own.
 pub fn reference_agents(ask_deadline: Duration) -> Result<Agents, DefinitionError> {
-    let agents = Agents::new().with(assistant_with_deadline(ask_deadline)?)?;
+    reference_agents_with(ask_deadline, None)
+}
+
+/// [`reference_agents`], the `assistant`'s `delete_file` approvals denied when nobody
+/// decides within `approval_deadline` (if given).
+pub fn reference_agents_with(
+    ask_deadline: Duration,
+    approval_deadline: Option<Duration>,
+) -> Result<Agents, DefinitionError> {
+    let assistant = assistant_with_deadlines(ask_deadline, approval_deadline)?;
+    let agents = Agents::new().with(assistant)?;
     #[cfg(feature = "subagents")]
     let agents = agents.with(coordinator()?)?;
     Ok(agents)

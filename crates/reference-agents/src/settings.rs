@@ -14,6 +14,13 @@ pub const SETTINGS: &[Setting] = &[
         "The `assistant`'s `ask_user` deadline.",
     ),
     Setting::new(
+        "APPROVAL_DEADLINE_MS",
+        Kind::Var,
+        "",
+        "",
+        "When set: the `assistant`'s `delete_file` approvals nobody decides within it are denied ([Notify and decide](notify.md#deadlines)).",
+    ),
+    Setting::new(
         "FILES",
         Kind::Binding,
         "",

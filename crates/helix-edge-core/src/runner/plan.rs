@@ -217,6 +217,7 @@ impl<S: Store> Runner<S> {
             };
             let deadline = match kind {
                 PendingKind::Child => tool.child_deadline(),
+                PendingKind::Approval => tool.approval_deadline(),
                 _ => tool.client_deadline(),
             };
             ran.pending.push(PendingCall {

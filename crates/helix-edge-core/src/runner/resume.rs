@@ -319,34 +319,52 @@ impl<S: Store> Runner<S> {
         Ok(None)
     }
 
-    /// Resolves unanswered client calls whose deadline has passed as expired.
+    /// Resolves unanswered client calls whose deadline has passed as expired, and
+    /// approvals whose deadline has passed as denied by it.
     async fn expire_overdue(&self, live: &mut Live) -> Result<(), RunError> {
         let now = self.host.now_ms();
-        let overdue: Vec<String> = live
+        let overdue: Vec<(String, Answer)> = live
             .head
             .pending
             .iter()
-            .filter(|p| p.kind == PendingKind::Client && p.deadline.is_some_and(|d| d <= now))
+            .filter(|p| p.deadline.is_some_and(|d| d <= now))
             .filter(|p| live.answer(&p.tool_call_id).is_none())
-            .map(|p| p.tool_call_id.clone())
+            .filter_map(|p| match p.kind {
+                PendingKind::Client => Some((p.tool_call_id.clone(), Answer::Expired)),
+                PendingKind::Approval => {
+                    let secs = p.deadline.unwrap_or(now).saturating_sub(p.since) / 1000;
+                    let denied = Answer::Approval {
+                        approved: false,
+                        reason: Some(format!(
+                            "Nobody decided within the approval's deadline ({secs} s)."
+                        )),
+                        answered_at: now,
+                        decided_by: Some(crate::store::Owner {
+                            subject: "deadline".into(),
+                            tenant: None,
+                        }),
+                    };
+                    Some((p.tool_call_id.clone(), denied))
+                }
+                _ => None,
+            })
             .collect();
-        for id in overdue {
-            let answer =
-                match self
-                    .journal
-                    .suspension
-                    .answer(&live.head.id, &id, &Answer::Expired)?
-                {
-                    AnswerOutcome::Stored => {
-                        let p = live.head.pending.iter().find(|p| p.tool_call_id == id);
-                        if let Some(p) = p {
-                            self.log_answered(live, p, &Answer::Expired);
-                        }
-                        Answer::Expired
+        for (id, expired) in overdue {
+            let answer = match self
+                .journal
+                .suspension
+                .answer(&live.head.id, &id, &expired)?
+            {
+                AnswerOutcome::Stored => {
+                    let p = live.head.pending.iter().find(|p| p.tool_call_id == id);
+                    if let Some(p) = p {
+                        self.log_answered(live, p, &expired);
                     }
-                    // The client answered just in time: its answer stands.
-                    AnswerOutcome::AlreadyAnswered(answer) => answer,
-                };
+                    expired
+                }
+                // The client answered just in time: its answer stands.
+                AnswerOutcome::AlreadyAnswered(answer) => answer,
+            };
             live.answers.push((id, answer));
         }
         Ok(())

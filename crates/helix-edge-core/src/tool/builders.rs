@@ -284,6 +284,16 @@ impl ApprovalTool {
     }
 }
 
+impl ApprovalTool {
+    /// A call nobody decides within `deadline` is denied — the model is told the
+    /// deadline passed (`decidedBy: {"subject": "deadline"}`) — and the run goes on.
+    /// The pending call shows its `deadline`, as its notifications do.
+    pub fn approval_deadline(mut self, deadline: Duration) -> Self {
+        self.0.approval_deadline = Some(deadline);
+        self
+    }
+}
+
 impl ClientTool {
     /// The client must answer within `deadline`, or the call resolves as a "timed out"
     /// tool error and the run continues.

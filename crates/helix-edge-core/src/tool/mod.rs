@@ -113,6 +113,8 @@ pub struct Tool {
     pub(crate) approval: Approval,
     /// Who may approve, when a role is required (default: whoever reaches the session).
     pub(crate) approvers: Option<crate::store::Approvers>,
+    /// How long a call waits for its approval before it is denied (default: forever).
+    pub(crate) approval_deadline: Option<Duration>,
     pub(crate) execution: Execution,
     pub(crate) finish_with: bool,
     /// How long a server call may run (default: the agent's `tool_timeout`).
@@ -157,6 +159,7 @@ impl Tool {
             strict: false,
             approval: Approval::Never,
             approvers: None,
+            approval_deadline: None,
             execution,
             finish_with: false,
             timeout: None,
@@ -207,6 +210,11 @@ impl Tool {
     /// `tool_timeout` applies).
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    /// How long a call waits for its approval before it is denied, if it is bounded.
+    pub fn approval_deadline(&self) -> Option<Duration> {
+        self.approval_deadline
     }
 
     /// The client deadline, if any.
