@@ -135,7 +135,7 @@ test('a waiting approval notifies the sink, signed, retried after a 500; its lin
   const byType = Object.fromEntries(listed.body.notifications.map((x) => [x.type, x]));
   assert.deepEqual([byType['call.waiting'].state, byType['call.waiting'].attempts, byType['call.waiting'].status], ['sent', 2, 200]);
   assert.equal(byType['call.waiting'].id, event.id);
-  assert.equal(byType['call.waiting'].sink, receiver.url);
+  assert.equal(byType['call.waiting'].sink, new URL(receiver.url).origin, "the sink's origin only");
   assert.equal(byType['call.resolved'].state, 'sent');
   const viaClient = await new HelixClient({ baseUrl: worker.baseUrl, token: API_TOKEN }).session(id).notifications();
   assert.deepEqual(viaClient, listed.body);
@@ -153,8 +153,10 @@ test('a deny link tells the model why; an altered or expired link decides nothin
   assert.equal((await page(`/v1/decisions/${approvePayload}.${tag}`)).status, 404);
   assert.equal((await decide(`/v1/decisions/${approvePayload}.${tag}`)).status, 404);
   // Expired: the same call and verdict, signed as the deployment signs, an hour ago.
+  // (The fields: session, call, since, verdict, expiry.)
   const fields = Buffer.from(payload, 'base64url').toString().split('\0');
-  fields[3] = String(Math.floor(Date.now() / 1000) - 3600);
+  assert.deepEqual(fields.slice(0, 2), [id, event.call.toolCallId]);
+  fields[4] = String(Math.floor(Date.now() / 1000) - 3600);
   const old = Buffer.from(fields.join('\0')).toString('base64url');
   const mac = createHmac('sha256', API_TOKEN).update('helix-edge/decision-link/v1\0').update(old).digest('base64url');
   assert.equal((await page(`/v1/decisions/${old}.${mac}`)).status, 410);

@@ -148,6 +148,10 @@ export class EventStream implements AsyncIterable<SessionEvent> {
         },
       });
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      // A request's answer (the opening) was not made with this connection's signal:
+      // closing the stream cancels its body here.
+      const cancel = () => void reader.cancel().catch(() => {});
+      connection.signal.addEventListener('abort', cancel, { once: true });
       try {
         for (;;) {
           const { value, done } = await readWithin(reader, idleTimeoutMs);

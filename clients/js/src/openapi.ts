@@ -469,7 +469,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description A decision link's page (a notification's `links.approve` or `links.deny`): the call — its session, agent, tool and arguments — and a button that makes the decision the link carries. Opening it decides nothing (mail scanners and chat unfurlers open links). The link is signed with the deployment's API token, names one call and one decision, and holds until it expires (`DECISION_LINK_TTL_SECS`, a week by default). Served with helix-edge's `notify` feature. */
+        /** @description A decision link's page (a notification's `links.approve` or `links.deny`): the call — its session, agent, tool and arguments — and a button that makes the decision the link carries. Opening it decides nothing (mail scanners and chat unfurlers open links). The link is signed with the deployment's API token, names one call and one decision, and holds until it expires (`DECISION_LINK_TTL_SECS`, a week by default). Served with helix-edge's `notify` feature. Any other method answers 405 with `Allow: GET, POST`. */
         get: operations["decisionPage"];
         put?: never;
         /** @description Makes the decision the link carries, once: the call's answer records `decidedBy: {"subject": "decision-link"}` (the channel). A second use finds the call decided (409). A call only holders of a role may approve (`approvers`) is not decided by a link alone: 403, and the page says to decide in the console. The body (a form, `application/x-www-form-urlencoded`) may carry a `reason` the model sees. Served with helix-edge's `notify` feature. */
@@ -776,6 +776,7 @@ export interface components {
              * @enum {unknown}
              */
             kind: "approval" | "client" | "authorization" | "elicitation";
+            /** @description When an unanswered call resolves (ms): a client call expires, an approval is denied. */
             deadline?: number;
             approvers?: components["schemas"]["Approvers"];
             /** @description For `authorization` and `elicitation`: the MCP server that asks. */
@@ -1594,12 +1595,12 @@ export interface components {
             sinks?: number;
         };
         Notification: {
-            /** @description The idempotency key (`webhook-id`): `{sessionId}:{call}:{type}:{sink}`. */
+            /** @description The idempotency key (`webhook-id`): `{sessionId}:{toolCallId}@{since}:{type}:{sink}`. */
             id: string;
             /** @enum {string} */
             type: "call.waiting" | "call.resolved";
             toolCallId: string;
-            /** @description The sink's URL (null if the deployment no longer configures it). */
+            /** @description The sink's origin (scheme and host: the rest of a webhook's URL is often its credential); null if the deployment no longer configures a sink in its place. */
             sink?: string | null;
             /**
              * @description `pending` (to be tried, again after a failure), `sent` (a sink took it), `failed` (given up after 13 tries).
@@ -2639,6 +2640,15 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            /** @description The deployment has no API_TOKEN (links are signed with it), or the session could not be read. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
         };
     };
     decide: {
@@ -2706,6 +2716,15 @@ export interface operations {
             };
             /** @description The body is over 1 MiB. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The deployment has no API_TOKEN (links are signed with it), or the session could not be read. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

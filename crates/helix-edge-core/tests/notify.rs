@@ -80,18 +80,18 @@ fn each_waiting_call_owes_each_sink_once_and_its_end_once() {
     assert_eq!(
         keys,
         [
-            "s1:a:call.waiting:0",
-            "s1:a:call.waiting:1",
-            "s1:b:call.waiting:0",
-            "s1:b:call.waiting:1",
-            "s1:a:call.resolved:0",
-            "s1:a:call.resolved:1",
+            "s1:a@1:call.waiting:0",
+            "s1:a@1:call.waiting:1",
+            "s1:b@1:call.waiting:0",
+            "s1:b@1:call.waiting:1",
+            "s1:a@1:call.resolved:0",
+            "s1:a@1:call.resolved:1",
         ]
     );
     let resolved: serde_json::Value = serde_json::from_str(&due[4].body).unwrap();
     assert_eq!(
         resolved,
-        json!({ "key": "s1:a:call.resolved:0", "type": "call.resolved", "call": "a", "run": "r1" })
+        json!({ "key": "s1:a@1:call.resolved:0", "type": "call.resolved", "call": "a", "run": "r1" })
     );
     assert_eq!(due[5].sink, 1);
 }
@@ -147,7 +147,7 @@ fn a_failed_delivery_waits_doubling_then_is_given_up_and_a_taken_one_is_done() {
         .record(&due[0], &Delivered::Taken { status: 204 }, now + 5)
         .unwrap();
     let listed = outbox.list(&[]).unwrap();
-    assert_eq!(listed[0]["id"], "s1:b:call.waiting:0");
+    assert_eq!(listed[0]["id"], "s1:b@1:call.waiting:0");
     assert_eq!(listed[0]["state"], "sent");
     assert_eq!(listed[0]["sentAt"], now + 5);
     assert_eq!(listed[0]["sink"], serde_json::Value::Null);

@@ -9,11 +9,11 @@ use crate::api::{ApiError, percent_decode};
 use crate::app::App;
 use crate::auth::AuthConfig;
 use crate::http::{ObjectRequest, RawRequest, call_object, internal, read_body};
-use crate::notify::{Decision, LinkError, call_page, message, verify_decision};
+use crate::notify::{DECISION_CALL_PATH, Decision, LinkError, call_page, message, verify_decision};
 use crate::setup::Setup;
 use crate::store::{PendingCall, PendingKind};
 use serde_json::{Value, json};
-use worker::{Env, Headers, Method, Response};
+use worker::{Env, Headers, Response};
 
 type Reply = std::result::Result<Response, ApiError>;
 
@@ -74,39 +74,25 @@ async fn open(token: &str, env: &Env, app: &App) -> Result<(Decision, String, Pe
         }
         Err(LinkError::Invalid) => return refused(404, "Not a decision link", "Check the link."),
     };
-    let path = format!("/v1/sessions/{}", decision.session);
-    let request = ObjectRequest {
-        method: Method::Get,
-        ..ObjectRequest::post(&path, Vec::new())
-    };
-    let request = ObjectRequest {
-        body: None,
-        ..request
-    };
-    let session = match call_object(env, app.sessions(), &decision.session, request).await {
+    let asked = json!({ "call": decision.call }).to_string().into_bytes();
+    let request = ObjectRequest::post(DECISION_CALL_PATH, asked);
+    let found = match call_object(env, app.sessions(), &decision.session, request).await {
         Ok(mut resp) if resp.status_code() == 200 => resp.json::<Value>().await.unwrap_or_default(),
-        Ok(resp) if resp.status_code() == 404 => {
-            return refused(409, "No longer waiting", "The session is gone.");
-        }
+        Ok(resp) if resp.status_code() == 404 => Value::Null,
         Ok(resp) => {
             let text = format!("The session could not be read ({}).", resp.status_code());
             return refused(503, "Try again", &text);
         }
         Err(e) => return Err((e.status, message("Try again", &e.message))),
     };
-    let pending = session["pendingToolCalls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let call = pending
-        .into_iter()
-        .filter_map(|p| serde_json::from_value::<PendingCall>(p).ok())
-        .find(|p| p.tool_call_id == decision.call && p.kind == PendingKind::Approval);
+    let call = serde_json::from_value::<PendingCall>(found["call"].clone()).ok();
+    // The very call the link was made for: the same id, waiting since the same instant.
+    let call = call.filter(|p| p.since == decision.since && p.kind == PendingKind::Approval);
     let Some(call) = call else {
         let text = "It was decided (through this link or otherwise), it expired, or its run ended.";
         return refused(409, "No longer waiting", text);
     };
-    let agent = session["agent"].as_str().unwrap_or_default().to_string();
+    let agent = found["agent"].as_str().unwrap_or_default().to_string();
     Ok((decision, agent, call))
 }
 

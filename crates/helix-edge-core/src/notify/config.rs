@@ -88,6 +88,13 @@ impl Notify {
         {
             return Err(format!("PUBLIC_URL is {u:?}, not an http(s) origin"));
         }
+        // Slack takes only absolute URLs for its buttons.
+        if format == Format::Slack && public_url.is_none() {
+            return Err(
+                "PUBLIC_URL is not set: NOTIFY_WEBHOOK_FORMAT=slack needs it for the buttons' links"
+                    .into(),
+            );
+        }
         let link_ttl_secs = match var("DECISION_LINK_TTL_SECS") {
             None => DEFAULT_LINK_TTL_SECS,
             Some(v) => match v.trim().parse::<u64>() {
@@ -207,6 +214,13 @@ mod tests {
             ),
             (
                 vec![("NOTIFY_WEBHOOK_URL", "https://h"), ("PUBLIC_URL", "x.y")],
+                "PUBLIC_URL",
+            ),
+            (
+                vec![
+                    ("NOTIFY_WEBHOOK_URL", "https://h"),
+                    ("NOTIFY_WEBHOOK_FORMAT", "slack"),
+                ],
                 "PUBLIC_URL",
             ),
         ] {

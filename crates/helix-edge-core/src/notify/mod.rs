@@ -22,4 +22,6 @@ pub use config::{Format, Notify, Webhook};
 pub use outbox::{Delivered, Delivery, MAX_ATTEMPTS, Outbox, Waiting};
 pub use page::{call_page, message};
 pub use payload::{Event, EventKind, body};
-pub use sign::{Decision, LinkError, decision_token, signature, verify_decision};
+pub use sign::{
+    DECISION_CALL_PATH, Decision, LinkError, decision_token, signature, verify_decision,
+};

@@ -71,6 +71,12 @@ pub enum Delivered {
     },
 }
 
+/// A call's key: its id and the instant it started waiting (ids repeat: a retried step,
+/// a session made again under its name, a call that asks twice).
+fn key_of(call: &PendingCall) -> String {
+    format!("{}@{}", call.tool_call_id, call.since)
+}
+
 /// The outbox in `db`.
 pub struct Outbox {
     db: Rc<dyn Db>,
@@ -108,16 +114,13 @@ impl Outbox {
         body: impl Fn(&PendingCall, &str, EventKind, usize, &str) -> String,
     ) -> Result<usize, String> {
         self.tables()?;
-        let known = self.db.query(
-            "SELECT answer_id, resolved, call, run_id FROM notify_calls",
-            &[],
-        )?;
-        let known: HashMap<String, (bool, Option<String>, Option<String>)> = known
+        // The calls seen waiting and not resolved yet (a call's key has the instant it
+        // started waiting: a resolved one never waits again under it).
+        let q = "SELECT answer_id, call, run_id FROM notify_calls WHERE resolved = 0";
+        let known = self.db.query(q, &[])?;
+        let known: HashMap<String, (Option<String>, Option<String>)> = known
             .iter()
-            .filter_map(|r| {
-                let resolved = int(r, 1).unwrap_or(0) != 0;
-                Some((text(r, 0)?, (resolved, text(r, 2), text(r, 3))))
-            })
+            .filter_map(|r| Some((text(r, 0)?, (text(r, 1), text(r, 2)))))
             .collect();
         let mut statements: Vec<Owned> = Vec::new();
         let mut added = 0;
@@ -126,7 +129,7 @@ impl Outbox {
                        run: &str,
                        kind: EventKind| {
             for sink in 0..sinks {
-                let key = format!("{session}:{}:{}:{sink}", call.answer_id(), kind.as_str());
+                let key = format!("{session}:{}:{}:{sink}", key_of(call), kind.as_str());
                 let insert = "INSERT OR IGNORE INTO notify_outbox (key, sink, type, call_id, body, \
                               created_at, next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)";
                 let args = vec![
@@ -141,27 +144,24 @@ impl Outbox {
                 added += 1;
             }
         };
-        let now_waiting: Vec<String> = waiting
-            .iter()
-            .map(|w| w.call.answer_id().into_owned())
-            .collect();
+        let now_waiting: Vec<String> = waiting.iter().map(|w| key_of(w.call)).collect();
         for w in waiting {
-            if known.contains_key(w.call.answer_id().as_ref()) {
+            if known.contains_key(&key_of(w.call)) {
                 continue;
             }
             let call = serde_json::to_string(w.call).map_err(|e| e.to_string())?;
             let remember =
                 "INSERT OR IGNORE INTO notify_calls (answer_id, call, run_id) VALUES (?1, ?2, ?3)";
             let args = vec![
-                Arg::Text(w.call.answer_id().into_owned()),
+                Arg::Text(key_of(w.call)),
                 Arg::Text(call),
                 Arg::Text(w.run_id.into()),
             ];
             statements.push((remember.into(), args));
             owe(&mut statements, w.call, w.run_id, EventKind::Waiting);
         }
-        for (answer_id, (resolved, call, run)) in &known {
-            if *resolved || now_waiting.contains(answer_id) {
+        for (answer_id, (call, run)) in &known {
+            if now_waiting.contains(answer_id) {
                 continue;
             }
             let call: Option<PendingCall> =
@@ -183,6 +183,9 @@ impl Outbox {
         let prune = "DELETE FROM notify_outbox WHERE state != 'pending' AND seq <= \
                      (SELECT MAX(seq) FROM notify_outbox) - ?1";
         statements.push((prune.into(), vec![Arg::Int(MAX_KEPT)]));
+        let forget = "DELETE FROM notify_calls WHERE resolved = 1 AND rowid <= \
+                      (SELECT MAX(rowid) FROM notify_calls) - ?1";
+        statements.push((forget.into(), vec![Arg::Int(MAX_KEPT)]));
         self.db.atomically(&statements)?;
         Ok(added)
     }

@@ -75,6 +75,7 @@ mod tests {
         let d = Decision {
             session: "s1".into(),
             call: "c1".into(),
+            since: 0,
             approve: false,
             expires: 9,
         };

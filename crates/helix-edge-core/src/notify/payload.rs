@@ -84,14 +84,23 @@ fn json_body(e: &Event<'_>) -> Value {
 
 fn slack_body(e: &Event<'_>) -> Value {
     let c = e.call;
+    let (tool, agent, session) = (
+        slack_text(&c.tool_name),
+        slack_text(e.agent),
+        slack_text(e.session),
+    );
     let what = match (e.kind, c.kind.as_str()) {
-        (EventKind::Resolved, _) => format!("`{}` in {} no longer waits.", c.tool_name, e.session),
-        (EventKind::Waiting, "approval") => {
-            format!("*{}* asks to run `{}`.", e.agent, c.tool_name)
-        }
-        (EventKind::Waiting, _) => format!("*{}* waits on you for `{}`.", e.agent, c.tool_name),
+        (EventKind::Resolved, _) => format!("`{tool}` in {session} no longer waits."),
+        (EventKind::Waiting, "approval") => format!("*{agent}* asks to run `{tool}`."),
+        (EventKind::Waiting, _) => format!("*{agent}* waits on you for `{tool}`."),
     };
+    // What the model wrote is shown as text, never as Slack markup (no mention, no link,
+    // no way out of the code block), and within a section's 3000 characters.
     let arguments = serde_json::to_string_pretty(&c.arguments).unwrap_or_default();
+    let mut arguments = slack_text(&arguments).replace("```", "` ` `");
+    if arguments.chars().count() > MAX_SHOWN {
+        arguments = arguments.chars().take(MAX_SHOWN).collect::<String>() + "…";
+    }
     let mut blocks = vec![json!({
         "type": "section",
         "text": { "type": "mrkdwn", "text": format!("{what}\n```{arguments}```") },
@@ -108,6 +117,16 @@ fn slack_body(e: &Event<'_>) -> Value {
     buttons.push(button("Open the session", &e.session_link, None));
     blocks.push(json!({ "type": "actions", "elements": buttons }));
     json!({ "text": what, "blocks": blocks })
+}
+
+/// The most characters of the arguments a Slack message shows (a section holds 3000).
+const MAX_SHOWN: usize = 2500;
+
+/// `text` as Slack shows text, not markup (`&`, `<`, `>` escaped as its API asks).
+fn slack_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn button(text: &str, url: &str, style: Option<&str>) -> Value {
@@ -202,5 +221,25 @@ mod tests {
             !resolved.to_string().contains("secret"),
             "what the call asks is not sent"
         );
+    }
+
+    #[test]
+    fn what_the_model_wrote_is_text_in_slack_not_markup_and_bounded() {
+        let mut call = call();
+        let injected = "```\n<!channel> <https://evil.example|click> & more";
+        call.arguments = json!({ "path": injected, "z": "x".repeat(5000) });
+        call.tool_name = "<!here>".into();
+        let body: Value =
+            serde_json::from_str(&body(&event(&call, EventKind::Waiting), Format::Slack)).unwrap();
+        let text = body["blocks"][0]["text"]["text"].as_str().unwrap();
+        assert!(!text.contains("<!channel>") && !text.contains("<!here>"));
+        assert!(!text.contains("<https"));
+        assert!(text.contains("&lt;!channel&gt;") && text.contains("&amp; more"));
+        assert_eq!(
+            text.matches("```").count(),
+            2,
+            "one code block, not closed early"
+        );
+        assert!(text.chars().count() < 3000, "{}", text.len());
     }
 }

@@ -12,6 +12,11 @@ use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// The session object's internal route that answers the call a decision link names
+/// (`{"call": toolCallId}` → `{"agent", "call"}`, the call with when it started
+/// waiting; 404 when it does not wait).
+pub const DECISION_CALL_PATH: &str = "/__internal/decision-call";
+
 /// The `webhook-signature` header of `body`, sent as `id` at `timestamp` (seconds).
 pub fn signature(secret: &[u8], id: &str, timestamp: u64, body: &str) -> String {
     let Ok(mut mac) = <HmacSha256 as KeyInit>::new_from_slice(secret) else {
@@ -28,6 +33,9 @@ pub struct Decision {
     pub session: String,
     /// The call (its `toolCallId`).
     pub call: String,
+    /// When the call started waiting (ms): a later call that reuses the id (after a
+    /// retry, in a session made again) is another call.
+    pub since: u64,
     /// Approve (else deny).
     pub approve: bool,
     /// When the link stops holding (seconds since the epoch).
@@ -54,7 +62,10 @@ fn tag(key: &str, payload: &str) -> Option<Vec<u8>> {
 /// with `key`.
 pub fn decision_token(key: &str, d: &Decision) -> Option<String> {
     let verdict = if d.approve { "approve" } else { "deny" };
-    let fields = format!("{}\0{}\0{verdict}\0{}", d.session, d.call, d.expires);
+    let fields = format!(
+        "{}\0{}\0{}\0{verdict}\0{}",
+        d.session, d.call, d.since, d.expires
+    );
     let payload = URL_SAFE_NO_PAD.encode(fields);
     let tag = URL_SAFE_NO_PAD.encode(tag(key, &payload)?);
     Some(format!("{payload}.{tag}"))
@@ -76,9 +87,10 @@ pub fn verify_decision(key: &str, token: &str, now_secs: u64) -> Result<Decision
         .map_err(|_| LinkError::Invalid)?;
     let fields = String::from_utf8(fields).map_err(|_| LinkError::Invalid)?;
     let parts: Vec<&str> = fields.split('\0').collect();
-    let [session, call, verdict, expires] = parts[..] else {
+    let [session, call, since, verdict, expires] = parts[..] else {
         return Err(LinkError::Invalid);
     };
+    let since = since.parse().map_err(|_| LinkError::Invalid)?;
     let approve = match verdict {
         "approve" => true,
         "deny" => false,
@@ -91,6 +103,7 @@ pub fn verify_decision(key: &str, token: &str, now_secs: u64) -> Result<Decision
     Ok(Decision {
         session: session.into(),
         call: call.into(),
+        since,
         approve,
         expires,
     })
@@ -117,6 +130,7 @@ mod tests {
         let d = Decision {
             session: "s.1".into(),
             call: "call_0".into(),
+            since: 7,
             approve: true,
             expires: 2_000,
         };

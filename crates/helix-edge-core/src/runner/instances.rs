@@ -71,7 +71,10 @@ fn start(
         match plan(agent, &instance, state) {
             Plan::Gated(kind) => {
                 let tool = agent.tool(&call.name);
-                let deadline = tool.and_then(|t| t.client_deadline());
+                let deadline = tool.and_then(|t| match kind {
+                    PendingKind::Approval => t.approval_deadline(),
+                    _ => t.client_deadline(),
+                });
                 let approvers = tool.and_then(|t| t.approvers.clone());
                 ran.pending.push(PendingCall {
                     tool_call_id: instance.id,

@@ -12,8 +12,8 @@ use crate::auth::AuthConfig;
 use crate::host::Level;
 use crate::http::{internal, json_response};
 use crate::notify::{
-    Decision, Delivered, Delivery, Event, EventKind, Notify, Outbox, Waiting, Webhook, body,
-    decision_token, signature,
+    DECISION_CALL_PATH, Decision, Delivered, Delivery, Event, EventKind, Notify, Outbox, Waiting,
+    Webhook, body, decision_token, signature,
 };
 use crate::store::{PendingCall, PendingKind, Store};
 use crate::worker_host::{config_value, log};
@@ -25,6 +25,9 @@ use std::time::Duration;
 use worker::{AbortController, Date, Delay, Env, Fetch, Headers};
 
 pub(super) const NOTIFY: Capability = Capability {
+    routes: &[(DECISION_CALL_PATH, |inner, call| {
+        Box::pin(inner.decision_call(call))
+    })],
     operations: &[(Operation::ListNotifications, |inner, call| {
         Box::pin(inner.notifications(call))
     })],
@@ -142,8 +145,8 @@ impl Inner {
                 "notify_failed",
                 json!({ "session": id, "error": e }),
             );
-            return;
         }
+        // What is owed already goes out even when this slice's writes failed.
         self.deliver(id, config);
     }
 
@@ -199,11 +202,48 @@ impl Inner {
         });
     }
 
-    /// When the next notification falls due (ms), if one is owed.
+    /// When the next notification falls due (ms), if one is owed. While a delivery
+    /// round is under way it takes what falls due and drives the session when it ends:
+    /// the alarm waits at least a lease (never a hot loop on rows it has not taken yet).
     fn notification_due(&self) -> Option<u64> {
         configured(&self.env)?;
         let parts = self.parts().ok()?;
-        Outbox::new(parts.sql.clone()).next_due().ok().flatten()
+        let due = Outbox::new(parts.sql.clone()).next_due().ok().flatten()?;
+        let id = self.id.borrow().clone().unwrap_or_default();
+        let delivering = DELIVERING.with_borrow(|d| d.contains(&id));
+        Some(match delivering {
+            true => due.max(Date::now().as_millis() + LEASE_MS),
+            false => due,
+        })
+    }
+
+    /// The call a decision link names, while it waits (with when it started waiting,
+    /// which the link carries too), and the session's agent.
+    async fn decision_call(&self, call: &Call<'_>) -> Reply {
+        let parts = self.attach(call.id)?;
+        let asked: serde_json::Value = serde_json::from_slice(call.body).unwrap_or_default();
+        let wanted = asked["call"].as_str().unwrap_or_default();
+        let loaded = parts.runner.store().load(call.id).await;
+        let loaded = loaded.map_err(|e| internal("decision call", e))?;
+        let Some(loaded) = loaded else {
+            return Err(ApiError::client(
+                404,
+                "session_not_found",
+                "No such session.",
+            ));
+        };
+        let head = &loaded.head;
+        let pending = head.pending.iter().find(|p| p.tool_call_id == wanted);
+        // Answered while another call of its step still waits: it waits no more.
+        let pending = pending.filter(|p| !parts.runner.has_answer(call.id, &p.answer_id()));
+        match pending {
+            Some(p) => json_response(200, &json!({ "agent": head.agent, "call": p })),
+            None => Err(ApiError::client(
+                404,
+                "tool_call_not_found",
+                "The call does not wait.",
+            )),
+        }
     }
 
     /// `GET …/notifications`: the session's notifications, newest first.
@@ -220,7 +260,8 @@ impl Inner {
         let parts = self.attach(call.id)?;
         // The session must exist (the outbox of an unknown one is empty, not a 404's).
         self.head(&parts.runner, call.id).await?;
-        let sinks: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
+        // A sink's origin only: the rest of a webhook's URL is often its credential.
+        let sinks: Vec<String> = config.webhooks.iter().map(|w| origin(&w.url)).collect();
         let listed = Outbox::new(parts.sql.clone())
             .list(&sinks)
             .map_err(|e| internal("notifications", e))?;
@@ -229,6 +270,14 @@ impl Inner {
             &json!({ "notifications": listed, "sinks": sinks.len() }),
         )
     }
+}
+
+/// The scheme and host of `url` (`https://hooks.slack.com`).
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = host.rsplit('@').next().unwrap_or_default();
+    format!("{scheme}://{host}")
 }
 
 /// The decision links of a waiting approval (not for a role-gated one: a link alone
@@ -251,6 +300,7 @@ fn links(
         let decision = Decision {
             session: session.into(),
             call: call.tool_call_id.clone(),
+            since: call.since,
             approve,
             expires,
         };

@@ -34,6 +34,10 @@ impl Inner {
         from: u64,
         mut answer: Response,
     ) -> Reply {
+        // A refusal (a child's, passed on) stays the JSON error it is.
+        if !(200..300).contains(&answer.status_code()) {
+            return Ok(answer);
+        }
         let text = answer.text().await.map_err(|e| internal("answer", e))?;
         let fields = serde_json::from_str(&text).unwrap_or_default();
         let resp = self.stream_after(&*self.parts()?, id, from, true).await?;
