@@ -3,7 +3,8 @@
 // way, checked here with the documented recipe —, is retried after a 500 with the same
 // idempotency key, and is followed by `call.resolved`; the link's GET shows the call and
 // decides nothing (twice, as a mail scanner would), its POST decides once; an expired or
-// altered link decides nothing; an approval nobody decides by its deadline is denied.
+// altered link decides nothing; an approval nobody decides by its deadline is denied;
+// in Chromium, the page shows the call and its button decides, once.
 
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,7 @@ import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
 import { HelixClient } from '@helix-edge/client';
 import { API_TOKEN, api, startWithMock, waitFor } from './client.mjs';
+import { launchBrowser, pageErrors } from './browser.mjs';
 
 const SECRET = `whsec_${Buffer.from('e2e-webhook-secret-0123456789').toString('base64')}`;
 
@@ -198,4 +200,35 @@ test('an approval nobody decides by its deadline is denied, the model told why; 
   assert.deepEqual(messages.find((m) => m.role === 'tool').metadata?.decidedBy, { subject: 'deadline' });
   assert.equal((await decide(event.links.approve)).status, 409, 'too late to approve');
   await receiver.until((r) => r.json.session.id === id && r.json.type === 'call.resolved');
+});
+
+test('in a browser, the link shows the call and its button decides, once', async () => {
+  const id = newId('browser');
+  llm.push({ calls: [{ name: 'delete_file', args: { path: '/b' } }] }, { text: 'Deleted.' });
+  await api(worker, 'POST', '/v1/sessions', { agent: 'assistant', sessionId: id, input: 'delete /b' });
+  const [{ json: event }] = await receiver.until((r) => r.json.session.id === id && r.json.type === 'call.waiting');
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.newPage();
+    const errors = pageErrors(page);
+    const shown = await page.goto(`${worker.baseUrl}${event.links.approve}`);
+    assert.equal(shown.status(), 200);
+    assert.equal(await page.title(), 'Approve delete_file?');
+    assert.match(await page.$eval('pre', (e) => e.textContent), /"\/b"/);
+    const waiting = await api(worker, 'GET', `/v1/sessions/${id}`);
+    assert.equal(waiting.body.pendingToolCalls.length, 1, 'opening the page decided nothing');
+    await page.type('input[name=reason]', 'ok from the browser');
+    const [decided] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+    assert.equal(decided.status(), 200);
+    assert.equal(await page.title(), 'Approved');
+    await waitFor(worker, id, (s) => s.status === 'completed');
+    assert.deepEqual(errors, [], 'the pages load without an error');
+    // Back and submit again (a double click, a reload): refused, nothing runs twice.
+    const again = await page.goto(`${worker.baseUrl}${event.links.approve}`);
+    assert.equal(again.status(), 409);
+    const messages = (await api(worker, 'GET', `/v1/sessions/${id}/messages`)).body.messages;
+    assert.equal(messages.filter((m) => m.role === 'tool').length, 1);
+  } finally {
+    await browser.close();
+  }
 });
