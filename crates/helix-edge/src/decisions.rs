@@ -5,7 +5,7 @@
 //! expired (410), or whose call no longer waits (409) decides nothing, and a role-gated
 //! call is never decided by a link alone (403).
 
-use crate::api::{ApiError, percent_decode};
+use crate::api::{ApiError, form_pairs};
 use crate::app::App;
 use crate::auth::AuthConfig;
 use crate::http::{ObjectRequest, RawRequest, call_object, internal, read_body};
@@ -115,7 +115,9 @@ async fn decide(req: &RawRequest, token: &str, env: &Env, app: &App) -> Page {
         return (403, message("Sign in to decide", text));
     }
     let reason = match read_body(req).await {
-        Ok(body) => form_field(&String::from_utf8_lossy(&body), "reason"),
+        Ok(body) => form_pairs(&String::from_utf8_lossy(&body))
+            .into_iter()
+            .find_map(|(k, v)| (k == "reason").then_some(v)),
         Err(e) => return (e.status, message("Not decided", &e.message)),
     };
     let mut answer = json!({
@@ -162,14 +164,6 @@ async fn decide(req: &RawRequest, token: &str, env: &Env, app: &App) -> Page {
         }
         Err(e) => (e.status, message("Not decided", &e.message)),
     }
-}
-
-/// Field `name` of a form body (`application/x-www-form-urlencoded`), decoded.
-fn form_field(body: &str, name: &str) -> Option<String> {
-    body.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        (k == name).then(|| percent_decode(&v.replace('+', " ")))
-    })
 }
 
 /// A page for the browser: no script, nothing loaded, its form posting to itself only.

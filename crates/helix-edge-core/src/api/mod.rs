@@ -39,7 +39,8 @@ pub use plan::{Plan, Target, plan};
 pub use routes::{Operation, ROUTES, Route, RouteSpec, route};
 pub use streamed::{answer_headers, wants_stream};
 pub use url::{
-    MessagesQuery, StreamQuery, origin, page, path_and_query, percent_decode, query_pairs,
+    MessagesQuery, StreamQuery, form_pairs, origin, page, path_and_query, percent_decode,
+    query_pairs,
 };
 #[cfg(feature = "usage")]
 pub use usage::{GroupBy, MAX_GROUPS, UsageGroup, UsageQuery, UsageReport};

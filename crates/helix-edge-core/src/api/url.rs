@@ -24,6 +24,12 @@ pub fn origin(url: &str) -> &str {
 /// The decoded `key=value` pairs of a URL's query (`+` is a space, `%XX` a byte).
 pub fn query_pairs(url: &str) -> Vec<(String, String)> {
     let query = path_and_query(url).split_once('?').map_or("", |(_, q)| q);
+    form_pairs(query)
+}
+
+/// The decoded `key=value` pairs of a query string or an
+/// `application/x-www-form-urlencoded` body (`+` is a space, `%XX` a byte).
+pub fn form_pairs(query: &str) -> Vec<(String, String)> {
     query
         .split('&')
         .filter(|pair| !pair.is_empty())

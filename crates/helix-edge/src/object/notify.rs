@@ -272,12 +272,17 @@ impl Inner {
     }
 }
 
-/// The scheme and host of `url` (`https://hooks.slack.com`).
+/// The scheme and host of `url` (`https://hooks.slack.com`): its origin without the
+/// credentials a user part may carry.
 fn origin(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = host.rsplit('@').next().unwrap_or_default();
-    format!("{scheme}://{host}")
+    let origin = crate::api::origin(url);
+    match origin.split_once("://") {
+        Some((scheme, authority)) => {
+            let host = authority.rsplit('@').next().unwrap_or_default();
+            format!("{scheme}://{host}")
+        }
+        None => origin.to_string(),
+    }
 }
 
 /// The decision links of a waiting approval (not for a role-gated one: a link alone
