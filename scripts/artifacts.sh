@@ -5,7 +5,9 @@
 #   target/artifacts/production  the same build's worker (its wasm is the upload's; the
 #                                suite checks the hash), run by every test that injects
 #                                no fault
-#   target/artifacts/test        the test flavour: the product plus the test-only routes,
+#   target/artifacts/test        the test flavour (release; without the wasm-opt pass
+#                                unless HELIX_TEST_FLAVOUR_WASM_OPT=1, as the benchmarks,
+#                                which time it, build it): the product plus the test-only routes,
 #                                fault injection and the `ledger` agent (feature
 #                                `test-flavour`), for the tests that need them
 #   target/artifacts/example     the minimal example as its `wrangler deploy --dry-run`
@@ -24,7 +26,7 @@ rm -rf "$art/deploy"
 rm -rf "$art/production"
 cp -R build "$art/production"
 
-HELIX_BUILD_FEATURES=test-flavour HELIX_BUILD_OUT="$art/test" bash scripts/build.sh
+HELIX_BUILD_FEATURES=test-flavour HELIX_BUILD_WASM_OPT="${HELIX_TEST_FLAVOUR_WASM_OPT:-0}" HELIX_BUILD_OUT="$art/test" bash scripts/build.sh
 
 # The example, a user's worker with its own lockfile, shares the workspace's compiled
 # dependencies (CARGO_TARGET_DIR).

@@ -14,6 +14,8 @@ cargo bench --bench hot_paths
 
 echo
 echo "## Bundle (wrangler deploy --dry-run) and the test flavour, built once"
+# The benchmarks time the test flavour: optimised as the production build is.
+export HELIX_TEST_FLAVOUR_WASM_OPT=1
 bash scripts/artifacts.sh
 
 echo

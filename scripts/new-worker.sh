@@ -2,8 +2,9 @@
 # Generates a worker crate of your own from templates/worker: the entry, one agent with
 # an approval-gated tool and typed state, its native test, a dev script with the demo
 # model scripted for it, .gitignore, .dev.vars.example and wrangler pinned in a
-# package.json. It depends on this checkout by path and gets a copy of the library's D1
-# migrations in its own migrations/ (its tests/migrations.rs keeps the copy current).
+# package.json. It depends on this checkout by path, starts from the checkout's
+# Cargo.lock (the versions helix-edge is tested with) and gets a copy of the library's
+# D1 migrations in its own migrations/ (its tests/migrations.rs keeps the copy current).
 #
 #   scripts/new-worker.sh NAME [DIR]    # DIR defaults to ../NAME
 set -euo pipefail
@@ -29,6 +30,9 @@ find "$dir" -type f -print0 | while IFS= read -r -d '' f; do
     -e "s#{{helix_readme}}#$readme#g" "$f"
   rm -f "$f.bak"
 done
+# The dependency versions this checkout is tested with (cargo drops what the new crate
+# does not use; `cargo update` moves on when you choose).
+cp "$root/Cargo.lock" "$dir/Cargo.lock"
 mkdir -p "$dir/migrations"
 cp "$root"/crates/helix-edge/migrations/*.sql "$dir/migrations/"
 echo "Created $dir. Next:"

@@ -115,23 +115,23 @@ phase "the reference worker and the example as wrangler deploy builds them; the 
 bash scripts/artifacts.sh
 
 phase "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
-# Files run one at a time: two at a time (E2E_CONCURRENCY=2) is quicker,
-# but on two cores tests that script a shared mock model, or time a stream, then fail
-# now and then (an answer taken out of turn, a connection the proxy of `wrangler dev`
-# drops); --test-force-exit: a handle a failed test leaves open (a server, a socket)
-# must not keep the run alive; --test-timeout bounds any one test.
-# The two files that load the machine on purpose (64 clients for a minute, 20 SIGKILLs)
-# run after the others, alone: beside them, a test that times a stream sees the proxy
-# of `wrangler dev` drop its connections. Its status is kept: the report below comes at
-# the end of a failed run too.
-alone=(tests/e2e/load.test.mjs tests/e2e/crash.test.mjs)
+# Files run two at a time, each with a worker and a mock model of its own; --test-force-exit:
+# a handle a failed test leaves open (a server, a socket) must not keep the run alive;
+# --test-timeout bounds any one test. The files that load the machine on purpose (64
+# clients for a minute, 20 SIGKILLs) or time a wait to the hundred milliseconds against
+# the model (`faults`: a Retry-After of 1 s — the isolate's clock stands still while it
+# computes, so a starved one times its wait from a moment already past and the retry comes early by real
+# time) run after the others, one at a time: beside a busy neighbour a stream's timing
+# is the machine's, not the worker's. Its status is kept: the report below comes at the
+# end of a failed run too.
+alone=(tests/e2e/faults.test.mjs tests/e2e/load.test.mjs tests/e2e/crash.test.mjs)
 shared=()
 for file in tests/e2e/*.test.mjs; do
   case " ${alone[*]} " in *" $file "*) ;; *) shared+=("$file") ;; esac
 done
 e2e=0
 : > "$report/e2e.log"
-node --test --test-concurrency="${E2E_CONCURRENCY:-1}" --test-force-exit --test-timeout=600000 \
+node --test --test-concurrency="${E2E_CONCURRENCY:-2}" --test-force-exit --test-timeout=600000 \
   --test-reporter=spec "${shared[@]}" 2>&1 | tee -a "$report/e2e.log" || e2e=$?
 node --test --test-concurrency=1 --test-force-exit --test-timeout=600000 \
   --test-reporter=spec "${alone[@]}" 2>&1 | tee -a "$report/e2e.log" || e2e=$?
