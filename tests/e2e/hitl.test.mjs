@@ -44,6 +44,7 @@ test('an approval suspends the run; approving resumes it on the same stream to t
   assert.equal(session.status, 'active');
   assert.equal(session.pendingToolCalls[0].kind, 'approval');
   assert.equal(session.pendingToolCalls[0].toolCallId, request.json.toolCallId);
+  assert.equal(session.suspendedReason, 'suspended_approval');
 
   const ok = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
     { kind: 'approval-response', toolCallId: request.json.toolCallId, approved: true });
@@ -127,6 +128,7 @@ test('a client tool is answered with a result, or with an error', async () => {
     const events = await sse.until((e) => e.type === 'run_suspended');
     const start = events.find((e) => e.type === 'tool_start' && e.json.executor === 'client');
     assert.ok(start.json.deadline > Date.now(), 'a client call has a deadline');
+    assert.equal((await api(worker, 'GET', `/v1/sessions/${id}`)).body.suspendedReason, 'suspended_client_tool');
     const res = await api(worker, 'POST', `/v1/sessions/${id}/tool-results`,
       { kind: 'client-tool-result', toolCallId: start.json.toolCallId, ...answer });
     assert.equal(res.status, 202);

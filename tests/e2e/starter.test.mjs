@@ -22,7 +22,7 @@ after(async () => { await worker?.stop(); worker?.cleanup(); rmSync(BASE, { recu
 test('a generated worker tests natively, serves the dev model, and the packed client drives an approval', async () => {
   run('bash', [join(ROOT, 'scripts', 'new-worker.sh'), 'todo-worker', APP], ROOT);
   const tested = run('cargo', ['test'], APP);
-  assert.match(tested, /test result: ok\. 1 passed/);
+  assert.match(tested, /test result: ok\. 2 passed/);
 
   // The client, packed as it would be published, installed into the new project.
   run('npm', ['pack', '--pack-destination', BASE], join(ROOT, 'clients', 'js'));

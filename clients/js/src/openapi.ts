@@ -741,8 +741,11 @@ export interface components {
             output?: unknown;
             error?: components["schemas"]["ErrorInfo"];
             pendingToolCalls: components["schemas"]["PendingCall"][];
-            /** @enum {unknown} */
-            suspendedReason?: "suspended_client_tool" | "suspended_awaiting_children";
+            /**
+             * @description What the run waits on: `suspended_approval` (approvals only), `suspended_client_tool` (a client tool's result, or an MCP server's question or sign-in, among the calls) or `suspended_awaiting_children` (sub-agent sessions).
+             * @enum {unknown}
+             */
+            suspendedReason?: "suspended_approval" | "suspended_client_tool" | "suspended_awaiting_children";
             forkedFrom?: {
                 sessionId: string;
                 checkpointId: string;

@@ -82,6 +82,21 @@ fn waiting(s: &Scenario, r: &TestRunner, tool: &str) -> String {
     call.id
 }
 
+/// The denial's text on the stream's `tool_end` (what the model is told, too).
+fn denial_seen(s: &Scenario) -> String {
+    chunks_of(&s.journal.events())
+        .into_iter()
+        .find_map(|c| match c {
+            ChunkBody::ToolEnd {
+                success: false,
+                error,
+                ..
+            } => error,
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 fn approval(call: &str, approved: bool) -> Submission {
     Submission::Approval {
         tool_call_id: call.into(),
@@ -182,6 +197,20 @@ fn the_api_token_decides_any_approval_and_a_denial_records_its_user() {
             _ => None,
         });
     assert_eq!(ended, Some(None), "the API token is no user");
+    assert_eq!(denial_seen(&s), "Tool call was not approved by the user");
+
+    // A holder of the role denies: the model is told an approver did, by their role.
+    let (s, paid) = world();
+    let r = s.runner("p1");
+    let call = waiting(&s, &r, "pay_invoice");
+    let bob = user("bob", "acme", &["finance"]);
+    block(r.submit_as(SESSION, approval(&call, false), &bob)).unwrap();
+    assert_eq!(drive(&r), Progress::Idle(SessionStatus::Completed));
+    assert_eq!(paid.get(), 0);
+    assert_eq!(
+        denial_seen(&s),
+        "Tool call was not approved by an approver holding the role 'finance'"
+    );
 
     // A call any approver may approve: its owner's decision is recorded; a stranger's
     // (let in only by a role another call needs) is refused.

@@ -36,6 +36,7 @@ fn an_approved_call_suspends_then_runs_once_and_the_run_completes() {
     assert_eq!(s.head.status, SessionStatus::Active);
     assert_eq!(s.head.pending.len(), 1);
     assert_eq!(s.head.pending[0].kind, PendingKind::Approval);
+    assert_eq!(suspended_reason(&w), Some("suspended_approval".into()));
     assert!(w.chunks().iter().any(|c| matches!(c, ChunkBody::ToolApprovalRequest { tool_call_id, .. } if *tool_call_id == call.id)));
     assert!(matches!(
         w.chunks().last(),
@@ -65,6 +66,12 @@ fn an_approved_call_suspends_then_runs_once_and_the_run_completes() {
     assert_eq!(runs.len(), 1, "the run keeps its id through the suspension");
     assert_eq!(w.session().head.run.status, RunStatus::Completed);
     assert_consistent(&w, &initial());
+}
+
+/// `suspendedReason` as `GET /v1/sessions/{id}` shows it.
+fn suspended_reason(w: &World) -> Option<String> {
+    let view = serde_json::to_value(helix_edge_core::api::SessionView::from(w.session())).ok()?;
+    view["suspendedReason"].as_str().map(String::from)
 }
 
 const DENIED: &str = "Tool call was not approved by the user";
@@ -221,6 +228,7 @@ fn client_results_errors_and_expired_deadlines_become_tool_results() {
         else {
             panic!("suspended with a deadline")
         };
+        assert_eq!(suspended_reason(&w), Some("suspended_client_tool".into()));
         match case {
             "result" => block(r.submit(
                 SESSION,
@@ -567,6 +575,10 @@ fn an_approval_nobody_decides_by_its_deadline_is_denied_and_the_model_is_told() 
     assert_eq!(
         content["reason"],
         "Nobody decided within the approval's deadline (60 s)."
+    );
+    assert_eq!(
+        content["error"],
+        "Tool call was not approved before its deadline"
     );
     let tool = w
         .messages()

@@ -122,7 +122,7 @@ async fn decide(req: &RawRequest, token: &str, env: &Env, app: &App) -> Page {
     };
     let mut answer = json!({
         "kind": "approval-response", "toolCallId": decision.call, "approved": decision.approve,
-        "decidedBy": { "subject": "decision-link" },
+        "decidedBy": { "subject": helix_edge_core::store::Owner::DECISION_LINK },
     });
     if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
         answer["reason"] = reason.chars().take(2000).collect::<String>().into();

@@ -31,3 +31,20 @@ fn adding_runs_at_once_and_clearing_waits_for_a_human() {
     assert_eq!(session.state, json!({ "todos": [] }));
     s.assert_consistent(&json!({ "todos": [] }));
 }
+
+#[test]
+fn the_stream_replays_from_the_state_the_session_started_with() {
+    let s = scenario();
+    let milk = s.model.call("add_todo", json!({ "text": "buy milk" }));
+    let eggs = s.model.call("add_todo", json!({ "text": "buy eggs" }));
+    s.model.calls(vec![milk, eggs]).text("Added both.");
+    let runner = s.runner("p1");
+    s.create(&runner, "assistant", "Add milk and eggs.");
+    s.drive(&runner);
+    // The end, asserted as such (the two calls run in parallel, in either order)...
+    let mut todos = s.session().state["todos"].clone();
+    todos.as_array_mut().unwrap().sort_by_key(|t| t.to_string());
+    assert_eq!(todos, json!(["buy eggs", "buy milk"]));
+    // ...and the start: the stream's patches replayed from it give that end.
+    s.assert_consistent(&json!({ "todos": [] }));
+}

@@ -126,7 +126,17 @@ impl ResumeReason {
 impl From<Loaded> for SessionView {
     fn from(l: Loaded) -> Self {
         let h = l.head;
+        // A run waiting on people says on what: approvals only, or a client's answer
+        // (a client tool, an MCP server's question or sign-in) among them.
+        let approvals_only = h
+            .pending
+            .iter()
+            .filter(|p| p.kind != PendingKind::Child)
+            .all(|p| p.kind == PendingKind::Approval);
         let suspended_reason = h.suspended_reason.map(|r| match r {
+            crate::chunk::SuspendReason::ClientTool if approvals_only => {
+                "suspended_approval".to_string()
+            }
             crate::chunk::SuspendReason::ClientTool => "suspended_client_tool".to_string(),
             crate::chunk::SuspendReason::AwaitingChildren => {
                 "suspended_awaiting_children".to_string()

@@ -7,7 +7,7 @@ use crate::chunk::ChunkBody;
 use crate::error::{Coded, ToolError};
 use crate::message::{Message, ToolCall};
 use crate::state::PatchOp;
-use crate::store::Owner;
+use crate::store::{Approvers, Owner};
 use serde_json::Value;
 
 /// Resolves a call that does not run (denied, unknown, expired, skipped…) as `error`.
@@ -19,18 +19,21 @@ pub(crate) fn end_without_running(
     end_with_error(call, error.code(), &error.to_string(), emitter)
 }
 
-/// Resolves a denied call. The model sees the denial and, when the user gave one,
-/// their reason (`{"error": "Tool call was not approved by the user", "code":
-/// "tool_denied", "reason": "not today"}`); the stream's `tool_end`, sent before the
-/// reason is added, carries the denial's text as for any error.
+/// Resolves a denied call. The model sees the denial, saying who did not approve it
+/// (`denial`), and, when the decider gave one, their reason (`{"error": "Tool call was
+/// not approved by the user", "code": "tool_denied", "reason": "not today"}`); the
+/// stream's `tool_end`, sent before the reason is added, carries the denial's text as
+/// for any error.
 pub(crate) fn end_denied(
     call: &ToolCall,
     reason: Option<&str>,
     decided_by: Option<&Owner>,
+    approvers: Option<&Approvers>,
     emitter: &Emitter,
 ) -> Message {
     let denied = ToolError::Denied;
-    let mut message = Message::tool_error(call, denied.code(), &denied.to_string());
+    let text = denial(decided_by, approvers);
+    let mut message = Message::tool_error(call, denied.code(), &text);
     decided(&mut message, decided_by);
     tool_end(call, &message, decided_by, emitter);
     if let (Some(reason), Message::Tool { content, .. }) = (
@@ -40,6 +43,22 @@ pub(crate) fn end_denied(
         content["reason"] = Value::from(reason);
     }
     message
+}
+
+/// Who did not approve a call, as the model reads it: its deadline, when nobody decided
+/// in time; an approver holding the role the call needed, when a user did; else the
+/// user (the session's own, or the application answering for them).
+fn denial(decided_by: Option<&Owner>, approvers: Option<&Approvers>) -> String {
+    match (decided_by, approvers) {
+        (Some(by), _) if by.subject == Owner::DEADLINE => {
+            "Tool call was not approved before its deadline".into()
+        }
+        (Some(by), Some(rule)) if by.subject != Owner::DECISION_LINK => format!(
+            "Tool call was not approved by an approver holding the role '{}'",
+            rule.role
+        ),
+        _ => ToolError::Denied.to_string(),
+    }
 }
 
 /// Records on a call's result who approved or denied it (`metadata.decidedBy`), when

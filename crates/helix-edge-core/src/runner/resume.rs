@@ -171,7 +171,13 @@ impl<S: Store> Runner<S> {
                         decided_by,
                         ..
                     }),
-                ) => end_denied(call, reason.as_deref(), decided_by.as_ref(), &emitter),
+                ) => end_denied(
+                    call,
+                    reason.as_deref(),
+                    decided_by.as_ref(),
+                    pending[i].approvers.as_ref(),
+                    &emitter,
+                ),
                 (None, Some(Answer::ClientResult { result, .. })) => {
                     let (message, stored) =
                         end_with_result(call, result.clone(), output, &live.state, &emitter);
@@ -340,7 +346,7 @@ impl<S: Store> Runner<S> {
                         )),
                         answered_at: now,
                         decided_by: Some(crate::store::Owner {
-                            subject: "deadline".into(),
+                            subject: crate::store::Owner::DEADLINE.into(),
                             tenant: None,
                         }),
                     };

@@ -17,6 +17,11 @@ pub struct Owner {
 }
 
 impl Owner {
+    /// The `subject` of a denial no one made: the approval's deadline passed.
+    pub const DEADLINE: &'static str = "deadline";
+    /// The `subject` of a decision made through a notification's decision link.
+    pub const DECISION_LINK: &'static str = "decision-link";
+
     /// As JSON (`{subject, tenant?}`), written without a derived writer.
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::Map::new();

@@ -174,12 +174,21 @@ impl Scenario {
     }
 
     /// What must hold after any run: the stream's patches (those no `stream_resync`
-    /// disowned) replay to the stored state (from `initial`), the transcript is as long
-    /// as the head says, every call is answered at most once, and no patch is empty or
-    /// replaces the root.
-    pub fn assert_consistent(&self, initial: &Value) {
+    /// disowned), replayed from `initial_state`, give the stored state; the transcript
+    /// is as long as the head says; every call is answered at most once; and no patch is
+    /// empty or replaces the root.
+    ///
+    /// `initial_state` is the state the session **started** with (the agent's initial
+    /// state, or the one its create gave), not the state you expect at the end: assert
+    /// that one yourself, on `session().state`.
+    ///
+    /// ```ignore
+    /// assert_eq!(s.session().state, json!({ "todos": ["buy milk"] })); // the end
+    /// s.assert_consistent(&json!({ "todos": [] })); // the start the stream replays from
+    /// ```
+    pub fn assert_consistent(&self, initial_state: &Value) {
         let session = self.session();
-        let mut state = initial.clone();
+        let mut state = initial_state.clone();
         for body in chunks_of(&owned(&self.journal.events())) {
             if let ChunkBody::StatePatch { patches, .. } = body {
                 assert!(
