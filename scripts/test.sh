@@ -86,6 +86,14 @@ cargo clippy --workspace --exclude helix-edge-capacity --all-targets --locked --
   --features test-flavour,helix-edge/console -- -D warnings
 (cd examples/minimal-worker && cargo clippy --locked --target wasm32-unknown-unknown -- -D warnings)
 
+# The artifacts build in the background from here, beside the native, wasm and client
+# tests: their LTO links and wasm-opt passes keep one core of two busy, and the tests'
+# runs leave the other idle. (Each uses build directories of its own in target/.)
+bash scripts/artifacts.sh > "$report/artifacts.log" 2>&1 &
+artifacts=$!
+# A phase that fails stops the run: the build stops with it.
+trap 'pkill -P "$artifacts" 2>/dev/null; kill "$artifacts" 2>/dev/null' EXIT
+
 phase "cargo test (native)"
 cargo test --workspace --locked 2>&1 | tee "$report/native.log"
 # A worker crate's own tests, as a user runs them (plain `cargo test`).
@@ -111,20 +119,22 @@ phase "TypeScript client (clients/js): typecheck, build, unit tests; the console
 npm --workspace clients/js test 2>&1 | tee "$report/client.log"
 "$PWD/node_modules/.bin/tsc" -p crates/helix-edge/console/tsconfig.json
 
-phase "the reference worker and the example as wrangler deploy builds them; the test flavour"
-bash scripts/artifacts.sh
+phase "the reference worker and the example as wrangler deploy builds them; the test flavour (what is left of their build beside the tests above)"
+built=0
+wait "$artifacts" || built=$?
+trap - EXIT
+cat "$report/artifacts.log"
+[ "$built" = 0 ] || { echo "scripts/artifacts.sh failed (exit $built): its output is above" >&2; exit "$built"; }
 
 phase "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
-# Files run two at a time, each with a worker and a mock model of its own; --test-force-exit:
-# a handle a failed test leaves open (a server, a socket) must not keep the run alive;
-# --test-timeout bounds any one test. The files that load the machine on purpose (64
-# clients for a minute, 20 SIGKILLs) or time a wait to the hundred milliseconds against
-# the model (`faults`: a Retry-After of 1 s — the isolate's clock stands still while it
-# computes, so a starved one times its wait from a moment already past and the retry comes early by real
-# time) run after the others, one at a time: beside a busy neighbour a stream's timing
-# is the machine's, not the worker's. Its status is kept: the report below comes at the
-# end of a failed run too.
-alone=(tests/e2e/faults.test.mjs tests/e2e/load.test.mjs tests/e2e/crash.test.mjs)
+# Files run two at a time, each with a worker and a mock model of its own (and a
+# wrangler config of its own: `wrangler dev` reloads a worker whose config file changes);
+# --test-force-exit: a handle a failed test leaves open (a server, a socket) must not
+# keep the run alive; --test-timeout bounds any one test. The two files that load the
+# machine on purpose (64 clients for a minute, 20 SIGKILLs) run after the others, alone:
+# beside them, a test that times a stream sees the proxy of `wrangler dev` drop its
+# connections. Its status is kept: the report below comes at the end of a failed run too.
+alone=(tests/e2e/load.test.mjs tests/e2e/crash.test.mjs)
 shared=()
 for file in tests/e2e/*.test.mjs; do
   case " ${alone[*]} " in *" $file "*) ;; *) shared+=("$file") ;; esac

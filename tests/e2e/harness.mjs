@@ -112,15 +112,17 @@ export const EXAMPLE = join(ROOT, 'examples', 'minimal-worker');
  * `example`), with the reference's record over `shards` local D1 databases when given:
  * its wrangler.toml with `main` at the artifact, no [build] step (nothing is built or
  * watched) and the other D1 bindings added, written beside it (its paths are relative
- * to it) as `.wrangler-e2e-….toml` (ignored by git). Written whole and renamed into
- * place, as test files running at once may write the same one.
+ * to it) as `.wrangler-e2e-….toml` (ignored by git). One per test process, written once
+ * and removed when the process exits: `wrangler dev` watches its config file and
+ * reloads the worker when it changes, so a file shared by test files running at once
+ * would restart one file's worker mid-step whenever another started its own.
  */
 function artifactConfig(dir, artifact, shards) {
   const main = join(ARTIFACTS, artifact, 'worker', 'shim.mjs');
   if (!existsSync(main)) {
     throw new Error(`no ${artifact} artifact at ${main}: build it with scripts/artifacts.sh (scripts/test.sh does)`);
   }
-  const name = `.wrangler-e2e-${artifact}${shards ? `-shards-${shards}` : ''}.toml`;
+  const name = `.wrangler-e2e-${artifact}${shards ? `-shards-${shards}` : ''}-${process.pid}.toml`;
   const added = shardBindings(shards ?? 1).slice(1).map((binding, i) => [
     '', '[[d1_databases]]', `binding = "${binding}"`, `database_name = "helix-edge-${i + 1}"`,
     `database_id = "00000000-0000-0000-0000-${String(i + 1).padStart(12, '0')}"`,
@@ -130,11 +132,18 @@ function artifactConfig(dir, artifact, shards) {
     .replace(/^main = .*$/m, `main = ${JSON.stringify(main)}`)
     .replace(/^\[build\]\n[\s\S]*?(?=^\[)/m, '') + added.join('');
   const path = join(dir, name);
-  const tmp = `${path}.${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
+  if (!existsSync(path) || readFileSync(path, 'utf8') !== text) {
+    writeFileSync(path, text);
+    configs.add(path);
+  }
   return path;
 }
+
+/** The config files this process wrote, removed as it exits. */
+const configs = new Set();
+process.on('exit', () => {
+  for (const path of configs) rmSync(path, { force: true });
+});
 
 /**
  * Runs SQL on the local D1 database `binding` of `worker` (its config and persist
@@ -177,7 +186,9 @@ export async function logged(worker, pattern, timeoutMs = 10_000) {
  */
 function migratedState(dir, configArgs, bindings) {
   const migrations = join(dir, 'migrations');
-  const hash = createHash('sha256').update(JSON.stringify([dir, configArgs, bindings]));
+  // Keyed by the config's text, not its path (each test process has a file of its own).
+  const config = configArgs.length ? readFileSync(configArgs[1], 'utf8') : '';
+  const hash = createHash('sha256').update(JSON.stringify([dir, config, bindings]));
   for (const file of readdirSync(migrations).sort()) hash.update(file).update(readFileSync(join(migrations, file)));
   const path = join(E2E_DIR, `migrated-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(path)) return path;
