@@ -42,25 +42,31 @@ for component in rustfmt clippy; do
   fi
 done
 
-# The outside schema fuzzer of the end-to-end suite (PyPI), pinned, in a venv of its own.
+# The test tools outside the toolchain, installed once per machine (as the toolchain
+# is), each pinned in a directory of its version: a fresh clone does not build them
+# again. HELIX_TOOLS_DIR moves them.
+tools="${HELIX_TOOLS_DIR:-$HOME/.cache/helix-edge}"
+
+# The outside schema fuzzer of the end-to-end suite (PyPI), in a venv of its own.
 SCHEMATHESIS_VERSION=4.32.5
-export SCHEMATHESIS_BIN="$CARGO_TARGET_DIR/schemathesis/bin/st"
+venv="$tools/schemathesis-$SCHEMATHESIS_VERSION"
+export SCHEMATHESIS_BIN="$venv/bin/st"
 if ! "$SCHEMATHESIS_BIN" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-  echo "installing schemathesis $SCHEMATHESIS_VERSION (PyPI)"
+  echo "installing schemathesis $SCHEMATHESIS_VERSION (PyPI) into $venv"
   command -v python3 >/dev/null || { echo "python3 (3.10 or later, with venv) is needed" >&2; exit 1; }
-  python3 -m venv "$CARGO_TARGET_DIR/schemathesis"
-  "$CARGO_TARGET_DIR/schemathesis/bin/pip" install --quiet --disable-pip-version-check \
-    "schemathesis==$SCHEMATHESIS_VERSION"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-# The book's builder (crates.io), pinned, without its server and search (not needed to
-# build and check the book).
+# The book's builder (crates.io), without its server and search (not needed to build
+# and check the book).
 MDBOOK_VERSION=0.5.4
-export MDBOOK_BIN="$CARGO_TARGET_DIR/mdbook/bin/mdbook"
+export MDBOOK_BIN="$tools/mdbook-$MDBOOK_VERSION/bin/mdbook"
 if [ "$("$MDBOOK_BIN" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
-  echo "installing mdbook $MDBOOK_VERSION (crates.io)"
+  echo "installing mdbook $MDBOOK_VERSION (crates.io) into $tools"
   cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
-    --root "$CARGO_TARGET_DIR/mdbook" --quiet
+    --root "$tools/mdbook-$MDBOOK_VERSION" --quiet
 fi
 
 # A real browser for the console's test: Debian's chromium (puppeteer-core drives it).
@@ -135,9 +141,13 @@ phase "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
 # beside them, a test that times a stream sees the proxy of `wrangler dev` drop its
 # connections. Its status is kept: the report below comes at the end of a failed run too.
 alone=(tests/e2e/load.test.mjs tests/e2e/crash.test.mjs)
-shared=()
+# The longest files first (the report's slowest), so that none starts last and keeps
+# one core busy alone at the end.
+longest=(tests/e2e/starter.test.mjs tests/e2e/schemathesis.test.mjs tests/e2e/retention.test.mjs
+  tests/e2e/shards.test.mjs tests/e2e/shards-faults.test.mjs tests/e2e/live-state.test.mjs)
+shared=("${longest[@]}")
 for file in tests/e2e/*.test.mjs; do
-  case " ${alone[*]} " in *" $file "*) ;; *) shared+=("$file") ;; esac
+  case " ${alone[*]} ${longest[*]} " in *" $file "*) ;; *) shared+=("$file") ;; esac
 done
 e2e=0
 : > "$report/e2e.log"

@@ -17,11 +17,12 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { API_TOKEN, resendingForwarder, startWithMock } from './client.mjs';
 import { ROOT } from './harness.mjs';
 
-const ST = process.env.SCHEMATHESIS_BIN ?? join(ROOT, 'target', 'schemathesis', 'bin', 'st');
+const ST = process.env.SCHEMATHESIS_BIN ?? join(process.env.HELIX_TOOLS_DIR ?? join(homedir(), '.cache', 'helix-edge'), 'schemathesis-4.32.5', 'bin', 'st');
 const SEED = process.env.SCHEMATHESIS_SEED ?? '20261124';
 const EXAMPLES = process.env.SCHEMATHESIS_EXAMPLES ?? '25';
 
