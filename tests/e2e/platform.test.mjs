@@ -132,7 +132,7 @@ async function startWithMockAt(persistDir) {
 
 /** POSTs 8 MiB of JSON text in 64 KiB chunks with no length to `path`: the answer. */
 /** One POST of an 8 MiB body with no length, written a chunk at a time until the answer
- *  comes (the rest is then never sent). */
+ *  comes: the body then ends where it is (the rest is never sent). */
 function chunkedOnce(path, token) {
   return new Promise((resolve, reject) => {
     const url = new URL(worker.baseUrl + path);
@@ -142,25 +142,24 @@ function chunkedOnce(path, token) {
       answered = true;
       let body = '';
       res.on('data', (d) => { body += d; });
-      res.on('end', () => {
-        resolve({ status: res.statusCode, body: JSON.parse(body) });
-        req.destroy(); // the rest of the body is never sent
-      });
+      res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(body) }));
     });
     req.on('error', reject);
+    req.setTimeout(60_000, () => req.destroy(new Error(`no answer to POST ${path} within 60 s`)));
     const chunk = Buffer.alloc(64 * 1024, 'x');
     (async () => {
       req.write('{"message":"');
       for (let i = 0; i < 128 && !answered; i++) {
         if (!req.write(chunk)) {
           await new Promise((r) => {
-            const done = () => { req.off('drain', done); req.off('close', done); r(); };
+            const done = () => { req.off('drain', done); req.off('response', done); req.off('close', done); r(); };
             req.on('drain', done);
+            req.on('response', done);
             req.on('close', done);
           });
         }
       }
-      if (!answered) req.end('"}');
+      req.end(answered ? '' : '"}');
     })().catch(reject);
   });
 }
