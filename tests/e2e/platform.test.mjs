@@ -130,37 +130,27 @@ async function startWithMockAt(persistDir) {
   });
 }
 
-/** POSTs 8 MiB of JSON text in 64 KiB chunks with no length to `path`: the answer. */
-/** One POST of an 8 MiB body with no length, written a chunk at a time until the answer
- *  comes: the body then ends where it is (the rest is never sent). */
+/** POSTs 8 MiB of JSON text in 64 KiB chunks with no length to `path`: the answer.
+ *  (Written whole: a body that ends early, or never, makes the proxy of `wrangler dev`
+ *  restart the worker or hold its answer.) */
 function chunkedOnce(path, token) {
   return new Promise((resolve, reject) => {
     const url = new URL(worker.baseUrl + path);
     const headers = { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
-    let answered = false;
     const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers }, (res) => {
-      answered = true;
       let body = '';
       res.on('data', (d) => { body += d; });
       res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(body) }));
     });
     req.on('error', reject);
-    req.setTimeout(60_000, () => req.destroy(new Error(`no answer to POST ${path} within 60 s`)));
+    // The server answers before it reads the body and closes with the rest unsent: the
+    // writes still queued then fail on the socket after the answer was read, when the
+    // request no longer listens to it. That failure is expected; the answer is asserted.
+    req.on('socket', (socket) => socket.on('error', () => {}));
     const chunk = Buffer.alloc(64 * 1024, 'x');
-    (async () => {
-      req.write('{"message":"');
-      for (let i = 0; i < 128 && !answered; i++) {
-        if (!req.write(chunk)) {
-          await new Promise((r) => {
-            const done = () => { req.off('drain', done); req.off('response', done); req.off('close', done); r(); };
-            req.on('drain', done);
-            req.on('response', done);
-            req.on('close', done);
-          });
-        }
-      }
-      req.end(answered ? '' : '"}');
-    })().catch(reject);
+    req.write('{"message":"');
+    for (let i = 0; i < 128; i++) req.write(chunk);
+    req.end('"}');
   });
 }
 
