@@ -133,8 +133,8 @@ cat "$report/artifacts.log"
 [ "$built" = 0 ] || { echo "scripts/artifacts.sh failed (exit $built): its output is above" >&2; exit "$built"; }
 
 phase "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
-# Files run three at a time (two cores: the workers wait on each other and on the
-# mock model much of the time), each with a worker and a mock model of its own (and a
+# Files run two at a time (two cores; at three, connections of `wrangler dev` drop
+# now and then), each with a worker and a mock model of its own (and a
 # wrangler config of its own: `wrangler dev` reloads a worker whose config file changes);
 # --test-force-exit: a handle a failed test leaves open (a server, a socket) must not
 # keep the run alive; --test-timeout bounds any one test. The two files that load the
@@ -154,7 +154,7 @@ for file in tests/e2e/*.test.mjs; do
 done
 e2e=0
 : > "$report/e2e.log"
-node --test --test-concurrency="${E2E_CONCURRENCY:-3}" --test-force-exit --test-timeout=600000 \
+node --test --test-concurrency="${E2E_CONCURRENCY:-2}" --test-force-exit --test-timeout=600000 \
   --test-reporter=spec "${shared[@]}" 2>&1 | tee -a "$report/e2e.log" || e2e=$?
 node --test --test-concurrency=1 --test-force-exit --test-timeout=600000 \
   --test-reporter=spec "${alone[@]}" 2>&1 | tee -a "$report/e2e.log" || e2e=$?
