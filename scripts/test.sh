@@ -137,10 +137,10 @@ phase "end-to-end suite (wrangler dev, local D1 and Durable Objects)"
 # now and then), each with a worker and a mock model of its own (and a
 # wrangler config of its own: `wrangler dev` reloads a worker whose config file changes);
 # --test-force-exit: a handle a failed test leaves open (a server, a socket) must not
-# keep the run alive; --test-timeout bounds any one test. The two files that load the
-# machine on purpose (64 clients for a minute, 20 SIGKILLs) run after the others, alone:
-# beside them, a test that times a stream sees the proxy of `wrangler dev` drop its
-# connections; so does `platform`, whose 8 MiB bodies the proxy of `wrangler dev` now
+# keep the run alive; --test-timeout bounds any one test. Three files run after the
+# others, one at a time: the two that load the machine on purpose (64 clients for a
+# minute, 20 SIGKILLs; beside them, a test that times a stream sees the proxy of
+# `wrangler dev` drop its connections) and `platform`, whose 8 MiB bodies that proxy now
 # and then holds unanswered on a loaded machine. Its status is kept: the report below
 # comes at the end of a failed run too.
 alone=(tests/e2e/platform.test.mjs tests/e2e/load.test.mjs tests/e2e/crash.test.mjs)
