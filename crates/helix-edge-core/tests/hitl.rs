@@ -70,8 +70,9 @@ fn an_approved_call_suspends_then_runs_once_and_the_run_completes() {
 
 /// `suspendedReason` as `GET /v1/sessions/{id}` shows it.
 fn suspended_reason(w: &World) -> Option<String> {
-    let view = serde_json::to_value(helix_edge_core::api::SessionView::from(w.session())).ok()?;
-    view["suspendedReason"].as_str().map(String::from)
+    session_view(w)["suspendedReason"]
+        .as_str()
+        .map(String::from)
 }
 
 const DENIED: &str = "Tool call was not approved by the user";

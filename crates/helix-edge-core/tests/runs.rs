@@ -128,7 +128,7 @@ fn parallel_appends_to_one_array_all_survive_in_call_order() {
 
 /// `canResume` and `resumeReason` as `GET /v1/sessions/{id}` shows them.
 fn resumable(w: &World) -> (bool, String) {
-    let view = serde_json::to_value(helix_edge_core::api::SessionView::from(w.session())).unwrap();
+    let view = session_view(w);
     let reason = view["resumeReason"].as_str().unwrap().to_string();
     (view["canResume"].as_bool().unwrap(), reason)
 }

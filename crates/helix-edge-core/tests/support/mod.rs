@@ -133,3 +133,8 @@ pub fn results_seen(w: &World, n: usize) -> Vec<(String, bool, Value)> {
         })
         .collect()
 }
+
+/// The session as `GET /v1/sessions/{id}` shows it.
+pub fn session_view(w: &World) -> Value {
+    serde_json::to_value(helix_edge_core::api::SessionView::from(w.session())).unwrap()
+}
