@@ -59,6 +59,8 @@
 //! - `zones` (feature `schedules`): time zone rules from the runtime (`Intl`), for
 //!   the core's cron arithmetic; no zone database in the bundle.
 //! - `allocator` (feature `talc`): the worker's global allocator.
+//! - `busy` (features `otel`, `notify`): one piece of background work per session at a
+//!   time (the OTLP export, the notifications' delivery).
 //! - `console` (feature): the browser console, embedded and served at `/` (the
 //!   reference worker serves the same files as static assets).
 //! - [`migrations`]: the D1 migrations this version ships, and the check that the
@@ -91,6 +93,8 @@ pub use helix_edge_core::{skill, skills_dir};
 mod allocator;
 #[cfg(target_arch = "wasm32")]
 mod app;
+#[cfg(all(target_arch = "wasm32", any(feature = "otel", feature = "notify")))]
+mod busy;
 #[cfg(all(target_arch = "wasm32", feature = "console"))]
 mod console;
 #[cfg(target_arch = "wasm32")]

@@ -51,7 +51,7 @@ thread_local! {
     /// The deployment's notifications, read once per isolate.
     static CONFIG: RefCell<Option<Option<Rc<Notify>>>> = const { RefCell::new(None) };
     /// The sessions whose notifications are being delivered (in this isolate).
-    static DELIVERING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    static DELIVERING: crate::busy::Sessions = const { RefCell::new(Vec::new()) };
 }
 
 /// The notifications the deployment configures, if any (a configuration it refuses is
@@ -73,27 +73,6 @@ pub(crate) fn configured(env: &Env) -> Option<Rc<Notify>> {
     };
     CONFIG.with_borrow_mut(|c| *c = Some(read.clone()));
     read
-}
-
-/// Session `id`'s place in [`DELIVERING`], given back however its delivery ends.
-struct Delivering(String);
-
-impl Delivering {
-    fn take(id: &str) -> Option<Self> {
-        DELIVERING.with_borrow_mut(|d| {
-            if d.iter().any(|s| s == id) {
-                return None;
-            }
-            d.push(id.to_string());
-            Some(Self(id.to_string()))
-        })
-    }
-}
-
-impl Drop for Delivering {
-    fn drop(&mut self) {
-        DELIVERING.with_borrow_mut(|d| d.retain(|s| *s != self.0));
-    }
 }
 
 impl Inner {
@@ -154,7 +133,7 @@ impl Inner {
     /// any, the session is driven again so that the alarm is set for the next retry.
     fn deliver(&self, id: &str, config: Rc<Notify>) {
         let Ok(parts) = self.parts() else { return };
-        let Some(guard) = Delivering::take(id) else {
+        let Some(guard) = crate::busy::Busy::take(&DELIVERING, id) else {
             return; // the delivery under way takes the new ones too
         };
         let outbox = Outbox::new(parts.sql.clone());

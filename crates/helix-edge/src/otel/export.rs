@@ -22,35 +22,12 @@ const BACKOFF: [Duration; 2] = [Duration::from_millis(500), Duration::from_secs(
 
 thread_local! {
     /// The sessions whose spans are being exported (in this isolate).
-    static EXPORTING: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Session `id`'s place in [`EXPORTING`], given back however its export ends (a
-/// dropped future included).
-struct Exporting(String);
-
-impl Exporting {
-    fn take(id: &str) -> Option<Self> {
-        EXPORTING.with(|e| {
-            let mut exporting = e.borrow_mut();
-            if exporting.iter().any(|s| s == id) {
-                return None;
-            }
-            exporting.push(id.to_string());
-            Some(Self(id.to_string()))
-        })
-    }
-}
-
-impl Drop for Exporting {
-    fn drop(&mut self) {
-        EXPORTING.with(|e| e.borrow_mut().retain(|s| *s != self.0));
-    }
+    static EXPORTING: crate::busy::Sessions = const { RefCell::new(Vec::new()) };
 }
 
 /// Sends session `id`'s unsent spans; returns once each was sent or dropped.
 pub async fn export(id: &str, kept: &KeptSpans, to: &Endpoint) {
-    let Some(_exporting) = Exporting::take(id) else {
+    let Some(_exporting) = crate::busy::Busy::take(&EXPORTING, id) else {
         return; // the export under way takes the new ones too
     };
     export_all(id, kept, to).await;
